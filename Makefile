@@ -1,0 +1,26 @@
+# The two quickstart commands (README.md): `make run` and `make test`.
+# Both create .venv on first use with the torch 2.13.0 CPU wheel, then the project.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install clean-venv
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/lie-stats run
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests hypotheses
+
+clean-venv:
+	rm -rf $(VENV)

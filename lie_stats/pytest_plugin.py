@@ -1,0 +1,1 @@
+"""pytest plugin: hypothesis modules as science tests (filled in by the statistics issue)."""
