@@ -1,0 +1,60 @@
+"""Statistics of lie_stats: pure functions over numpy arrays, tidy one-row-per-test results.
+
+One module per statistical family (as pingouin): :mod:`.permutation`, :mod:`.correlation`,
+:mod:`.groups`, :mod:`.equivalence`, :mod:`.replication`, :mod:`.trend`, :mod:`.models`,
+:mod:`.multiplicity`. Every test returns a :class:`pandas.DataFrame` with one row per test,
+numeric columns only, starting with :data:`lie_stats.schema.STAT_COLUMNS`; the
+family-specific columns are named in :mod:`.columns`.
+
+Conventions
+-----------
+* Head data are nested in layers: every head-level test takes a required ``strata=``
+  keyword (pass ``None`` explicitly for free permutation); permutations are within strata,
+  bootstraps resample strata then units.
+* Randomness only from ``seed=``; all resampling is vectorized and chunked.
+* Input on which no test can be computed (constant vectors, too few observations, all NaN,
+  bad options) raises :class:`lie_stats.errors.StatsInputError` naming the argument. A NaN
+  appears in a result only where NaN is the defined answer, and each docstring says where
+  (e.g. no crossover, an unpaired enrichment's p-value, a skipped interval with
+  ``n_boot=0``).
+"""
+
+from lie_stats.stats import columns
+from lie_stats.stats.correlation import correlation, partial_correlation
+from lie_stats.stats.equivalence import fisher_z_se, tost_correlation, tost_relative
+from lie_stats.stats.groups import group_difference
+from lie_stats.stats.models import compare_models, mixed_model
+from lie_stats.stats.multiplicity import adjust_pvalues
+from lie_stats.stats.permutation import (
+    cluster_bootstrap_indices,
+    n_distinct_permutations,
+    permutation_indices,
+    permutation_pvalue,
+)
+from lie_stats.stats.replication import power_correlation, r33, replicate_correlation
+from lie_stats.stats.trend import boundary_ratio, depth_crossover, depth_gradient, enrichment, trend
+
+__all__ = [
+    "columns",
+    "permutation_indices",
+    "permutation_pvalue",
+    "cluster_bootstrap_indices",
+    "n_distinct_permutations",
+    "correlation",
+    "partial_correlation",
+    "group_difference",
+    "tost_relative",
+    "tost_correlation",
+    "fisher_z_se",
+    "replicate_correlation",
+    "power_correlation",
+    "r33",
+    "trend",
+    "enrichment",
+    "depth_gradient",
+    "depth_crossover",
+    "boundary_ratio",
+    "compare_models",
+    "mixed_model",
+    "adjust_pvalues",
+]
