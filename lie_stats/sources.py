@@ -1,0 +1,661 @@
+"""Checkpoint sources: local folders, run folders and ``hf:ORG/NAME`` -> lazy tensors + provenance.
+
+A *source* is what a user types (DESIGN.md, CLI): a Hugging Face checkpoint folder
+(``config.json`` plus ``model.safetensors``, a sharded ``model.safetensors.index.json``, or
+``pytorch_model.bin``), a folder of checkpoint folders (``step_N``, ``stepN``,
+``checkpoint-N``), or ``hf:ORG/NAME`` with revisions (e.g. Pythia's ``step1000`` branches).
+:func:`open_source` turns it into :class:`Checkpoint` objects, sorted by step.
+
+Tensors are read lazily and one by one: safetensors through ``safe_open`` (only the header
+is parsed until a tensor is asked for), ``pytorch_model.bin`` through
+``torch.load(weights_only=True, mmap=True)`` (checkpoints are untrusted: never plain
+unpickling). From the hub only ``config.json``, the index json and the files that hold the
+tensors actually read are fetched, so memory and download stay near the attention weights.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import pickle
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from .architectures import Adapter, LayerWeights, adapter_for
+from .errors import ArchitectureError, CheckpointError, did_you_mean
+
+__all__ = ["Checkpoint", "open_source", "parse_step", "HF_PREFIX", "CONFIG_FILE"]
+
+#: Prefix of hub sources.
+HF_PREFIX = "hf:"
+CONFIG_FILE = "config.json"
+_ST_INDEX = "model.safetensors.index.json"
+_ST_SINGLE = "model.safetensors"
+_BIN_INDEX = "pytorch_model.bin.index.json"
+_BIN_SINGLE = "pytorch_model.bin"
+#: Weight layouts, in the order they are looked for.
+_LAYOUTS = (_ST_INDEX, _ST_SINGLE, _BIN_INDEX, _BIN_SINGLE)
+_STEP_RE = re.compile(r"^(?:step_?|checkpoint-|global_step)(\d+)$")
+_ST_DTYPES = {
+    "F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
+    "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2", "I64": "int64", "I32": "int32",
+    "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool",
+}
+
+
+def parse_step(name: str) -> int | None:
+    """The training step in a checkpoint folder or revision name, else None.
+
+    Recognizes ``step_N``, ``stepN``, ``checkpoint-N`` and ``global_stepN``.
+
+    Examples
+    --------
+    >>> [parse_step(n) for n in ("step_100", "step1000", "checkpoint-50", "main", "step_x")]
+    [100, 1000, 50, None, None]
+    """
+    m = _STEP_RE.match(name)
+    return int(m.group(1)) if m else None
+
+
+def _offline() -> bool:
+    """Hub offline mode, read at call time (``HF_HUB_OFFLINE`` may be set after import)."""
+    from huggingface_hub import constants
+
+    env = os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
+    return env or bool(constants.HF_HUB_OFFLINE)
+
+
+def _sha256(path: pathlib.Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass
+class _Hub:
+    """Where a hub checkpoint lives and how to fetch one of its files."""
+
+    repo_id: str
+    revision: str
+    cache_dir: str | None
+    fetched: list[str] = field(default_factory=list)
+
+    def where(self, filename: str = "") -> str:
+        return f"{HF_PREFIX}{self.repo_id}@{self.revision}" + (f"/{filename}" if filename else "")
+
+    def fetch(self, filename: str, *, missing_ok: bool = False) -> pathlib.Path | None:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import (
+            EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled,
+            RepositoryNotFoundError, RevisionNotFoundError,
+        )
+
+        offline = _offline()
+        try:
+            path = hf_hub_download(self.repo_id, filename, revision=self.revision,
+                                   cache_dir=self.cache_dir, local_files_only=offline)
+        except (RepositoryNotFoundError, RevisionNotFoundError) as e:
+            raise CheckpointError(f"{self.where()}: no such repository or revision on the hub ({e})") from e
+        except (EntryNotFoundError, LocalEntryNotFoundError, OfflineModeIsEnabled) as e:
+            if missing_ok:
+                return None
+            how = (" (HF_HUB_OFFLINE is set and the file is not in the cache "
+                   f"{self.cache_dir or 'default HF cache'}: download it once online)") if offline else ""
+            raise CheckpointError(f"{self.where(filename)}: file not found{how}") from e
+        except (HfHubHTTPError, OSError) as e:
+            raise CheckpointError(f"{self.where(filename)}: download failed: {e}") from e
+        self.fetched.append(filename)
+        return pathlib.Path(path)
+
+
+@dataclass
+class Checkpoint:
+    """One checkpoint: a folder holding ``config.json`` and weights, read lazily.
+
+    Attributes
+    ----------
+    model : str
+        Model name: the folder's name (the run folder's for a checkpoint inside a run), or
+        ``ORG/NAME`` for the hub.
+    step : int or None
+        Training step parsed from ``step_N`` / ``stepN`` / ``checkpoint-N`` / revision ``stepN``.
+    revision : str or None
+        Hub revision (or the checkpoint's folder name inside a run folder).
+    path : pathlib.Path
+        The folder holding ``config.json`` (a snapshot folder of the HF cache for the hub).
+    source : str
+        What the user typed.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, json
+    >>> from safetensors.torch import save_file
+    >>> d = pathlib.Path(tempfile.mkdtemp()) / "tiny"; d.mkdir()
+    >>> _ = (d / "config.json").write_text(json.dumps(
+    ...     {"model_type": "gpt2", "n_embd": 4, "n_head": 2, "n_layer": 1}))
+    >>> save_file({"h.0.attn.c_attn.weight": torch.ones(4, 12),
+    ...            "h.0.attn.c_proj.weight": torch.eye(4)}, d / "model.safetensors")
+    >>> ckpt, = open_source(str(d))
+    >>> ckpt.model, ckpt.step, [w.W_O.shape for w in ckpt.iter_layers()]
+    ('tiny', None, [torch.Size([2, 2, 4])])
+    """
+
+    model: str
+    step: int | None
+    revision: str | None
+    path: pathlib.Path
+    source: str
+    _hub: _Hub | None = field(default=None, repr=False, compare=False, kw_only=True)
+
+    def __post_init__(self) -> None:
+        self.path = pathlib.Path(self.path)
+        self._config: dict | None = None
+        self._index: dict[str, str] | None = None   # tensor name -> file (relative)
+        self._layout: str | None = None
+        self._handles: dict[str, object] = {}       # safetensors file -> safe_open handle
+        self._bins: dict[str, dict] = {}             # .bin file -> mmap'd state dict
+        self._read: list[str] = []                   # files read, in order (relative names)
+        self._hashes: dict[str, str] = {}
+        self._adapter: Adapter | None = None
+        self._dtypes: dict[str, str] = {}            # tensor name -> stored dtype (tensors read)
+
+    # ------------------------------------------------------------------ pickling (workers)
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_handles"] = {}
+        state["_bins"] = {}
+        return state
+
+    # ------------------------------------------------------------------ files
+    def _where(self, filename: str) -> str:
+        if self._hub is not None:
+            return self._hub.where(filename)
+        return str(self.path / filename)
+
+    def _local(self, filename: str, *, missing_ok: bool = False) -> pathlib.Path | None:
+        """Local path of one of the checkpoint's files, fetching it from the hub if needed."""
+        p = self.path / filename
+        if self._hub is not None and filename not in self._hub.fetched:
+            return self._hub.fetch(filename, missing_ok=missing_ok)
+        if p.is_file():
+            return p
+        if missing_ok:
+            return None
+        raise CheckpointError(f"{self._where(filename)}: file not found")
+
+    def _note_read(self, filename: str) -> None:
+        if filename not in self._read:
+            self._read.append(filename)
+
+    @property
+    def config(self) -> dict:
+        """The parsed ``config.json`` (loaded on first use).
+
+        Raises
+        ------
+        CheckpointError
+            The file is missing, is not JSON, or is not a JSON object.
+        """
+        if self._config is None:
+            path = self._local(CONFIG_FILE, missing_ok=True)
+            if path is None:
+                raise CheckpointError(
+                    f"{self._where(CONFIG_FILE)}: missing; a checkpoint folder needs config.json "
+                    f"next to its weights ({', '.join(_LAYOUTS)})"
+                )
+            try:
+                cfg = json.loads(path.read_text(encoding="utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise CheckpointError(f"{self._where(CONFIG_FILE)}: not valid JSON ({e})") from e
+            if not isinstance(cfg, dict):
+                raise CheckpointError(
+                    f"{self._where(CONFIG_FILE)}: expected a JSON object, got {type(cfg).__name__}"
+                )
+            self._note_read(CONFIG_FILE)
+            self._config = cfg
+        return self._config
+
+    def _load_index_json(self, filename: str) -> dict[str, str]:
+        path = self._local(filename)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            weight_map = data["weight_map"]
+        except (json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError) as e:
+            raise CheckpointError(
+                f"{self._where(filename)}: expected a JSON object with a 'weight_map' "
+                f"{{tensor name: file}} ({type(e).__name__}: {e})"
+            ) from e
+        if not isinstance(weight_map, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
+            raise CheckpointError(f"{self._where(filename)}: 'weight_map' must map tensor names to file names")
+        for f in set(weight_map.values()):
+            if "/" in f or "\\" in f or f.startswith(".."):
+                raise CheckpointError(f"{self._where(filename)}: weight file {f!r} must be a plain file name")
+        self._note_read(filename)
+        return dict(weight_map)
+
+    def _weight_index(self) -> dict[str, str]:
+        if self._index is not None:
+            return self._index
+        found = None
+        for layout in _LAYOUTS:
+            if self._local(layout, missing_ok=True) is not None:
+                found = layout
+                break
+        others = []
+        if found is None and self._hub is None:
+            others = sorted(p.name for p in self.path.glob("*.safetensors"))
+            if others:
+                found = _ST_SINGLE
+        if found is None:
+            raise CheckpointError(
+                f"{self._where('')}: no weights; expected one of {', '.join(_LAYOUTS)} "
+                f"next to config.json"
+            )
+        if found in (_ST_INDEX, _BIN_INDEX):
+            index = self._load_index_json(found)
+        elif found == _ST_SINGLE:
+            index = {}
+            for fname in others or [_ST_SINGLE]:
+                for name in self._st_handle(fname).keys():
+                    index[name] = fname
+        else:
+            index = {name: _BIN_SINGLE for name in self._bin(_BIN_SINGLE)}
+        self._layout = found
+        self._index = index
+        return index
+
+    def _st_handle(self, filename: str):
+        handle = self._handles.get(filename)
+        if handle is None:
+            from safetensors import safe_open
+
+            path = self._local(filename)
+            try:
+                handle = safe_open(str(path), framework="pt", device="cpu")
+            except Exception as e:  # safetensors raises SafetensorError / OSError
+                raise CheckpointError(
+                    f"{self._where(filename)}: not a readable safetensors file ({type(e).__name__}: {e})"
+                ) from e
+            self._handles[filename] = handle
+            self._note_read(filename)
+        return handle
+
+    def _bin(self, filename: str) -> dict:
+        state = self._bins.get(filename)
+        if state is None:
+            path = self._local(filename)
+            try:
+                try:
+                    state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+                except RuntimeError as e:
+                    if "mmap" not in str(e):  # legacy (non-zip) format cannot be memory-mapped
+                        raise
+                    state = torch.load(path, map_location="cpu", weights_only=True)
+            except pickle.UnpicklingError as e:
+                raise CheckpointError(
+                    f"{self._where(filename)}: refused to load: the pickle holds objects other "
+                    f"than tensors and plain containers, and checkpoints are only read with "
+                    f"torch.load(weights_only=True) ({str(e).splitlines()[0]})"
+                ) from e
+            except Exception as e:  # corrupt zip, truncated file, ...
+                raise CheckpointError(
+                    f"{self._where(filename)}: not a readable PyTorch checkpoint ({type(e).__name__}: {e})"
+                ) from e
+            if not isinstance(state, dict) or not all(
+                    isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+                raise CheckpointError(
+                    f"{self._where(filename)}: expected a state dict {{name: tensor}}, got "
+                    f"{type(state).__name__}"
+                )
+            self._bins[filename] = state
+            self._note_read(filename)
+        return state
+
+    # ------------------------------------------------------------------ tensors
+    def tensor_names(self) -> list[str]:
+        """Every tensor name the checkpoint holds (from the index or the file headers).
+
+        Examples
+        --------
+        >>> import tempfile, pathlib, json
+        >>> from safetensors.torch import save_file
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / "config.json").write_text("{}")
+        >>> save_file({"b": torch.ones(1), "a": torch.ones(1)}, d / "model.safetensors")
+        >>> open_source(str(d))[0].tensor_names()
+        ['a', 'b']
+        """
+        return sorted(self._weight_index())
+
+    def file_of(self, name: str) -> str:
+        """The weight file (relative name) that holds tensor ``name``."""
+        index = self._weight_index()
+        if name not in index:
+            raise CheckpointError(
+                f"{self._where('')}: no tensor named {name!r} ({len(index)} tensors in "
+                f"{self._layout}).{did_you_mean(name, index)}"
+            )
+        return index[name]
+
+    def get_tensor(self, name: str) -> torch.Tensor:
+        """Read one tensor, in its stored dtype, opening (or fetching) only the file holding it.
+
+        Raises
+        ------
+        CheckpointError
+            Unknown name (with a suggestion), or an unreadable / refused file.
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> from safetensors.torch import save_file
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / "config.json").write_text("{}")
+        >>> save_file({"w": torch.ones(2, dtype=torch.bfloat16)}, d / "model.safetensors")
+        >>> open_source(str(d))[0].get_tensor("w").dtype
+        torch.bfloat16
+        """
+        filename = self.file_of(name)
+        if filename.endswith(".safetensors"):
+            try:
+                t = self._st_handle(filename).get_tensor(name)
+            except Exception as e:
+                raise CheckpointError(
+                    f"{self._where(filename)}: cannot read tensor {name!r} "
+                    f"(the index says it is there; {type(e).__name__}: {e})"
+                ) from e
+        else:
+            state = self._bin(filename)
+            if name not in state:
+                raise CheckpointError(
+                    f"{self._where(filename)}: tensor {name!r} is not in the file (the index says it is)"
+                )
+            t = state[name]
+        self._dtypes[name] = str(t.dtype).removeprefix("torch.")
+        return t
+
+    def stored_dtype(self, name: str) -> str:
+        """Stored dtype of a tensor, from the file header where possible (no data read)."""
+        if name in self._dtypes:
+            return self._dtypes[name]
+        filename = self.file_of(name)
+        if filename.endswith(".safetensors"):
+            code = self._st_handle(filename).get_slice(name).get_dtype()
+            return _ST_DTYPES.get(code, code.lower())
+        return str(self._bin(filename)[name].dtype).removeprefix("torch.")
+
+    # ------------------------------------------------------------------ adapter and layers
+    def adapter(self) -> Adapter:
+        """The architecture adapter for this checkpoint (METRICS.md §1), built once.
+
+        Raises
+        ------
+        ArchitectureError
+            Unknown architecture, or attention tensors missing.
+        """
+        if self._adapter is None:
+            self._adapter = adapter_for(self.config, self.tensor_names(),
+                                        source=self._where(CONFIG_FILE),
+                                        locate=lambda n: self._where(self.file_of(n)))
+        return self._adapter
+
+    def iter_layers(self, *, fold_ln: bool = False) -> Iterator[LayerWeights]:
+        """Canonical weights layer by layer (METRICS.md §1), reading only each layer's tensors.
+
+        Parameters
+        ----------
+        fold_ln : bool
+            Fold the pre-attention norm into ``W_Q/W_K/W_V`` (recorded by the caller in
+            provenance; METRICS.md §1).
+
+        Yields
+        ------
+        LayerWeights
+            In stored dtype (float32 when folded).
+        """
+        adapter = self.adapter()
+        for layer in range(adapter.shape.n_layers):
+            yield adapter.layer_weights(layer, self.get_tensor, fold_ln=fold_ln)
+
+    # ------------------------------------------------------------------ provenance
+    @property
+    def files_read(self) -> list[str]:
+        """Files opened so far (relative names, in order), config.json and index included."""
+        return list(self._read)
+
+    @property
+    def fetched(self) -> list[str]:
+        """Files requested from the hub (empty for local checkpoints)."""
+        return [] if self._hub is None else list(self._hub.fetched)
+
+    def file_hashes(self) -> dict[str, str]:
+        """sha256 of config.json and of every weight or index file read so far.
+
+        Files in the hub cache that are blobs named by their sha256 (LFS files) are not
+        re-hashed.
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / "config.json").write_text("{}")
+        >>> ck = Checkpoint("m", None, None, d, str(d))
+        >>> ck.file_hashes()["config.json"][:12]
+        '44136fa355b3'
+        """
+        _ = self.config
+        for filename in self._read:
+            if filename in self._hashes:
+                continue
+            path = self.path / filename
+            real = path.resolve()
+            if self._hub is not None and re.fullmatch(r"[0-9a-f]{64}", real.name):
+                self._hashes[filename] = real.name
+            else:
+                self._hashes[filename] = _sha256(real)
+        return {f: self._hashes[f] for f in self._read}
+
+    def provenance(self) -> dict:
+        """JSON-serializable record of where the weights came from (DESIGN.md, cube).
+
+        Keys: ``source``, ``model``, ``revision``, ``step``, ``path``, ``repo_id``, ``layout``,
+        ``files`` (``{file: sha256}``), ``dtype`` (the stored dtype of the attention tensors,
+        comma-joined if mixed), ``architecture``, ``shape`` (the :class:`ModelShape` fields).
+        """
+        adapter = self.adapter()
+        dtypes = sorted({self.stored_dtype(n) for n in adapter.attention_tensor_names()})
+        shape = asdict(adapter.shape)
+        shape["attention_extras"] = list(shape["attention_extras"])
+        return {
+            "source": self.source,
+            "model": self.model,
+            "revision": self.revision,
+            "step": self.step,
+            "path": str(self.path),
+            "repo_id": None if self._hub is None else self._hub.repo_id,
+            "layout": self._layout,
+            "files": self.file_hashes(),
+            "dtype": ",".join(dtypes),
+            "architecture": adapter.shape.architecture,
+            "shape": shape,
+        }
+
+    def close(self) -> None:
+        """Drop open file handles and memory maps (they reopen on the next read)."""
+        self._handles.clear()
+        self._bins.clear()
+
+
+# ---------------------------------------------------------------------------- open_source
+def _as_list(revisions: str | Sequence[str] | None) -> list[str] | str | None:
+    if revisions is None:
+        return None
+    if isinstance(revisions, str):
+        if revisions.strip() == "all":
+            return "all"
+        return [r.strip() for r in revisions.split(",") if r.strip()]
+    return list(revisions)
+
+
+def _sorted_by_step(names: list[str]) -> list[str]:
+    return sorted(names, key=lambda n: (parse_step(n) is None, parse_step(n) or 0, n))
+
+
+def _hub_revisions(repo_id: str, cache_dir: str | None) -> list[str]:
+    """Branches named ``step*`` (with a parsable step), from the hub or, offline, the cache."""
+    if _offline():
+        from huggingface_hub import constants
+        from huggingface_hub.file_download import repo_folder_name
+
+        root = pathlib.Path(cache_dir or constants.HF_HUB_CACHE)
+        refs = root / repo_folder_name(repo_id=repo_id, repo_type="model") / "refs"
+        if not refs.is_dir():
+            raise CheckpointError(
+                f"{HF_PREFIX}{repo_id}: HF_HUB_OFFLINE is set and the cache {root} holds no "
+                f"revisions of it ({refs} missing); list revisions explicitly or go online"
+            )
+        names = [p.relative_to(refs).as_posix() for p in refs.rglob("*") if p.is_file()]
+    else:
+        from huggingface_hub import list_repo_refs
+        from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
+
+        try:
+            names = [b.name for b in list_repo_refs(repo_id).branches]
+        except RepositoryNotFoundError as e:
+            raise CheckpointError(f"{HF_PREFIX}{repo_id}: no such repository on the hub") from e
+        except (HfHubHTTPError, OSError) as e:
+            raise CheckpointError(f"{HF_PREFIX}{repo_id}: cannot list revisions ({e})") from e
+    steps = [n for n in names if n.startswith("step") and parse_step(n) is not None]
+    if not steps:
+        raise CheckpointError(
+            f"{HF_PREFIX}{repo_id}: revisions='all' found no branches named stepN "
+            f"(branches: {', '.join(sorted(names)) or 'none'})"
+        )
+    return _sorted_by_step(steps)
+
+
+def _open_hub(source: str, revisions, cache_dir) -> list[Checkpoint]:
+    repo_id = source[len(HF_PREFIX):].strip().strip("/")
+    if repo_id.count("/") != 1 or not all(repo_id.split("/")):
+        raise CheckpointError(f"{source!r}: expected hf:ORG/NAME")
+    cache = None if cache_dir is None else str(cache_dir)
+    revs = _as_list(revisions)
+    if revs == "all":
+        revs = _hub_revisions(repo_id, cache)
+    elif not revs:
+        revs = ["main"]
+    out = []
+    for rev in revs:
+        hub = _Hub(repo_id, rev, cache)
+        config = hub.fetch(CONFIG_FILE)
+        out.append(Checkpoint(repo_id, parse_step(rev), rev, config.parent, source, _hub=hub))
+    return _sorted(out)
+
+
+def _sorted(ckpts: list[Checkpoint]) -> list[Checkpoint]:
+    return sorted(ckpts, key=lambda c: (c.step is None, c.step or 0, c.revision or ""))
+
+
+def _open_local(source: str, revisions) -> list[Checkpoint]:
+    root = pathlib.Path(source).expanduser()
+    if not root.exists():
+        hint = ""
+        if source.count("/") == 1 and not source.startswith((".", "/", "~")):
+            hint = f" Did you mean the hub repository 'hf:{source}'?"
+        raise CheckpointError(f"{source}: no such folder.{hint}")
+    if not root.is_dir():
+        raise CheckpointError(f"{source}: expected a checkpoint folder (config.json + weights) or a run folder, got a file")
+    subdirs = {p.name: p for p in root.iterdir() if p.is_dir() and parse_step(p.name) is not None}
+    revs = _as_list(revisions)
+    if subdirs:
+        steps: dict[int, str] = {}
+        for name in subdirs:
+            step = parse_step(name)
+            if step in steps:
+                raise CheckpointError(
+                    f"{source}: folders {steps[step]!r} and {name!r} both hold step {step}"
+                )
+            steps[step] = name
+        chosen = _sorted_by_step(list(subdirs))
+        if revs not in (None, "all"):
+            for r in revs:
+                if r not in subdirs:
+                    raise CheckpointError(
+                        f"{source}: no checkpoint folder {r!r}; found {', '.join(chosen)}."
+                        f"{did_you_mean(r, subdirs)}"
+                    )
+            chosen = _sorted_by_step(list(dict.fromkeys(revs)))
+        out = []
+        for name in chosen:
+            folder = subdirs[name]
+            if not (folder / CONFIG_FILE).is_file():
+                raise CheckpointError(
+                    f"{folder / CONFIG_FILE}: missing; every checkpoint folder of a run needs "
+                    f"config.json (an interrupted save?)"
+                )
+            out.append(Checkpoint(root.resolve().name, parse_step(name), name, folder, source))
+        return out
+    if (root / CONFIG_FILE).is_file():
+        if revs not in (None, "all"):
+            raise CheckpointError(
+                f"{source}: a single checkpoint folder has no revisions to choose "
+                f"(asked for {', '.join(revs)}); revisions apply to run folders and hf: sources"
+            )
+        resolved = root.resolve()
+        step = parse_step(resolved.name)
+        model = resolved.parent.name if step is not None else resolved.name
+        return [Checkpoint(model, step, resolved.name if step is not None else None, root, source)]
+    raise CheckpointError(
+        f"{source}: neither a checkpoint folder ({CONFIG_FILE} missing) nor a run folder "
+        f"(no subfolders named step_N, stepN or checkpoint-N)"
+    )
+
+
+def open_source(source: str, *, revisions: str | Sequence[str] | None = None,
+                cache_dir: str | os.PathLike | None = None) -> list[Checkpoint]:
+    """Open what a user typed as a list of checkpoints, sorted by step (DESIGN.md, CLI).
+
+    Parameters
+    ----------
+    source : str
+        A checkpoint folder (``config.json`` + weights); a run folder of checkpoint folders
+        named ``step_N``, ``stepN`` or ``checkpoint-N`` (a run folder wins over a
+        ``config.json`` at its top); or ``hf:ORG/NAME``.
+    revisions : str or sequence of str, optional
+        Hub: revision names (a list, or a comma-separated string), or ``"all"`` for every
+        branch named ``stepN`` (listed from the hub; from the cache with ``HF_HUB_OFFLINE=1``);
+        default ``main``. Run folder: names of the checkpoint folders to keep (default all).
+    cache_dir : path-like, optional
+        Hugging Face cache (default: huggingface_hub's).
+
+    Returns
+    -------
+    list of Checkpoint
+
+    Raises
+    ------
+    CheckpointError
+        Missing folder or file, malformed config, duplicate steps, unknown revision.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> run = pathlib.Path(tempfile.mkdtemp()) / "run"
+    >>> for n in ("step_20", "step3", "checkpoint-100"):
+    ...     (run / n).mkdir(parents=True); _ = (run / n / "config.json").write_text("{}")
+    >>> [(c.model, c.step) for c in open_source(str(run))]
+    [('run', 3), ('run', 20), ('run', 100)]
+    """
+    if not isinstance(source, str) or not source:
+        raise CheckpointError(f"source must be a non-empty string, got {source!r}")
+    if source.startswith(HF_PREFIX):
+        return _open_hub(source, revisions, cache_dir)
+    return _open_local(source, revisions)
