@@ -404,8 +404,11 @@ class Checkpoint:
         if self._adapter is None:
             self._adapter = adapter_for(self.config, self.tensor_names(),
                                         source=self._where(CONFIG_FILE),
-                                        locate=lambda n: self._where(self.file_of(n)))
+                                        locate=self._tensor_where)
         return self._adapter
+
+    def _tensor_where(self, name: str) -> str:
+        return self._where(self.file_of(name))
 
     def iter_layers(self, *, fold_ln: bool = False) -> Iterator[LayerWeights]:
         """Canonical weights layer by layer (METRICS.md §1), reading only each layer's tensors.

@@ -15,6 +15,9 @@ Main helpers
 ``to_pytorch_bin(folder)``
     Rewrite a safetensors checkpoint as ``pytorch_model.bin`` (optionally sharded, with
     ``pytorch_model.bin.index.json``).
+``reshard(folder, assign)``
+    Rewrite a safetensors checkpoint as shards chosen by ``assign(tensor name) -> file name``
+    plus ``model.safetensors.index.json`` (e.g. all attention tensors in one shard).
 ``write_hub_cache(cache_dir, repo_id, {revision: folder})``
     Lay checkpoint folders out as the Hugging Face hub cache does
     (``models--ORG--NAME/{refs,snapshots,blobs}``) so that ``hf:ORG/NAME`` sources work
@@ -38,7 +41,7 @@ import torch
 
 __all__ = [
     "TINY_ARCHITECTURES", "tiny_config", "make_model", "make_checkpoint", "make_run",
-    "to_pytorch_bin", "write_hub_cache", "load_model", "commit_hash",
+    "to_pytorch_bin", "reshard", "write_hub_cache", "load_model", "commit_hash", "copy_checkpoint",
 ]
 
 # arch -> (config class, model class saved by default, base-model class)
@@ -241,6 +244,29 @@ def to_pytorch_bin(folder: str | os.PathLike, *, shards: int = 1) -> pathlib.Pat
     (folder / "pytorch_model.bin.index.json").write_text(
         json.dumps({"metadata": {}, "weight_map": weight_map}, indent=1))
     return folder
+
+
+def reshard(folder: str | os.PathLike, assign) -> dict[str, str]:
+    """Re-split a folder's safetensors into shards named by ``assign(name)``, with an index.
+
+    Returns the new weight map ``{tensor name: file name}``.
+    """
+    from safetensors.torch import load_file, save_file
+
+    folder = pathlib.Path(folder)
+    state: dict[str, torch.Tensor] = {}
+    files = sorted(folder.glob("*.safetensors"))
+    for f in files:
+        state.update(load_file(f))
+    for f in files:
+        f.unlink()
+    weight_map = {name: assign(name) for name in sorted(state)}
+    for fname in sorted(set(weight_map.values())):
+        save_file({n: state[n].contiguous() for n, f in weight_map.items() if f == fname},
+                  folder / fname, metadata={"format": "pt"})
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map}, indent=1))
+    return weight_map
 
 
 def commit_hash(text: str) -> str:
