@@ -36,7 +36,6 @@ Supported families and their stored layouts:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar

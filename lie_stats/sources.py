@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from .architectures import Adapter, LayerWeights, adapter_for
-from .errors import ArchitectureError, CheckpointError, did_you_mean
+from .errors import CheckpointError, did_you_mean
 
 __all__ = ["Checkpoint", "open_source", "parse_step", "HF_PREFIX", "CONFIG_FILE"]
 

@@ -21,12 +21,11 @@ head split (or a wrong GQA expansion) misses by orders of magnitude more than th
 from __future__ import annotations
 
 import copy
-import json
-import pathlib
 import sys
 
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 from lie_stats.architectures import (
     ATTENTION_EXTRAS, SUPPORTED_ARCHITECTURES, Adapter, LayerWeights, ModelShape, adapter_for,
@@ -34,7 +33,7 @@ from lie_stats.architectures import (
 from lie_stats.errors import ArchitectureError, CheckpointError
 from lie_stats.sources import open_source
 
-from ._checkpoints import TINY_ARCHITECTURES, load_model, make_checkpoint
+from ._checkpoints import TINY_ARCHITECTURES, load_model
 
 TOL = 1e-5
 
@@ -408,3 +407,59 @@ def test_legacy_layernorm_gamma_beta_names():
 
 def test_supported_architectures_all_have_tiny_builders():
     assert set(SUPPORTED_ARCHITECTURES) == set(TINY_ARCHITECTURES)
+
+
+# ------------------------------------------------------------------ layouts, as properties
+@settings(max_examples=25, deadline=None)
+@given(h=st.integers(1, 4), dh=st.integers(1, 5), rep=st.integers(1, 3), seed=st.integers(0, 2**16))
+def test_layouts_match_the_modeling_code_reshapes(h, dh, rep, seed):
+    """For any head count and width, x W_X[h] equals the slice the modeling code takes.
+
+    The reference reshapes are transformers' own (quoted): GPT-NeoX
+    ``qkv.view(*input_shape, -1, 3 * head_size)`` then ``chunk(3, dim=-1)``; GPT-2
+    ``c_attn(x).split(split_size, dim=2)`` then ``view(..., -1, head_dim)``; Llama
+    ``k_proj(x).view(..., -1, head_dim)`` then ``repeat_kv`` (``expand`` + ``reshape``).
+    """
+    gen = torch.Generator().manual_seed(seed)
+    d = h * dh
+    x = torch.randn(3, d, generator=gen, dtype=torch.float64)
+
+    # GPT-NeoX
+    w = torch.randn(3 * d, d, generator=gen, dtype=torch.float64)
+    b = torch.randn(3 * d, generator=gen, dtype=torch.float64)
+    cfg = {"model_type": "gpt_neox", "hidden_size": d, "num_attention_heads": h, "num_hidden_layers": 1}
+    t = {"layers.0.attention.query_key_value.weight": w, "layers.0.attention.query_key_value.bias": b,
+         "layers.0.attention.dense.weight": torch.eye(d, dtype=torch.float64)}
+    lw = adapter_for(cfg, list(t), source="c").layer_weights(0, t.__getitem__)
+    ref = (x @ w.t() + b).view(3, h, 3 * dh).chunk(3, dim=-1)
+    for i, (W, B) in enumerate(((lw.W_Q, lw.b_Q), (lw.W_K, lw.b_K), (lw.W_V, lw.b_V))):
+        got = torch.einsum("sd,hde->she", x, W) + B
+        assert torch.allclose(got, ref[i], atol=1e-12)
+
+    # GPT-2
+    w = torch.randn(d, 3 * d, generator=gen, dtype=torch.float64)
+    cfg = {"model_type": "gpt2", "n_embd": d, "n_head": h, "n_layer": 1}
+    t = {"h.0.attn.c_attn.weight": w, "h.0.attn.c_proj.weight": torch.eye(d, dtype=torch.float64)}
+    lw = adapter_for(cfg, list(t), source="c").layer_weights(0, t.__getitem__)
+    ref = [r.view(3, h, dh) for r in (x @ w).split(d, dim=1)]
+    for W, r in zip((lw.W_Q, lw.W_K, lw.W_V), ref):
+        assert torch.allclose(torch.einsum("sd,hde->she", x, W), r, atol=1e-12)
+
+    # Llama with GQA: n_heads = h * rep query heads over h K/V heads
+    nq = h * rep
+    wq = torch.randn(nq * dh, d, generator=gen, dtype=torch.float64)
+    wk = torch.randn(h * dh, d, generator=gen, dtype=torch.float64)
+    wo = torch.randn(d, nq * dh, generator=gen, dtype=torch.float64)
+    cfg = {"model_type": "llama", "hidden_size": d, "num_attention_heads": nq,
+           "num_key_value_heads": h, "head_dim": dh, "num_hidden_layers": 1}
+    p = "layers.0.self_attn."
+    t = {p + "q_proj.weight": wq, p + "k_proj.weight": wk, p + "v_proj.weight": wk,
+         p + "o_proj.weight": wo}
+    lw = adapter_for(cfg, list(t), source="c").layer_weights(0, t.__getitem__)
+    k = (x @ wk.t()).view(3, h, dh).transpose(0, 1)                      # [kv, s, dh]
+    k = k[:, None].expand(h, rep, 3, dh).reshape(nq, 3, dh)               # repeat_kv
+    assert torch.allclose(torch.einsum("sd,hde->hse", x, lw.W_K), k, atol=1e-12)
+    q = (x @ wq.t()).view(3, nq, dh).transpose(0, 1)
+    assert torch.allclose(torch.einsum("sd,hde->hse", x, lw.W_Q), q, atol=1e-12)
+    z = torch.randn(3, nq, dh, generator=gen, dtype=torch.float64)       # per-head outputs
+    assert torch.allclose(torch.einsum("she,hed->sd", z, lw.W_O), z.reshape(3, -1) @ wo.t(), atol=1e-12)
