@@ -1,0 +1,279 @@
+"""Dataset cards: what each dataset is, whether its cubes are here, and how to build them.
+
+A dataset lives in ``datasets/<name>/`` beside a human ``README.md`` and a machine card
+``dataset.toml`` (DESIGN.md, layout)::
+
+    name = "pico_pythia"
+    title = "Six tiny GPT-NeoX runs trained here, 12 checkpoints each"
+    cubes = ["cube.nc"]                 # relative to the card's folder
+    build = "python -m datasets.pico_pythia.build"   # the exact command that builds the cubes
+    needs = ""                          # "" when buildable here; else what is missing
+
+A card's *state* is ``"present"`` (every cube file exists), ``"buildable"`` (a cube is
+missing and ``needs`` is empty) or ``"needs data"`` (a cube is missing and something this
+machine lacks is needed, e.g. ``"hub access"``).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import LieStatsError, did_you_mean
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
+
+__all__ = [
+    "CARD_FILE",
+    "STATES",
+    "DatasetError",
+    "DatasetCard",
+    "read_card",
+    "list_datasets",
+    "find_dataset",
+    "load_dataset",
+]
+
+#: File name of a dataset card inside ``datasets/<name>/``.
+CARD_FILE = "dataset.toml"
+#: Possible states of a card, in the order ``lie-stats datasets`` prints them.
+STATES = ("present", "buildable", "needs data")
+
+_REQUIRED = {"name": str, "title": str, "cubes": list, "build": str}
+_OPTIONAL = {"needs": str}
+
+
+class DatasetError(LieStatsError):
+    """A dataset card is malformed, unknown, or its cubes are absent."""
+
+
+@dataclass(frozen=True)
+class DatasetCard:
+    """One dataset card (``datasets/<name>/dataset.toml``).
+
+    Attributes
+    ----------
+    name, title : str
+        The dataset's name (equal to its folder's name) and a one-line title.
+    cubes : tuple of Path
+        Absolute paths of the cube files the dataset consists of.
+    build : str
+        The exact command that builds the cubes.
+    needs : str
+        ``""`` when the build runs on this machine, else what it lacks.
+    folder : Path
+        The card's folder (holds ``README.md``).
+    """
+
+    name: str
+    title: str
+    cubes: tuple[Path, ...]
+    build: str
+    needs: str
+    folder: Path
+
+    @property
+    def state(self) -> str:
+        """``"present"``, ``"buildable"`` or ``"needs data"`` (see module docstring)."""
+        if self.cubes and all(p.is_file() for p in self.cubes):
+            return STATES[0]
+        return STATES[1] if not self.needs else STATES[2]
+
+    @property
+    def missing(self) -> tuple[Path, ...]:
+        """The cube files that are not on disk."""
+        return tuple(p for p in self.cubes if not p.is_file())
+
+    @property
+    def readme(self) -> Path:
+        """Path of the human README beside the card."""
+        return self.folder / "README.md"
+
+
+def read_card(path: str | Path) -> DatasetCard:
+    """Read and validate one ``dataset.toml``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The card file, or the dataset folder holding it.
+
+    Returns
+    -------
+    DatasetCard
+
+    Raises
+    ------
+    DatasetError
+        The file is missing or not TOML, a required key is missing or of the wrong type, an
+        unknown key is present, ``name`` differs from the folder's name, or a cube path
+        leaves the dataset folder.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()) / "toy"; d.mkdir()
+    >>> _ = (d / "dataset.toml").write_text(
+    ...     'name = "toy"\\ntitle = "A toy"\\ncubes = ["toy.nc"]\\nbuild = "make toy"\\n')
+    >>> card = read_card(d)
+    >>> card.name, card.state
+    ('toy', 'buildable')
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / CARD_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise DatasetError(f"Cannot read dataset card {str(path)!r}: {e}") from e
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise DatasetError(f"Dataset card {str(path)!r} is not valid TOML: {e}") from e
+    for key, typ in _REQUIRED.items():
+        if key not in data:
+            raise DatasetError(
+                f"Dataset card {str(path)!r} lacks the key {key!r} (required keys: "
+                f"{', '.join(_REQUIRED)}; optional: {', '.join(_OPTIONAL)})."
+            )
+    known = {**_REQUIRED, **_OPTIONAL}
+    for key, value in data.items():
+        if key not in known:
+            raise DatasetError(
+                f"Dataset card {str(path)!r} has an unknown key {key!r}.{did_you_mean(key, known)} "
+                f"Known keys: {', '.join(known)}."
+            )
+        if not isinstance(value, known[key]):
+            raise DatasetError(
+                f"Dataset card {str(path)!r}: {key!r} must be a {known[key].__name__}, "
+                f"got {type(value).__name__}."
+            )
+    folder = path.parent.resolve()
+    if data["name"] != folder.name:
+        raise DatasetError(
+            f"Dataset card {str(path)!r} names the dataset {data['name']!r} but lives in the "
+            f"folder {folder.name!r}; the two must be equal."
+        )
+    if not data["cubes"] or not all(isinstance(c, str) and c for c in data["cubes"]):
+        raise DatasetError(
+            f"Dataset card {str(path)!r}: 'cubes' must be a non-empty list of relative paths."
+        )
+    cubes = []
+    for rel in data["cubes"]:
+        p = (folder / rel).resolve()
+        if Path(rel).is_absolute() or folder not in p.parents:
+            raise DatasetError(
+                f"Dataset card {str(path)!r}: cube path {rel!r} must be relative to and inside "
+                f"{str(folder)!r}."
+            )
+        cubes.append(p)
+    return DatasetCard(
+        name=data["name"],
+        title=data["title"],
+        cubes=tuple(cubes),
+        build=data["build"],
+        needs=data.get("needs", ""),
+        folder=folder,
+    )
+
+
+def list_datasets(root: str | Path = "datasets") -> list[DatasetCard]:
+    """Every dataset card under ``root``, sorted by name.
+
+    Folders without a ``dataset.toml`` are ignored (they are not datasets); a malformed card
+    raises rather than being skipped silently.
+
+    Parameters
+    ----------
+    root : str or Path
+        The datasets folder (``datasets/`` in the repository). A missing folder has no
+        datasets.
+
+    Returns
+    -------
+    list of DatasetCard
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> list_datasets(tempfile.mkdtemp())
+    []
+    """
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    cards = [read_card(p) for p in sorted(root.glob(f"*/{CARD_FILE}"))]
+    return sorted(cards, key=lambda c: c.name)
+
+
+def find_dataset(name: str, root: str | Path = "datasets") -> DatasetCard:
+    """The card of dataset ``name``, with a suggestion on a typo.
+
+    Raises
+    ------
+    DatasetError
+        No card named ``name`` under ``root``; the message lists the known names.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> try:
+    ...     find_dataset("toy", tempfile.mkdtemp())
+    ... except DatasetError as e:
+    ...     print(str(e).split(".")[0])
+    No dataset named 'toy' in ...
+    """
+    cards = {c.name: c for c in list_datasets(root)}
+    if name not in cards:
+        known = ", ".join(cards) or "none"
+        raise DatasetError(
+            f"No dataset named {name!r} in {str(Path(root))!r}.{did_you_mean(name, cards)} "
+            f"Known datasets: {known}."
+        )
+    return cards[name]
+
+
+def load_dataset(name: str, root: str | Path = "datasets") -> "xr.Dataset":
+    """Open the cube(s) of dataset ``name`` (validated, loaded into memory).
+
+    A dataset of several cube files is merged (:func:`lie_stats.cube.merge_shards`): models
+    side by side, steps joined with NaN padding, provenance records concatenated.
+
+    Raises
+    ------
+    DatasetError
+        Unknown name, or a cube file is absent (the message gives the build command).
+    lie_stats.errors.CubeError
+        A cube file breaks the cube contract.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> try:
+    ...     load_dataset("toy", tempfile.mkdtemp())
+    ... except DatasetError as e:
+    ...     print(type(e).__name__)
+    DatasetError
+    """
+    card = find_dataset(name, root)
+    if card.missing:
+        raise DatasetError(
+            f"Dataset {name!r} is {card.state}: missing {', '.join(map(str, card.missing))}. "
+            f"Build it with: {card.build}"
+            + (f" (needs {card.needs})" if card.needs else "")
+        )
+    return _open_cubes(card.cubes)
+
+
+def _open_cubes(paths: Sequence[Path]) -> "xr.Dataset":
+    from . import cube
+
+    cubes = [cube.open_cube(p) for p in paths]
+    if len(cubes) == 1:
+        return cubes[0]
+    combined = cube.merge_shards(cubes)  # provenance lists concatenated, NaN padding
+    return cube.validate_cube(combined, where=" + ".join(map(str, paths)))

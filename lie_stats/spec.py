@@ -1,0 +1,1513 @@
+"""Declarative hypotheses: :class:`HypothesisSpec`, selection on cubes, tests and verdicts.
+
+A hypothesis module (``hypotheses/B5_contribution_predicts_change.py``) holds one or more
+module-level :class:`HypothesisSpec` objects; it is a declaration, not a script (DESIGN.md,
+"Hypothesis module")::
+
+    from lie_stats.spec import HypothesisSpec, Prediction, Select
+
+    B5 = HypothesisSpec(
+        id="B5",
+        claim="Initial head contribution predicts how much a head changes during training",
+        source="On the Geometry of Anchors (001_b7585e9b85234042.txt)",
+        datasets=("pico_pythia",),
+        selection={"x": Select("head_contribution", step="first"),
+                   "y": Select("change_from_init", step="last")},
+        test="replication",
+        params={"method": "spearman", "n_perm": 9999, "seed": 0},
+        prediction=Prediction("negative"),
+        reference={"rho": -0.274, "p": 0.007, "n": 96},
+        gate="pinned",
+    )
+
+Evaluating a spec on a dataset (:func:`evaluate`) selects the variables from the dataset's
+cube (:class:`Select`), runs the named test of the registry (:func:`register_test`; the
+tests bind selections to :mod:`lie_stats.stats`) and decides a verdict.
+
+Verdict rules
+-------------
+Each test kind has a decision rule; ``alpha`` is the spec's ``params["alpha"]`` (0.05 by
+default), ``value`` the prediction's null value (0 unless given).
+
+``correlation``, ``partial_correlation``, ``group_difference``, ``trend`` (p-value rules)
+    *supported* when ``p_value < alpha`` and ``effect - value`` has the predicted sign
+    (``"positive"`` / ``"negative"``; ``"nonzero"`` accepts either);
+    *refuted* when ``p_value < alpha`` with the opposite sign, or when the prediction
+    declares an equivalence ``bound`` and the effect is shown to lie within it (TOST on the
+    correlation, :func:`lie_stats.stats.tost_correlation`; correlations only);
+    *inconclusive* otherwise. A non-significant result alone never refutes.
+``correlation_equivalence``, ``tost_relative`` (equivalence rules, prediction ``"equivalent"``)
+    *supported* when the TOST p-value (the larger of the two one-sided p) is below ``alpha``;
+    *refuted* when the interval lies entirely outside ``[-bound, bound]``;
+    *inconclusive* otherwise.
+``enrichment``, ``boundary_ratio`` (interval rules, prediction ``"above"`` / ``"below"`` a value)
+    *supported* when the interval lies entirely on the predicted side of ``value``;
+    *refuted* when it lies entirely on the other side; *inconclusive* otherwise.
+``depth_crossover`` (prediction ``"crossing"``)
+    *supported* when the depth-gradient slope changes sign once (``n_crossings == 1``) and
+    the crossover's interval is finite; *refuted* when it never changes sign
+    (``n_crossings == 0``); *inconclusive* otherwise (several crossings, or an interval
+    without a crossing in every resample). The reference fraction is reported beside it.
+``replication`` (DESIGN.md, "Replication, done as the field does it"; reference ``r``/``rho``
+and ``n`` required)
+    *supported* when the one-sided test in the original direction has ``p < alpha`` and the
+    small-telescopes test does not find the effect smaller than ``r33`` (the effect the
+    original had 33 % power to detect); *refuted* when the small-telescopes test finds it
+    smaller (``p_small_telescopes < alpha``; this includes effects of the opposite sign);
+    *inconclusive* otherwise. The Fisher z test of difference from the original and the
+    replication Bayes factor are reported beside the verdict (columns of ``extra``).
+
+Data that cannot be tested (a dataset whose cubes are absent, a cube without the selected
+variable, family or projection) give the verdict ``skipped`` with the reason and the command
+that builds the data; input on which a test is undefined (constant vectors, too few heads)
+gives ``inconclusive`` with the statistics module's message as the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import schema
+from .errors import LieStatsError, SpecError, StatsInputError, did_you_mean
+from .stats import columns as C
+
+__all__ = [
+    "Select",
+    "Prediction",
+    "HypothesisSpec",
+    "Result",
+    "TestKind",
+    "TestInput",
+    "Decision",
+    "register_test",
+    "test_kinds",
+    "select",
+    "evaluate",
+    "evaluate_cube",
+    "check_datasets",
+    "STEP_WORDS",
+    "DIRECTIONS",
+]
+
+#: Words a :class:`Select` accepts as ``step`` besides an integer step.
+STEP_WORDS = ("first", "last", "all")
+#: Prediction directions (which test kinds accept which is declared in the registry).
+DIRECTIONS = ("positive", "negative", "nonzero", "equivalent", "above", "below", "crossing",
+              "preferred")
+#: Reductions a :class:`Select` may apply over layers and heads.
+REDUCTIONS = ("mean", "median")
+#: Strata for permutation tests and cluster bootstraps on head data.
+STRATA = ("layer", "model", "none")
+_SELECT_DIMS = (schema.FAMILY, schema.PROJECTION, schema.MATRIX)
+#: Extra result column of a directional correlation with a declared bound: the TOST p.
+P_EQUIVALENCE = "p_equivalence"
+
+# ----------------------------------------------------------------------------- declarations
+
+
+def _tuple(value: Any) -> Any:
+    if value is None or isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, Iterable):
+        return tuple(value)
+    return value
+
+
+@dataclass(frozen=True)
+class Select:
+    """One variable selected from a cube (DESIGN.md, "Hypothesis module": selection).
+
+    Parameters
+    ----------
+    metric : str
+        A cube variable of :data:`lie_stats.schema.VARIABLES` (METRICS.md names).
+    step : {"first", "last", "all"} or int
+        The checkpoint: the model's first or last checkpoint with data, every checkpoint
+        (keeps the ``step`` dimension, for trends and crossovers), or an exact step.
+    family, projection, matrix : str, optional
+        Required when the variable has that dimension (``family`` of
+        :data:`~lie_stats.schema.FAMILIES`, projection ``"none"``, ``"adaptive"`` or
+        ``"fixed:K"``, ``matrix`` of :data:`~lie_stats.schema.MATRICES`); refused otherwise.
+    layers : tuple of int, optional
+        Layers to keep (negative counts from each model's last layer: ``(0, -1)`` are the
+        boundary layers). All layers by default.
+    models : tuple of str, optional
+        Models of the cube to keep; all by default.
+    reduce : {"mean", "median"}, optional
+        Summarize over layers and heads (one value per model and step).
+
+    Examples
+    --------
+    >>> Select("change_from_init", step="last")
+    Select(metric='change_from_init', step='last', family=None, projection=None, matrix=None, layers=None, models=None, reduce=None)
+    """
+
+    metric: str
+    step: str | int = "last"
+    family: str | None = None
+    projection: str | None = None
+    matrix: str | None = None
+    layers: tuple[int, ...] | None = None
+    models: tuple[str, ...] | None = None
+    reduce: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "layers", _tuple(self.layers))
+        object.__setattr__(self, "models", _tuple(self.models))
+
+    def declaration(self) -> dict[str, Any]:
+        """The fields that are set, as JSON-ready values (for hashing and reports)."""
+        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)
+                if getattr(self, f.name) is not None}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What would support the claim.
+
+    Parameters
+    ----------
+    direction : str
+        One of :data:`DIRECTIONS`: the sign of an effect (``"positive"``, ``"negative"``,
+        ``"nonzero"``), equivalence within ``bound`` (``"equivalent"``), an estimate above
+        or below ``value`` (``"above"``, ``"below"``: a ratio > 1 is ``above`` 1), or a
+        sign change over training (``"crossing"``).
+    value : float
+        The null value the effect is compared with (0 for correlations, 1 for ratios).
+    bound : float, optional
+        Equivalence bound. Required for ``"equivalent"``; for a directional correlation
+        claim it declares the smallest effect of interest, so that a TOST can refute it.
+
+    Examples
+    --------
+    >>> Prediction("above", value=1.0)
+    Prediction(direction='above', value=1.0, bound=None)
+    """
+
+    direction: str
+    value: float = 0.0
+    bound: float | None = None
+
+    def declaration(self) -> dict[str, Any]:
+        out = {"direction": self.direction, "value": float(self.value)}
+        if self.bound is not None:
+            out["bound"] = float(self.bound)
+        return out
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (Select, Prediction)):
+        return value.declaration()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def _caller_module() -> str:
+    """File (or module name) of the code that declared a spec: the first frame outside here."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    if frame is None:  # pragma: no cover
+        return "<unknown>"
+    g = frame.f_globals
+    return str(g.get("__file__") or g.get("__name__") or "<unknown>")
+
+
+@dataclass(frozen=True)
+class HypothesisSpec:
+    """A pre-registered hypothesis: claim, data, selection, test, prediction, gate.
+
+    Parameters
+    ----------
+    id : str
+        The claim's id in CLAIMS.md (``"B5"``); with a suffix for variants (``"B5-pythia"``).
+    claim : str
+        The claim's text.
+    source : str
+        Where the claim comes from (the essay, its file, the section).
+    datasets : tuple of str
+        Names of dataset cards (``datasets/<name>/dataset.toml``) to evaluate on; one result
+        per dataset.
+    selection : mapping of str to Select
+        The variables, by the roles the test expects (``x``/``y`` for correlations, ...).
+    test : str
+        A test kind of the registry (:func:`test_kinds`).
+    params : mapping
+        The test's parameters (alpha, seed, n_perm, n_boot, strata, method, alternative,
+        bound, ...). Unset ones take the test's defaults; the resolved set is hashed.
+    prediction : Prediction
+        What would support the claim.
+    reference : mapping
+        The original figures (``{"rho": -0.274, "p": 0.007, "n": 96}``); required keys
+        depend on the test (a replication needs ``r`` or ``rho`` and ``n``).
+    gate : {"replication", "pinned", "report"}
+        What CI does with the verdict (DESIGN.md, "Gates").
+    choices : mapping of str to sequence
+        Analysis choices to sweep for the specification curve: keys ``family``,
+        ``projection``, ``matrix`` (applied to every selection whose variable has that
+        dimension) or a test parameter; the curve is their Cartesian product.
+    notes : str
+        Free text for the report (why this design, what was changed from CLAIMS.md).
+
+    Raises
+    ------
+    SpecError
+        At declaration (so, at collection): a field is malformed. The message names the
+        declaring module, the spec and the field, with a suggestion on a typo.
+
+    Examples
+    --------
+    >>> spec = HypothesisSpec(
+    ...     id="X1", claim="contribution and change are related", source="doc",
+    ...     datasets=("toy",), test="correlation",
+    ...     selection={"x": Select("head_contribution", step="first"),
+    ...                "y": Select("change_from_init")},
+    ...     prediction=Prediction("negative"), gate="report")
+    >>> len(spec.spec_hash())
+    64
+    """
+
+    id: str
+    claim: str
+    source: str
+    datasets: tuple[str, ...]
+    selection: Mapping[str, Select]
+    test: str
+    prediction: Prediction
+    gate: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    reference: Mapping[str, Any] = field(default_factory=dict)
+    choices: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    notes: str = ""
+    module: str = field(default="", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.module:
+            object.__setattr__(self, "module", _caller_module())
+        if isinstance(self.datasets, str):
+            object.__setattr__(self, "datasets", (self.datasets,))
+        object.__setattr__(self, "datasets", _tuple(self.datasets))
+        object.__setattr__(self, "selection", dict(self.selection or {}))
+        object.__setattr__(self, "params", dict(self.params or {}))
+        object.__setattr__(self, "reference", dict(self.reference or {}))
+        object.__setattr__(self, "choices", {k: tuple(v) if not isinstance(v, str) else (v,)
+                                             for k, v in dict(self.choices or {}).items()})
+        _validate(self)
+
+    # -- derived ------------------------------------------------------------------------
+    @property
+    def kind(self) -> "TestKind":
+        """The test kind of the registry this spec names."""
+        return _REGISTRY[self.test]
+
+    def resolved_params(self) -> dict[str, Any]:
+        """The test's default parameters overridden by the declared ones."""
+        return {**self.kind.params, **self.params}
+
+    def declaration(self) -> dict[str, Any]:
+        """What the pre-registration hash covers, as JSON-ready values.
+
+        Claim, data, selection, test, resolved parameters, prediction, reference, gate and
+        analysis choices. Not hashed: ``source`` and ``notes`` (documentation) and the
+        declaring module's path (it differs between machines).
+        """
+        return {
+            "id": self.id,
+            "claim": self.claim,
+            "datasets": list(self.datasets),
+            "selection": {k: v.declaration() for k, v in sorted(self.selection.items())},
+            "test": self.test,
+            "params": _jsonable(self.resolved_params()),
+            "prediction": self.prediction.declaration(),
+            "reference": _jsonable(self.reference),
+            "gate": self.gate,
+            "choices": _jsonable(self.choices),
+        }
+
+    def spec_hash(self) -> str:
+        """Pre-registration hash of the declaration: sha256 of its canonical JSON.
+
+        Canonical JSON: sorted keys, no whitespace, ASCII, floats as Python's shortest
+        round-trip repr, so the hash is the same across runs, machines and platforms.
+
+        Examples
+        --------
+        >>> s = HypothesisSpec(id="X1", claim="c", source="s", datasets=("toy",),
+        ...     selection={"x": Select("head_contribution", step="first"),
+        ...                "y": Select("change_from_init")}, test="correlation",
+        ...     prediction=Prediction("negative"), gate="report", notes="a")
+        >>> s.spec_hash() == HypothesisSpec(**{**s.__dict__, "notes": "b"}).spec_hash()
+        True
+        """
+        text = json.dumps(self.declaration(), sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=True, allow_nan=False)
+        return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+    def choice_grid(self) -> list[dict[str, Any]]:
+        """The specification curve's analysis choices: the Cartesian product of ``choices``."""
+        if not self.choices:
+            return []
+        keys = sorted(self.choices)
+        return [dict(zip(keys, combo)) for combo in itertools.product(*(self.choices[k] for k in keys))]
+
+    def with_choice(self, choice: Mapping[str, Any]) -> "HypothesisSpec":
+        """A copy of this spec with one analysis choice applied (no choices of its own)."""
+        selection = {}
+        for role, sel in self.selection.items():
+            dims = schema.VARIABLES[sel.metric].dims
+            changes = {k: v for k, v in choice.items() if k in _SELECT_DIMS and k in dims}
+            selection[role] = _replace(sel, **changes)
+        params = {**self.params, **{k: v for k, v in choice.items() if k not in _SELECT_DIMS}}
+        return _replace(self, selection=selection, params=params, choices={})
+
+
+def _replace(obj: Any, **changes: Any) -> Any:
+    kwargs = {f.name: getattr(obj, f.name) for f in fields(obj)}
+    kwargs.update(changes)
+    return type(obj)(**kwargs)
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _err(spec: Any, fieldname: str, message: str) -> SpecError:
+    module = getattr(spec, "module", "") or "<unknown module>"
+    ident = getattr(spec, "id", "?")
+    return SpecError(f"{module}: HypothesisSpec {ident!r}, field {fieldname!r}: {message}")
+
+
+def _check_choice(value: Any, choices: Sequence[str], spec: Any, fieldname: str, what: str,
+                  context: str = "") -> None:
+    if not isinstance(value, str) or value not in choices:
+        raise _err(spec, fieldname, f"unknown {what} {value!r}{context}.{did_you_mean(str(value), choices)} "
+                   f"Expected one of: {', '.join(choices)}.")
+
+
+def _validate_select(sel: Any, spec: Any, fieldname: str) -> None:
+    if not isinstance(sel, Select):
+        raise _err(spec, fieldname, f"expected a Select(...), got {type(sel).__name__}.")
+    _check_choice(sel.metric, tuple(schema.VARIABLES), spec, f"{fieldname}.metric", "metric")
+    dims = schema.VARIABLES[sel.metric].dims
+    step = sel.step
+    if isinstance(step, bool) or not (
+        (isinstance(step, (int, np.integer)) and step >= 0) or step in STEP_WORDS
+    ):
+        raise _err(spec, f"{fieldname}.step",
+                   f"unknown step {step!r}.{did_you_mean(str(step), STEP_WORDS)} Expected "
+                   f"'first', 'last', 'all' or a non-negative integer step.")
+    for dim, allowed in ((schema.FAMILY, schema.FAMILIES), (schema.MATRIX, schema.MATRICES)):
+        value = getattr(sel, dim)
+        if dim in dims:
+            if value is None:
+                raise _err(spec, f"{fieldname}.{dim}",
+                           f"{sel.metric!r} has a {dim!r} dimension: name one of "
+                           f"{', '.join(allowed)} (sweep others with choices).")
+            _check_choice(value, allowed, spec, f"{fieldname}.{dim}", dim)
+        elif value is not None:
+            raise _err(spec, f"{fieldname}.{dim}",
+                       f"{sel.metric!r} has no {dim!r} dimension (its dims: {', '.join(dims)}).")
+    if schema.PROJECTION in dims:
+        if sel.projection is None:
+            raise _err(spec, f"{fieldname}.projection",
+                       f"{sel.metric!r} has a 'projection' dimension: name 'none', 'adaptive' "
+                       f"or 'fixed:K'.")
+        _check_projection(sel.projection, spec, f"{fieldname}.projection")
+    elif sel.projection is not None:
+        raise _err(spec, f"{fieldname}.projection",
+                   f"{sel.metric!r} has no 'projection' dimension (its dims: {', '.join(dims)}).")
+    if sel.layers is not None and (
+        not sel.layers or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+                                  for x in sel.layers)
+    ):
+        raise _err(spec, f"{fieldname}.layers", f"expected a non-empty tuple of integers, got {sel.layers!r}.")
+    if sel.models is not None and (not sel.models or not all(isinstance(m, str) for m in sel.models)):
+        raise _err(spec, f"{fieldname}.models", f"expected a non-empty tuple of model names, got {sel.models!r}.")
+    if sel.reduce is not None:
+        _check_choice(sel.reduce, REDUCTIONS, spec, f"{fieldname}.reduce", "reduction")
+
+
+def _check_projection(value: Any, spec: Any, fieldname: str) -> None:
+    try:
+        schema.parse_projection(value)
+    except (ValueError, AttributeError, TypeError) as e:
+        raise _err(spec, fieldname, f"{e}{did_you_mean(str(value), ('none', 'adaptive'))}") from None
+
+
+def _validate(spec: HypothesisSpec) -> None:
+    for name in ("id", "claim", "source"):
+        value = getattr(spec, name)
+        if not isinstance(value, str) or not value.strip():
+            raise _err(spec, name, f"expected a non-empty string, got {value!r}.")
+    if not spec.datasets or not all(isinstance(d, str) and d for d in spec.datasets):
+        raise _err(spec, "datasets", f"expected a non-empty tuple of dataset names, got {spec.datasets!r}.")
+    if len(set(spec.datasets)) != len(spec.datasets):
+        raise _err(spec, "datasets", f"names a dataset twice: {spec.datasets!r}.")
+    _check_choice(spec.gate, schema.GATES, spec, "gate", "gate")
+    _check_choice(spec.test, tuple(_REGISTRY), spec, "test", "test")
+    kind = _REGISTRY[spec.test]
+    roles = set(spec.selection)
+    for role in kind.roles:
+        if role not in roles:
+            raise _err(spec, "selection",
+                       f"test {spec.test!r} needs the roles {', '.join(kind.roles)}; {role!r} is "
+                       f"missing.{did_you_mean(role, [r for r in roles if r not in kind.roles])}")
+    for role in roles:
+        if role not in kind.roles + kind.optional_roles:
+            raise _err(spec, f"selection[{role!r}]",
+                       f"test {spec.test!r} takes no role {role!r}."
+                       f"{did_you_mean(role, kind.roles + kind.optional_roles)} Its roles: "
+                       f"{', '.join(kind.roles + kind.optional_roles)}.")
+    for role, sel in spec.selection.items():
+        _validate_select(sel, spec, f"selection[{role!r}]")
+    for key in spec.params:
+        if key not in kind.params:
+            raise _err(spec, f"params[{key!r}]",
+                       f"test {spec.test!r} takes no parameter {key!r}.{did_you_mean(key, kind.params)} "
+                       f"Its parameters: {', '.join(kind.params)}.")
+    params = spec.resolved_params()
+    for key in kind.required_params:
+        if params.get(key) is None:
+            raise _err(spec, f"params[{key!r}]", f"test {spec.test!r} requires the parameter {key!r}.")
+    if spec.test == "model_comparison":
+        _validate_models(spec, params)
+    alpha = params.get("alpha", 0.05)
+    if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise _err(spec, "params['alpha']", f"expected a level in (0, 1), got {alpha!r}.")
+    if "strata" in params:
+        _check_choice(params["strata"], STRATA, spec, "params['strata']", "strata")
+    pred = spec.prediction
+    if not isinstance(pred, Prediction):
+        raise _err(spec, "prediction", f"expected a Prediction(...), got {type(pred).__name__}.")
+    _check_choice(pred.direction, kind.directions, spec, "prediction.direction", "direction",
+                  f" for test {spec.test!r}")
+    if pred.direction == "equivalent" and pred.bound is None and params.get("bound") is None:
+        raise _err(spec, "prediction.bound", "an equivalence claim needs a bound (TOST).")
+    if pred.bound is not None and not (isinstance(pred.bound, (int, float)) and pred.bound > 0):
+        raise _err(spec, "prediction.bound", f"expected a positive number, got {pred.bound!r}.")
+    if not isinstance(spec.reference, Mapping):
+        raise _err(spec, "reference", "expected a mapping of the original figures.")
+    for keys in kind.reference:
+        alternatives = keys.split("|")
+        if not any(k in spec.reference for k in alternatives):
+            raise _err(spec, "reference",
+                       f"test {spec.test!r} needs the original figure {' or '.join(map(repr, alternatives))} "
+                       f"in reference (has: {', '.join(spec.reference) or 'nothing'}).")
+    if spec.gate == "replication" and not spec.reference:
+        raise _err(spec, "reference",
+                   "a 'replication' gate needs the original figures to replicate (reference={...}).")
+    allowed = set(_SELECT_DIMS) | set(kind.params)
+    for key, values in spec.choices.items():
+        if key not in allowed:
+            raise _err(spec, f"choices[{key!r}]",
+                       f"cannot sweep {key!r}.{did_you_mean(key, sorted(allowed))} Sweepable: "
+                       f"{', '.join(sorted(allowed))}.")
+        if not values:
+            raise _err(spec, f"choices[{key!r}]", "expected a non-empty list of alternatives.")
+        for v in values:
+            if key == schema.FAMILY:
+                _check_choice(v, schema.FAMILIES, spec, f"choices[{key!r}]", "family")
+            elif key == schema.MATRIX:
+                _check_choice(v, schema.MATRICES, spec, f"choices[{key!r}]", "matrix")
+            elif key == schema.PROJECTION:
+                _check_projection(v, spec, f"choices[{key!r}]")
+            elif key == "strata":
+                _check_choice(v, STRATA, spec, f"choices[{key!r}]", "strata")
+    if spec.choices and not any(
+        k not in _SELECT_DIMS or any(k in schema.VARIABLES[s.metric].dims for s in spec.selection.values())
+        for k in spec.choices
+    ):
+        raise _err(spec, "choices", "no selected variable has the swept dimension(s).")
+    try:
+        spec.spec_hash()
+    except (TypeError, ValueError) as e:
+        raise _err(spec, "params", f"not JSON-serializable for the pre-registration hash: {e}") from e
+
+
+def _validate_models(spec: Any, params: Mapping[str, Any]) -> None:
+    models = params.get("models")
+    if not isinstance(models, Mapping) or not models:
+        raise _err(spec, "params['models']", "expected a mapping of model name -> list of predictors.")
+    for name, terms in models.items():
+        if isinstance(terms, str) or not isinstance(terms, Sequence):
+            raise _err(spec, f"params['models'][{name!r}]", f"expected a list of predictors, got {terms!r}.")
+        for t in terms:
+            _check_choice(t, MODEL_PREDICTORS, spec, f"params['models'][{name!r}]", "predictor")
+    if params.get("predicted") not in models:
+        raise _err(spec, "params['predicted']",
+                   f"must name one of the models {', '.join(map(repr, models))}, got "
+                   f"{params.get('predicted')!r}.{did_you_mean(str(params.get('predicted')), models)}")
+
+
+def check_datasets(spec: HypothesisSpec, root: str | Path) -> None:
+    """Check that every dataset a spec names has a card under ``root``.
+
+    Raises
+    ------
+    SpecError
+        Naming the module, the spec, the field ``datasets`` and the closest known name.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> s = HypothesisSpec(id="X1", claim="c", source="s", datasets=("toy",),
+    ...     selection={"x": Select("head_contribution", step="first"),
+    ...                "y": Select("change_from_init")}, test="correlation",
+    ...     prediction=Prediction("negative"), gate="report", module="demo.py")
+    >>> try:
+    ...     check_datasets(s, tempfile.mkdtemp())
+    ... except SpecError as e:
+    ...     print(str(e).split(":")[0])
+    demo.py
+    """
+    from .datasets import list_datasets
+
+    known = [c.name for c in list_datasets(root)]
+    for name in spec.datasets:
+        if name not in known:
+            raise _err(spec, "datasets",
+                       f"unknown dataset {name!r}.{did_you_mean(name, known)} Datasets with a card "
+                       f"in {str(root)!r}: {', '.join(known) or 'none'}.")
+
+
+# ----------------------------------------------------------------------------- selection
+
+
+class _Skip(Exception):
+    """The data needed are not in this cube: the result is skipped, with this reason."""
+
+
+def select(sel: Select, cube: Any, *, where: str = "selection") -> Any:
+    """Apply one :class:`Select` to a cube.
+
+    Returns
+    -------
+    xarray.DataArray
+        Dimensions ``model`` plus the variable's remaining ones (``layer``, ``head``, ...);
+        ``step`` is kept for ``step="all"``; the chosen step of each model is a coordinate.
+        Layers not selected and padding are NaN.
+
+    Raises
+    ------
+    SpecError
+        The selection names a model or step the cube does not have.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> da = xr.DataArray(np.arange(8.).reshape(1, 2, 2, 2), dims=("model", "step", "layer", "head"),
+    ...                   coords={"model": ["m"], "step": [0, 10], "layer": [0, 1], "head": [0, 1]})
+    >>> cube = xr.Dataset({"ov_norm": da}).assign_coords(n_layers=("model", [2]))
+    >>> select(Select("ov_norm", step="first", layers=(-1,)), cube).values.tolist()
+    [[[nan, nan], [2.0, 3.0]]]
+    """
+    import xarray as xr
+
+    if sel.metric not in cube.data_vars:
+        raise _Skip(f"the cube has no variable {sel.metric!r} (has: {', '.join(map(str, cube.data_vars))})")
+    da = cube[sel.metric]
+    for dim in (*_SELECT_DIMS,):
+        value = getattr(sel, dim)
+        if value is None or dim not in da.dims:
+            continue
+        have = [str(v) for v in da[dim].values.tolist()]
+        if value not in have:
+            raise _Skip(f"the cube has no {dim} {value!r} for {sel.metric!r} (has: {', '.join(have)})")
+        da = da.sel({dim: value}, drop=True)
+    if sel.models is not None:
+        have = [str(m) for m in da[schema.MODEL].values.tolist()]
+        for m in sel.models:
+            if m not in have:
+                raise SpecError(f"{where}.models: the cube has no model {m!r}.{did_you_mean(m, have)} "
+                                f"Models: {', '.join(have)}.")
+        da = da.sel({schema.MODEL: list(sel.models)})
+    other = [d for d in da.dims if d not in (schema.MODEL, schema.STEP)]
+    has_data = np.isfinite(da.values).any(axis=tuple(da.get_axis_num(d) for d in other)) if other \
+        else np.isfinite(da.values)  # [model, step]
+    steps = da[schema.STEP].values
+    if isinstance(sel.step, str) and sel.step in ("first", "last"):
+        parts = []
+        for i in range(da.sizes[schema.MODEL]):
+            idx = np.flatnonzero(has_data[i])
+            if idx.size == 0:
+                continue
+            j = idx[0] if sel.step == "first" else idx[-1]
+            parts.append(da.isel({schema.MODEL: [i], schema.STEP: j}))
+        if not parts:
+            raise _Skip(f"no checkpoint of the cube has data for {sel.metric!r}")
+        da = (xr.concat(parts, dim=schema.MODEL, coords="different", compat="equals", join="outer")
+              if len(parts) > 1 else parts[0])
+    elif sel.step != "all":
+        if int(sel.step) not in steps.tolist():
+            near = steps[np.argsort(np.abs(steps - int(sel.step)))[:3]].tolist()
+            raise SpecError(f"{where}.step: the cube has no step {sel.step}; nearest steps: {near}.")
+        da = da.sel({schema.STEP: int(sel.step)})
+    if sel.layers is not None and schema.LAYER in da.dims:
+        layer_values = da[schema.LAYER].values
+        if "n_layers" in da.coords:
+            n_layers = np.asarray(da["n_layers"].values).reshape(-1)
+        else:
+            n_layers = np.full(da.sizes[schema.MODEL], len(layer_values))
+        keep = np.zeros((da.sizes[schema.MODEL], len(layer_values)), dtype=bool)
+        for i, n in enumerate(n_layers):
+            wanted = {int(x) if x >= 0 else int(n) + int(x) for x in sel.layers}
+            keep[i] = np.isin(layer_values, list(wanted))
+        mask = xr.DataArray(keep, dims=(schema.MODEL, schema.LAYER),
+                            coords={schema.MODEL: da[schema.MODEL].values, schema.LAYER: layer_values})
+        da = da.where(mask)
+    if sel.reduce is not None:
+        over = [d for d in da.dims if d not in (schema.MODEL, schema.STEP)]
+        da = getattr(da, sel.reduce)(dim=over, skipna=True)
+    if not np.isfinite(da.values).any():
+        raise _Skip(f"the selection of {sel.metric!r} holds no finite value")
+    return da
+
+
+# ----------------------------------------------------------------------------- test registry
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a decision rule sees besides the result row."""
+
+    prediction: Prediction
+    alpha: float
+    reference: Mapping[str, Any]
+    params: Mapping[str, Any]
+
+
+@dataclass
+class TestInput:
+    """The selected data of one evaluation, handed to a test function.
+
+    Attributes
+    ----------
+    arrays : dict of str to xarray.DataArray
+        One selected array per role (see :func:`select`).
+    params : dict
+        The resolved parameters.
+    prediction : Prediction
+    reference : dict
+    """
+
+    __test__ = False  # not a pytest class
+
+    arrays: dict[str, Any]
+    params: dict[str, Any]
+    prediction: Prediction
+    reference: dict[str, Any]
+    _tables: dict[tuple[str, ...], Any] = field(default_factory=dict, repr=False)
+
+    def table(self, *roles: str, drop_model: bool = False) -> Any:
+        """The roles' arrays aligned unit by unit as a tidy table (NaN rows dropped).
+
+        Columns: one per role, then the remaining dimensions (``model``, ``layer``,
+        ``head``, ...). ``drop_model`` aligns selections of different models unit by unit
+        (base vs tuned): each role must then hold exactly one model.
+        """
+        import pandas as pd
+        import xarray as xr
+
+        key = (*roles, "<drop_model>") if drop_model else roles
+        if key in self._tables:
+            return self._tables[key]
+        arrays = []
+        for role in roles:
+            da = self.arrays[role].reset_coords(drop=True)
+            if drop_model:
+                if da.sizes.get(schema.MODEL, 1) != 1:
+                    raise SpecError(f"selection[{role!r}] must select exactly one model for this "
+                                    f"test; it selects {da.sizes[schema.MODEL]} (set models=(...)).")
+                if schema.MODEL in da.dims:
+                    da = da.isel({schema.MODEL: 0}, drop=True)
+            arrays.append(da.rename(role))
+        aligned = xr.align(*arrays, join="inner")
+        frame = xr.merge(aligned, compat="override", join="inner").to_dataframe()
+        frame = frame[list(roles)].dropna().reset_index()
+        self._tables[key] = frame
+        return frame
+
+    def strata(self, table: Any) -> Any:
+        """Stratum codes of a table's rows per ``params['strata']`` (None for free)."""
+        import pandas as pd
+
+        how = self.params.get("strata", "layer")
+        if how == "none":
+            return None
+        cols = [c for c in (schema.MODEL, schema.LAYER) if c in table.columns]
+        if how == "model":
+            cols = [c for c in cols if c == schema.MODEL]
+        if not cols:
+            return None
+        return pd.factorize(pd.MultiIndex.from_frame(table[cols]))[0]
+
+
+TestFn = Callable[[TestInput], Any]
+DecideFn = Callable[[Mapping[str, float], Decision], "tuple[str, str]"]
+
+
+@dataclass(frozen=True)
+class TestKind:
+    """A registered test: how to compute it on a selection and how to decide a verdict."""
+
+    __test__ = False  # not a pytest class
+
+    name: str
+    fn: TestFn
+    decide: DecideFn
+    roles: tuple[str, ...]
+    params: Mapping[str, Any]
+    directions: tuple[str, ...]
+    optional_roles: tuple[str, ...] = ()
+    reference: tuple[str, ...] = ()
+    required_params: tuple[str, ...] = ()
+    description: str = ""
+
+
+_REGISTRY: dict[str, TestKind] = {}
+
+
+def register_test(
+    name: str,
+    fn: TestFn,
+    decide: DecideFn,
+    *,
+    roles: Sequence[str],
+    params: Mapping[str, Any] | None = None,
+    directions: Sequence[str] = ("positive", "negative", "nonzero"),
+    optional_roles: Sequence[str] = (),
+    reference: Sequence[str] = (),
+    required_params: Sequence[str] = (),
+    description: str = "",
+) -> TestKind:
+    """Add a test kind to the registry.
+
+    Parameters
+    ----------
+    name : str
+        The name specs use in ``test=``.
+    fn : callable
+        ``fn(TestInput) -> pandas.DataFrame`` with one row whose first columns are
+        :data:`lie_stats.schema.STAT_COLUMNS` (extra numeric columns allowed).
+    decide : callable
+        ``decide(row, Decision) -> (verdict, reason)``, verdict one of
+        ``supported``/``refuted``/``inconclusive``.
+    roles, optional_roles : sequence of str
+        Selection roles the test requires / accepts.
+    params : mapping
+        Accepted parameters and their defaults (``None``: no default).
+    directions : sequence of str
+        Prediction directions the decision rule understands.
+    reference : sequence of str
+        Reference figures required; ``"r|rho"`` accepts either key.
+    required_params : sequence of str
+        Parameters that must be given (no usable default).
+
+    Raises
+    ------
+    SpecError
+        A test of that name is already registered, or a direction is unknown.
+
+    Examples
+    --------
+    >>> try:
+    ...     register_test("correlation", lambda d: None, lambda r, c: ("inconclusive", ""), roles=("x",))
+    ... except SpecError as e:
+    ...     print(str(e)[:44])
+    A test named 'correlation' is already regist
+    """
+    if name in _REGISTRY:
+        raise SpecError(f"A test named {name!r} is already registered; pick another name.")
+    for d in directions:
+        if d not in DIRECTIONS:
+            raise SpecError(f"register_test({name!r}): unknown direction {d!r}.{did_you_mean(d, DIRECTIONS)}")
+    params = {"alpha": 0.05, "seed": 0, **dict(params or {})}
+    kind = TestKind(name=name, fn=fn, decide=decide, roles=tuple(roles), params=params,
+                    directions=tuple(directions), optional_roles=tuple(optional_roles),
+                    reference=tuple(reference), required_params=tuple(required_params),
+                    description=description)
+    _REGISTRY[name] = kind
+    return kind
+
+
+def test_kinds() -> dict[str, TestKind]:
+    """The registered test kinds by name (a copy).
+
+    >>> sorted(test_kinds())[:3]
+    ['boundary_ratio', 'correlation', 'correlation_equivalence']
+    """
+    return dict(_REGISTRY)
+
+
+test_kinds.__test__ = False  # type: ignore[attr-defined]
+
+
+# -- decision rules ----------------------------------------------------------------------
+
+
+def _finite(*values: float) -> bool:
+    return all(v is not None and math.isfinite(float(v)) for v in values)
+
+
+def decide_directional(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """p-value rule (see the module docstring).
+
+    >>> ctx = Decision(Prediction("negative"), 0.05, {}, {})
+    >>> decide_directional({"p_value": 0.01, "effect": -0.3}, ctx)[0]
+    'supported'
+    >>> decide_directional({"p_value": 0.01, "effect": 0.3}, ctx)[0]
+    'refuted'
+    >>> decide_directional({"p_value": 0.2, "effect": -0.3}, ctx)[0]
+    'inconclusive'
+    """
+    p, effect = row.get(C.P_VALUE), row.get(C.EFFECT)
+    if not _finite(p, effect):
+        return "inconclusive", "the test gave no p-value or effect on these data"
+    d, a = ctx.prediction.direction, ctx.alpha
+    delta = float(effect) - float(ctx.prediction.value)
+    if p < a:
+        if d == "nonzero" or (d == "positive" and delta > 0) or (d == "negative" and delta < 0):
+            return "supported", f"p < alpha ({a}) with the predicted sign ({d})"
+        return "refuted", f"p < alpha ({a}) with the sign opposite to the prediction ({d})"
+    p_eq = row.get(P_EQUIVALENCE)
+    if ctx.prediction.bound is not None and _finite(p_eq) and p_eq < a:
+        return "refuted", (f"not significant, and the TOST shows the effect within the declared "
+                           f"bound of ±{ctx.prediction.bound} (p_equivalence < alpha {a})")
+    return "inconclusive", f"p >= alpha ({a}): no evidence either way"
+
+
+def decide_equivalence(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """Equivalence (TOST) rule (see the module docstring).
+
+    >>> ctx = Decision(Prediction("equivalent", bound=0.1), 0.05, {}, {})
+    >>> decide_equivalence({"p_value": 0.01, "ci_low": -0.05, "ci_high": 0.05}, ctx)[0]
+    'supported'
+    >>> decide_equivalence({"p_value": 0.9, "ci_low": 0.2, "ci_high": 0.4}, ctx)[0]
+    'refuted'
+    """
+    bound = ctx.prediction.bound if ctx.prediction.bound is not None else ctx.params.get("bound")
+    p = row.get(C.P_VALUE)
+    if not _finite(p):
+        return "inconclusive", "the TOST gave no p-value on these data"
+    if p < ctx.alpha:
+        return "supported", f"TOST p < alpha ({ctx.alpha}): equivalent within ±{bound}"
+    lo, hi = row.get(C.CI_LOW), row.get(C.CI_HIGH)
+    if _finite(lo, hi) and (lo > bound or hi < -bound):
+        return "refuted", f"the interval lies entirely outside ±{bound}"
+    return "inconclusive", f"TOST p >= alpha ({ctx.alpha}) and the interval overlaps ±{bound}"
+
+
+def decide_interval(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """Interval rule for estimates compared with a value (see the module docstring).
+
+    >>> ctx = Decision(Prediction("above", value=1.0), 0.05, {}, {})
+    >>> decide_interval({"ci_low": 1.5, "ci_high": 3.0}, ctx)[0]
+    'supported'
+    >>> decide_interval({"ci_low": 0.5, "ci_high": 3.0}, ctx)[0]
+    'inconclusive'
+    """
+    lo, hi = row.get(C.CI_LOW), row.get(C.CI_HIGH)
+    v, d = float(ctx.prediction.value), ctx.prediction.direction
+    if not _finite(lo, hi):
+        return "inconclusive", "the estimate has no finite interval on these data"
+    above, below = lo > v, hi < v
+    if (d == "above" and above) or (d == "below" and below):
+        return "supported", f"the interval lies entirely {d} {v}"
+    if (d == "above" and below) or (d == "below" and above):
+        return "refuted", f"the interval lies entirely on the other side of {v}"
+    return "inconclusive", f"the interval contains {v}"
+
+
+def decide_crossing(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """Crossover rule (see the module docstring).
+
+    >>> ctx = Decision(Prediction("crossing"), 0.05, {}, {})
+    >>> decide_crossing({"n_crossings": 0, "effect": float("nan")}, ctx)[0]
+    'refuted'
+    """
+    n_cross = row.get(C.N_CROSSINGS)
+    if not _finite(n_cross):
+        return "inconclusive", "the crossover estimator gave no count of sign changes"
+    if n_cross == 0:
+        return "refuted", "the depth-gradient slope never changes sign"
+    if n_cross == 1 and _finite(row.get(C.EFFECT), row.get(C.CI_LOW), row.get(C.CI_HIGH)):
+        return "supported", "the depth-gradient slope changes sign once, with a finite interval"
+    if n_cross > 1:
+        return "inconclusive", "the slope changes sign several times"
+    return "inconclusive", "a crossing, but not in every bootstrap resample (interval not finite)"
+
+
+def decide_replication(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """Replication rule (DESIGN.md, "Replication, done as the field does it").
+
+    >>> ctx = Decision(Prediction("negative"), 0.05, {"rho": -0.274, "n": 96}, {})
+    >>> decide_replication({"p_original_direction": 0.001, "p_small_telescopes": 0.6}, ctx)[0]
+    'supported'
+    >>> decide_replication({"p_original_direction": 0.4, "p_small_telescopes": 0.01}, ctx)[0]
+    'refuted'
+    """
+    p1, pst = row.get(C.P_ORIGINAL_DIRECTION), row.get(C.P_SMALL_TELESCOPES)
+    if not _finite(p1, pst):
+        return "inconclusive", "the replication tests gave no p-values on these data"
+    a = ctx.alpha
+    if pst < a:
+        return "refuted", (f"small telescopes: the effect is smaller than r33, the one the original "
+                           f"had 33 % power to detect (p < alpha {a})")
+    if p1 < a:
+        return "supported", (f"one-sided test in the original direction p < alpha ({a}) and not "
+                             f"smaller than r33")
+    return "inconclusive", (f"one-sided test in the original direction p >= alpha ({a}), but the "
+                            f"effect is not shown smaller than r33")
+
+
+# -- bindings to lie_stats.stats -----------------------------------------------------------
+
+_RESAMPLING = {"n_perm": 9999, "n_boot": 2000, "ci": 0.95, "strata": "layer"}
+
+
+_STAT_MODULES = {
+    "correlation": "correlation", "partial_correlation": "correlation",
+    "group_difference": "groups", "tost_relative": "equivalence",
+    "tost_correlation": "equivalence", "replicate_correlation": "replication",
+    "trend": "trend", "enrichment": "trend", "depth_crossover": "trend",
+    "boundary_ratio": "trend", "adjust_pvalues": "multiplicity",
+}
+
+
+class _StatsFunctions:
+    """``lie_stats.stats.<name>``, falling back to its family module while the package's
+    ``__init__`` does not re-export it."""
+
+    def __getattr__(self, name: str) -> Any:
+        import importlib
+
+        package = importlib.import_module("lie_stats.stats")
+        if hasattr(package, name):
+            return getattr(package, name)
+        module = importlib.import_module(f"lie_stats.stats.{_STAT_MODULES[name]}")
+        return getattr(module, name)
+
+
+def _stats() -> Any:
+    return _StatsFunctions()
+
+
+def _xy(data: TestInput, *roles: str) -> tuple[Any, list[np.ndarray], Any]:
+    table = data.table(*roles)
+    return table, [table[r].to_numpy(dtype=float) for r in roles], data.strata(table)
+
+
+def _run_correlation(data: TestInput) -> Any:
+    p = data.params
+    table, (x, y), strata = _xy(data, "x", "y")
+    row = _stats().correlation(x, y, strata=strata, method=p["method"], alternative=p["alternative"],
+                               n_perm=p["n_perm"], n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
+    bound = data.prediction.bound
+    if bound is not None:
+        eq = _stats().tost_correlation(float(row[C.EFFECT].iloc[0]), int(row[C.N].iloc[0]),
+                                       bound=bound, alpha=p["alpha"], method=p["method"])
+        row = row.assign(**{P_EQUIVALENCE: float(eq[C.P_VALUE].iloc[0])})
+    return row
+
+
+def _run_partial(data: TestInput) -> Any:
+    p = data.params
+    table, (x, y, c), strata = _xy(data, "x", "y", "covar")
+    return _stats().partial_correlation(x, y, c, strata=strata, method=p["method"],
+                                        alternative=p["alternative"], n_perm=p["n_perm"],
+                                        n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
+
+
+def _run_group_difference(data: TestInput) -> Any:
+    p = data.params
+    table, (x, g), strata = _xy(data, "x", "group")
+    groups = p.get("groups")
+    if groups is not None:
+        keep = np.isin(g, np.asarray(groups, dtype=float))
+        x, g = x[keep], g[keep]
+        strata = strata[keep] if strata is not None else None
+        # order the groups as declared: code 0 for the first, 1 for the second
+        g = np.where(g == float(groups[0]), 0, 1)
+    return _stats().group_difference(x, g, strata=strata, alternative=p["alternative"],
+                                     n_perm=p["n_perm"], n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
+
+
+def _run_replication(data: TestInput) -> Any:
+    p, ref = data.params, data.reference
+    table, (x, y), strata = _xy(data, "x", "y")
+    r0 = ref["r"] if "r" in ref else ref["rho"]
+    return _stats().replicate_correlation(x, y, original_r=float(r0), original_n=int(ref["n"]),
+                                          strata=strata, method=p["method"], n_perm=p["n_perm"],
+                                          n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"],
+                                          alpha=p["alpha"])
+
+
+def _run_correlation_equivalence(data: TestInput) -> Any:
+    p = data.params
+    table, (x, y), strata = _xy(data, "x", "y")
+    est = _stats().correlation(x, y, strata=strata, method=p["method"], n_perm=p["n_perm"],
+                               n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
+    bound = data.prediction.bound if data.prediction.bound is not None else p["bound"]
+    return _stats().tost_correlation(float(est[C.EFFECT].iloc[0]), int(est[C.N].iloc[0]),
+                                     bound=bound, alpha=p["alpha"], method=p["method"])
+
+
+def _run_tost_relative(data: TestInput) -> Any:
+    p = data.params
+    table = data.table("base", "tuned", drop_model=True)
+    bound = data.prediction.bound if data.prediction.bound is not None else p["bound"]
+    return _stats().tost_relative(table["base"].to_numpy(float), table["tuned"].to_numpy(float),
+                                  bound=bound, alpha=p["alpha"])
+
+
+def _series(data: TestInput, role: str) -> tuple[np.ndarray, np.ndarray, Any]:
+    """[n_steps, n_units] matrix of a step="all" selection (units: model x layer x head...)."""
+    da = data.arrays[role].reset_coords(drop=True)
+    if schema.STEP not in da.dims:
+        raise SpecError(f"selection[{role!r}] must keep the step dimension (step='all') for this test.")
+    units = [d for d in da.dims if d != schema.STEP]
+    flat = da.stack(unit=units).transpose(schema.STEP, "unit") if units else da.expand_dims(unit=[0]).transpose(schema.STEP, "unit")
+    values = flat.values
+    keep_units = np.isfinite(values).any(axis=0)
+    keep_steps = np.isfinite(values[:, keep_units]).all(axis=1)
+    values = values[np.ix_(keep_steps, keep_units)]
+    return values, da[schema.STEP].values[keep_steps], flat.isel(unit=np.flatnonzero(keep_units))
+
+
+def _run_trend(data: TestInput) -> Any:
+    p = data.params
+    values, steps, _ = _series(data, "values")
+    series = np.nanmean(values, axis=1)
+    return _stats().trend(series, steps, method=p["method"], n_perm=p["n_perm"], seed=p["seed"],
+                          alternative=p["alternative"])
+
+
+def _run_enrichment(data: TestInput) -> Any:
+    p = data.params
+    table, (first, last), strata = _xy(data, "first", "last")
+    return _stats().enrichment(first, last, clusters=strata, paired=True, n_boot=p["n_boot"],
+                               ci=p["ci"], seed=p["seed"], n_perm=p["n_perm"],
+                               alternative=p["alternative"])
+
+
+def _one_model(data: TestInput, role: str, test: str) -> None:
+    da = data.arrays[role]
+    if da.sizes.get(schema.MODEL, 1) != 1:
+        raise SpecError(f"selection[{role!r}] must select one model for {test} (set models=(...)); "
+                        f"it selects {da.sizes[schema.MODEL]}.")
+
+
+def _run_boundary_ratio(data: TestInput) -> Any:
+    p = data.params
+    _one_model(data, "values", "boundary_ratio")
+    table = data.table("values")
+    return _stats().boundary_ratio(table["values"].to_numpy(float),
+                                   clusters=table[schema.LAYER].to_numpy(), summary=p["summary"],
+                                   n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"],
+                                   alternative=p["alternative"])
+
+
+def _run_depth_crossover(data: TestInput) -> Any:
+    p = data.params
+    _one_model(data, "values", "depth_crossover")
+    values, steps, flat = _series(data, "values")
+    row = _stats().depth_crossover(values, steps, layer_of_head=flat[schema.LAYER].values,
+                                   n_boot=p["n_boot"], seed=p["seed"], ci=p["ci"])
+    # stats reports the interval in steps and the effect as a fraction of training; put the
+    # interval on the effect's scale (fraction of the last step) so the two compare
+    last = float(np.max(steps))
+    return row.assign(**{C.CI_LOW: row[C.CI_LOW] / last, C.CI_HIGH: row[C.CI_HIGH] / last})
+
+
+#: Predictors a ``model_comparison`` may name: numeric model coordinates, their log2, and
+#: the bottleneck ratio d_head / d_model (CLAIMS.md A8, A9).
+_D_HEAD, _D_MODEL = "d_head", "d_model"
+if not {_D_HEAD, _D_MODEL} <= set(schema.MODEL_COORDS):  # pragma: no cover - schema guard
+    raise LieStatsError("lie_stats.schema.MODEL_COORDS lacks d_head / d_model.")
+_RATIO = f"{_D_HEAD}_over_{_D_MODEL}"
+MODEL_PREDICTORS = (*schema.MODEL_COORDS, *(f"log2_{c}" for c in schema.MODEL_COORDS), _RATIO)
+#: Extra result column of ``model_comparison``: AIC of the best other model minus the
+#: predicted model's (positive when the predicted model is better).
+AIC_MARGIN = "aic_margin"
+
+
+def _model_table(data: TestInput) -> Any:
+    import pandas as pd
+
+    da = data.arrays["response"]
+    if schema.STEP in da.dims:
+        raise SpecError("selection['response'] must pick one step per model (not step='all').")
+    over = [d for d in da.dims if d != schema.MODEL]
+    resp = da.mean(dim=over, skipna=True) if over else da
+    table = pd.DataFrame({"response": np.asarray(resp.values, dtype=float).reshape(-1)})
+    for c in schema.MODEL_COORDS:
+        if c in da.coords and np.asarray(da[c].values).dtype.kind in "iuf":
+            col = np.asarray(da[c].values, dtype=float).reshape(-1)
+            table[c] = col
+            with np.errstate(divide="ignore", invalid="ignore"):
+                table[f"log2_{c}"] = np.log2(col)
+    if _D_HEAD in table and _D_MODEL in table:
+        table[_RATIO] = table[_D_HEAD] / table[_D_MODEL]
+    table.index = [str(m) for m in np.asarray(da[schema.MODEL].values).reshape(-1)]
+    return table
+
+
+def _run_model_comparison(data: TestInput) -> Any:
+    p = data.params
+    table = _model_table(data)
+    models = {str(k): list(v) for k, v in p["models"].items()}
+    res = _stats().compare_models(table, "response", models)
+    pred = p["predicted"]
+    others = res.drop(index=pred)
+    margin = float(others[C.AIC].min() - res.loc[pred, C.AIC]) if len(others) else float("nan")
+    return res.loc[[pred]].reset_index(drop=True).assign(**{AIC_MARGIN: margin})
+
+
+def decide_model_comparison(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """Model-comparison rule: the predicted model against the best other one, by AIC.
+
+    *supported* when its AIC is lower than every other model's by at least
+    ``params['min_delta_aic']`` (2 by default); *refuted* when another model's is lower by
+    at least that much; *inconclusive* otherwise (Burnham & Anderson 2002, §2.6).
+
+    >>> ctx = Decision(Prediction("preferred"), 0.05, {}, {"min_delta_aic": 2.0})
+    >>> decide_model_comparison({AIC_MARGIN: 5.0}, ctx)[0], decide_model_comparison({AIC_MARGIN: -3.0}, ctx)[0]
+    ('supported', 'refuted')
+    """
+    margin, delta = row.get(AIC_MARGIN), float(ctx.params.get("min_delta_aic", 2.0))
+    if not _finite(margin):
+        return "inconclusive", "no AIC margin (a single model, or fits failed)"
+    if margin >= delta:
+        return "supported", f"the predicted model's AIC is lower than every other's by >= {delta}"
+    if margin <= -delta:
+        return "refuted", f"another model's AIC is lower than the predicted one's by >= {delta}"
+    return "inconclusive", f"AIC differences below {delta}: the models are not distinguished"
+
+
+_CORR = {"method": "spearman", "alternative": "two-sided", **_RESAMPLING}
+
+register_test("model_comparison", _run_model_comparison, decide_model_comparison,
+              roles=("response",), params={"models": None, "predicted": None, "min_delta_aic": 2.0},
+              required_params=("models", "predicted"), directions=("preferred",),
+              description="OLS models of a per-model response (the selection averaged over "
+                          "layers and heads) on model-shape predictors (MODEL_PREDICTORS), "
+                          "compared by AIC (lie_stats.stats.compare_models)")
+register_test("correlation", _run_correlation, decide_directional, roles=("x", "y"), params=_CORR,
+              description="rank/linear correlation across heads, permutation p within strata, "
+                          "cluster-bootstrap interval (lie_stats.stats.correlation)")
+register_test("partial_correlation", _run_partial, decide_directional, roles=("x", "y", "covar"),
+              params=_CORR, description="partial correlation of x and y given covar "
+                                        "(lie_stats.stats.partial_correlation)")
+register_test("group_difference", _run_group_difference, decide_directional, roles=("x", "group"),
+              params={"alternative": "two-sided", "groups": None, **_RESAMPLING},
+              description="difference of x between two groups (params groups=(a, b): codes of "
+                          "the group variable; the effect, rank-biserial, is positive when b is "
+                          "larger), within-strata permutation (lie_stats.stats.group_difference)")
+register_test("replication", _run_replication, decide_replication, roles=("x", "y"),
+              params={"method": "spearman", **_RESAMPLING}, directions=("positive", "negative"),
+              reference=("r|rho", "n"),
+              description="replication of a correlation against the original's r and n "
+                          "(lie_stats.stats.replicate_correlation)")
+register_test("correlation_equivalence", _run_correlation_equivalence, decide_equivalence,
+              roles=("x", "y"), params={"method": "spearman", "bound": None, **_RESAMPLING},
+              directions=("equivalent",),
+              description="TOST that a correlation lies within ±bound (lie_stats.stats.tost_correlation)")
+register_test("tost_relative", _run_tost_relative, decide_equivalence, roles=("base", "tuned"),
+              params={"bound": 1e-3}, directions=("equivalent",),
+              description="paired TOST on log values, relative bound (lie_stats.stats.tost_relative)")
+register_test("trend", _run_trend, decide_directional, roles=("values",),
+              params={"method": "spearman", "alternative": "two-sided", "n_perm": 9999},
+              description="monotone trend over checkpoints of the mean selected value "
+                          "(lie_stats.stats.trend)")
+register_test("enrichment", _run_enrichment, decide_interval, roles=("first", "last"),
+              params={"alternative": "two-sided", **_RESAMPLING}, directions=("above", "below"),
+              description="enrichment last/first with a cluster-bootstrap interval "
+                          "(METRICS §6.1, lie_stats.stats.enrichment)")
+register_test("boundary_ratio", _run_boundary_ratio, decide_interval, roles=("values",),
+              params={"summary": "mean", "alternative": "two-sided", "n_boot": 2000, "ci": 0.95},
+              directions=("above", "below"),
+              description="boundary layers over interior layers of one model (METRICS §6.3, "
+                          "lie_stats.stats.boundary_ratio); select per-head values (summary "
+                          "'cv' of commutator_mean is head_heterogeneity) so the interval "
+                          "resamples heads within layers")
+register_test("depth_crossover", _run_depth_crossover, decide_crossing, roles=("values",),
+              params={"n_boot": 2000, "ci": 0.95}, directions=("crossing",),
+              description="step where the depth-gradient slope changes sign, as a fraction of "
+                          "training (METRICS §6.2, lie_stats.stats.depth_crossover)")
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+@dataclass
+class Result:
+    """The outcome of one hypothesis on one dataset (one row of reports/results.json).
+
+    The fields of :data:`lie_stats.schema.RESULT_FIELDS` plus ``source``, ``reason``,
+    ``build`` (the command that builds missing data), ``extra`` (the test's other numeric
+    columns), the declared ``selection``, ``params`` and ``prediction``, the specification
+    curve (one entry per analysis choice), the pinned verdict and hash with the flag
+    ``declaration_changed`` and the pytest ``outcome`` (filled in by the plugin), and
+    ``data`` (the selected values, for figures; not serialized).
+    """
+
+    id: str
+    claim: str
+    source: str
+    dataset: str
+    verdict: str
+    reason: str
+    gate: str
+    test: str
+    spec_hash: str
+    reference: dict[str, Any]
+    statistic: float = math.nan
+    p_value: float = math.nan
+    effect: float = math.nan
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    n: float = math.nan
+    build: str = ""
+    extra: dict[str, float] = field(default_factory=dict)
+    selection: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    prediction: dict[str, Any] = field(default_factory=dict)
+    spec_curve: list[dict[str, Any]] = field(default_factory=list)
+    module: str = ""
+    notes: str = ""
+    pinned_verdict: str | None = None
+    pinned_hash: str | None = None
+    declaration_changed: bool = False
+    outcome: str = ""
+    data: Any = field(default=None, repr=False)
+
+    @property
+    def key(self) -> str:
+        """Registry key: ``<id>::<dataset>``."""
+        return f"{self.id}::{self.dataset}"
+
+    @property
+    def spec_curve_share(self) -> float:
+        """Share of the non-skipped analysis choices whose verdict equals this one (NaN if none)."""
+        done = [c for c in self.spec_curve if c["verdict"] != "skipped"]
+        if not done:
+            return math.nan
+        return sum(c["verdict"] == self.verdict for c in done) / len(done)
+
+    def row(self) -> dict[str, Any]:
+        """The JSON-ready record (full precision; NaN as None)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "data":
+                continue
+            out[f.name] = _json_number(getattr(self, f.name))
+        out["spec_curve_share"] = _json_number(self.spec_curve_share)
+        return out
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        return v if math.isfinite(v) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: _json_number(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_number(v) for v in value]
+    return value
+
+
+def _base_result(spec: HypothesisSpec, dataset: str, verdict: str, reason: str) -> Result:
+    return Result(
+        id=spec.id, claim=spec.claim, source=spec.source, dataset=dataset, verdict=verdict,
+        reason=reason, gate=spec.gate, test=spec.test, spec_hash=spec.spec_hash(),
+        reference=_jsonable(spec.reference),
+        selection={k: v.declaration() for k, v in spec.selection.items()},
+        params=_jsonable(spec.resolved_params()), prediction=spec.prediction.declaration(),
+        module=spec.module, notes=spec.notes,
+    )
+
+
+def _run_once(spec: HypothesisSpec, cube: Any, dataset: str) -> Result:
+    where = f"{spec.module}: HypothesisSpec {spec.id!r} on dataset {dataset!r}"
+    try:
+        arrays = {role: select(sel, cube, where=f"{where}, selection[{role!r}]")
+                  for role, sel in spec.selection.items()}
+    except _Skip as e:
+        return _base_result(spec, dataset, "skipped", str(e))
+    params = spec.resolved_params()
+    data = TestInput(arrays=arrays, params=params, prediction=spec.prediction,
+                     reference=dict(spec.reference))
+    try:
+        frame = spec.kind.fn(data)
+    except StatsInputError as e:
+        res = _base_result(spec, dataset, "inconclusive", f"the test is undefined on these data: {e}")
+        res.data = data
+        return res
+    except SpecError as e:
+        raise SpecError(f"{where}: {e}") from e
+    row = _frame_row(frame, spec.test)
+    verdict, reason = spec.kind.decide(row, Decision(spec.prediction, float(params["alpha"]),
+                                                     dict(spec.reference), params))
+    if verdict not in schema.VERDICTS[:3]:
+        raise LieStatsError(f"Test {spec.test!r}: decision rule returned {verdict!r}; expected one of "
+                            f"{schema.VERDICTS[:3]}.")
+    res = _base_result(spec, dataset, verdict, reason)
+    for col in schema.STAT_COLUMNS:
+        setattr(res, col, row[col])
+    res.extra = {k: v for k, v in row.items() if k not in schema.STAT_COLUMNS}
+    res.data = data
+    return res
+
+
+def _frame_row(frame: Any, test: str) -> dict[str, float]:
+    import pandas as pd
+
+    if not isinstance(frame, pd.DataFrame) or len(frame) != 1:
+        raise LieStatsError(f"Test {test!r} must return a one-row DataFrame, got {type(frame).__name__}"
+                            f" of length {getattr(frame, '__len__', lambda: '?')()}.")
+    if tuple(frame.columns[: len(schema.STAT_COLUMNS)]) != schema.STAT_COLUMNS:
+        raise LieStatsError(f"Test {test!r}: the first columns must be {schema.STAT_COLUMNS}, got "
+                            f"{tuple(frame.columns)}.")
+    out = {}
+    for k, v in frame.iloc[0].items():
+        try:
+            out[str(k)] = float(v)
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def evaluate_cube(spec: HypothesisSpec, cube: Any, *, dataset: str = "<cube>") -> Result:
+    """Evaluate a spec on one cube (its main analysis and its specification curve).
+
+    Parameters
+    ----------
+    spec : HypothesisSpec
+    cube : xarray.Dataset
+        A cube following DESIGN.md's contract.
+    dataset : str
+        The dataset's name, recorded in the result.
+
+    Returns
+    -------
+    Result
+
+    Raises
+    ------
+    SpecError
+        The selection names a model or step the cube lacks.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(1, 2, 4, 6))
+    >>> dims = ("model", "step", "layer", "head")
+    >>> coords = {"model": ["m"], "step": [0, 100], "layer": np.arange(4), "head": np.arange(6)}
+    >>> y = -x[:, :1] + 0.1 * rng.normal(size=x.shape)
+    >>> cube = xr.Dataset({"head_contribution": (dims, x), "change_from_init": (dims, y)}, coords)
+    >>> s = HypothesisSpec(id="X1", claim="c", source="s", datasets=("toy",),
+    ...     selection={"x": Select("head_contribution", step="first"),
+    ...                "y": Select("change_from_init")}, test="correlation",
+    ...     params={"n_perm": 999, "n_boot": 200}, prediction=Prediction("negative"), gate="report")
+    >>> evaluate_cube(s, cube).verdict
+    'supported'
+    """
+    main = _run_once(spec, cube, dataset)
+    for choice in spec.choice_grid():
+        sub = _run_once(spec.with_choice(choice), cube, dataset)
+        main.spec_curve.append({
+            "choice": _jsonable(choice), "verdict": sub.verdict, "reason": sub.reason,
+            **{c: _json_number(getattr(sub, c)) for c in schema.STAT_COLUMNS},
+        })
+    return main
+
+
+_CUBE_CACHE: dict[tuple, Any] = {}
+
+
+def _load(card: Any) -> Any:
+    from .datasets import _open_cubes
+
+    key = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in card.cubes)
+    if key not in _CUBE_CACHE:
+        if len(_CUBE_CACHE) > 8:
+            _CUBE_CACHE.clear()
+        _CUBE_CACHE[key] = _open_cubes(card.cubes)
+    return _CUBE_CACHE[key]
+
+
+def evaluate(spec: HypothesisSpec, datasets_dir: str | Path = "datasets", *,
+             datasets: Sequence[str] | None = None) -> list[Result]:
+    """Evaluate a spec on each of its datasets (one :class:`Result` per dataset).
+
+    A dataset whose cubes are absent gives a ``skipped`` result whose ``reason`` says what
+    is missing and whose ``build`` is the card's build command.
+
+    Parameters
+    ----------
+    spec : HypothesisSpec
+    datasets_dir : str or Path
+        The folder of dataset cards.
+    datasets : sequence of str, optional
+        A subset of the spec's datasets (the plugin evaluates one per item).
+
+    Raises
+    ------
+    SpecError
+        The spec names a dataset without a card (with a suggestion).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp()); (root / "toy").mkdir()
+    >>> _ = (root / "toy" / "dataset.toml").write_text(
+    ...     'name = "toy"\\ntitle = "t"\\ncubes = ["toy.nc"]\\nbuild = "make toy"\\n')
+    >>> s = HypothesisSpec(id="X1", claim="c", source="s", datasets=("toy",),
+    ...     selection={"x": Select("head_contribution", step="first"),
+    ...                "y": Select("change_from_init")}, test="correlation",
+    ...     prediction=Prediction("negative"), gate="report")
+    >>> r = evaluate(s, root)[0]
+    >>> r.verdict, r.build
+    ('skipped', 'make toy')
+    """
+    from .datasets import find_dataset
+
+    check_datasets(spec, datasets_dir)
+    names = list(spec.datasets if datasets is None else datasets)
+    out = []
+    for name in names:
+        if name not in spec.datasets:
+            raise _err(spec, "datasets", f"{name!r} is not one of this spec's datasets {spec.datasets!r}.")
+        card = find_dataset(name, datasets_dir)
+        if card.missing:
+            need = f"; needs {card.needs}" if card.needs else ""
+            res = _base_result(spec, name, "skipped",
+                               f"dataset {name!r} is {card.state}: missing "
+                               f"{', '.join(p.name for p in card.missing)}{need}")
+            res.build = card.build
+            out.append(res)
+            continue
+        res = evaluate_cube(spec, _load(card), dataset=name)
+        if res.verdict == "skipped":
+            res.build = card.build
+        out.append(res)
+    return out
