@@ -159,7 +159,7 @@ class Checkpoint:
         self._config: dict | None = None
         self._index: dict[str, str] | None = None   # tensor name -> file (relative)
         self._layout: str | None = None
-        self._handles: dict[str, object] = {}       # safetensors file -> safe_open handle
+        self._st_headers: dict[str, dict[str, str]] = {}  # safetensors file -> {name: dtype code}
         self._bins: dict[str, dict] = {}             # .bin file -> mmap'd state dict
         self._read: list[str] = []                   # files read, in order (relative names)
         self._hashes: dict[str, str] = {}
@@ -169,7 +169,6 @@ class Checkpoint:
     # ------------------------------------------------------------------ pickling (workers)
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        state["_handles"] = {}
         state["_bins"] = {}
         return state
 
@@ -264,7 +263,7 @@ class Checkpoint:
         elif found == _ST_SINGLE:
             index = {}
             for fname in others or [_ST_SINGLE]:
-                for name in self._st_handle(fname).keys():
+                for name in self._st_header(fname):
                     index[name] = fname
         else:
             index = {name: _BIN_SINGLE for name in self._bin(_BIN_SINGLE)}
@@ -272,21 +271,28 @@ class Checkpoint:
         self._index = index
         return index
 
-    def _st_handle(self, filename: str):
-        handle = self._handles.get(filename)
-        if handle is None:
-            from safetensors import safe_open
+    def _st_open(self, filename: str):
+        """A fresh ``safe_open`` handle. Handles are not kept: closing one unmaps the file, so
+        resident memory holds the tensors in use, not every page read so far."""
+        from safetensors import safe_open
 
-            path = self._local(filename)
-            try:
-                handle = safe_open(str(path), framework="pt", device="cpu")
-            except Exception as e:  # safetensors raises SafetensorError / OSError
-                raise CheckpointError(
-                    f"{self._where(filename)}: not a readable safetensors file ({type(e).__name__}: {e})"
-                ) from e
-            self._handles[filename] = handle
+        path = self._local(filename)
+        try:
+            return safe_open(str(path), framework="pt", device="cpu")
+        except Exception as e:  # safetensors raises SafetensorError / OSError
+            raise CheckpointError(
+                f"{self._where(filename)}: not a readable safetensors file ({type(e).__name__}: {e})"
+            ) from e
+
+    def _st_header(self, filename: str) -> dict[str, str]:
+        """``{tensor name: stored dtype code}`` of a safetensors file (header only)."""
+        header = self._st_headers.get(filename)
+        if header is None:
+            with self._st_open(filename) as f:
+                header = {name: f.get_slice(name).get_dtype() for name in f.keys()}
+            self._st_headers[filename] = header
             self._note_read(filename)
-        return handle
+        return header
 
     def _bin(self, filename: str) -> dict:
         state = self._bins.get(filename)
@@ -365,8 +371,13 @@ class Checkpoint:
         """
         filename = self.file_of(name)
         if filename.endswith(".safetensors"):
+            if name not in self._st_header(filename):
+                raise CheckpointError(
+                    f"{self._where(filename)}: tensor {name!r} is not in the file (the index says it is)"
+                )
             try:
-                t = self._st_handle(filename).get_tensor(name)
+                with self._st_open(filename) as f:
+                    t = f.get_tensor(name)
             except Exception as e:
                 raise CheckpointError(
                     f"{self._where(filename)}: cannot read tensor {name!r} "
@@ -388,7 +399,7 @@ class Checkpoint:
             return self._dtypes[name]
         filename = self.file_of(name)
         if filename.endswith(".safetensors"):
-            code = self._st_handle(filename).get_slice(name).get_dtype()
+            code = self._st_header(filename)[name]
             return _ST_DTYPES.get(code, code.lower())
         return str(self._bin(filename)[name].dtype).removeprefix("torch.")
 
@@ -426,7 +437,11 @@ class Checkpoint:
         """
         adapter = self.adapter()
         for layer in range(adapter.shape.n_layers):
-            yield adapter.layer_weights(layer, self.get_tensor, fold_ln=fold_ln)
+            lw = adapter.layer_weights(layer, self.get_tensor, fold_ln=fold_ln)
+            # Unmap pytorch_model.bin files between layers (reloading one is cheap with mmap),
+            # so that resident memory holds one layer, not every page read so far.
+            self._bins.clear()
+            yield lw
 
     # ------------------------------------------------------------------ provenance
     @property
@@ -492,8 +507,7 @@ class Checkpoint:
         }
 
     def close(self) -> None:
-        """Drop open file handles and memory maps (they reopen on the next read)."""
-        self._handles.clear()
+        """Drop memory-mapped ``pytorch_model.bin`` state dicts (they reload on the next read)."""
         self._bins.clear()
 
 

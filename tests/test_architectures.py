@@ -21,6 +21,7 @@ head split (or a wrong GQA expansion) misses by orders of magnitude more than th
 from __future__ import annotations
 
 import copy
+import json
 import sys
 
 import pytest
@@ -463,3 +464,21 @@ def test_layouts_match_the_modeling_code_reshapes(h, dh, rep, seed):
     assert torch.allclose(torch.einsum("sd,hde->hse", x, lw.W_Q), q, atol=1e-12)
     z = torch.randn(3, nq, dh, generator=gen, dtype=torch.float64)       # per-head outputs
     assert torch.allclose(torch.einsum("she,hed->sd", z, lw.W_O), z.reshape(3, -1) @ wo.t(), atol=1e-12)
+
+
+def test_pythia_style_config_json_reproduces(tmp_path):
+    """A config.json as Pythia's hub checkpoints ship it (``rotary_pct``, ``rotary_emb_base``,
+    no ``rope_parameters``): transformers 5 converts it on load, the adapter reads it directly;
+    both must agree on the rotary fraction (checked against cos.shape in ``recompute``)."""
+    from ._checkpoints import make_checkpoint
+
+    folder = make_checkpoint("gpt_neox", tmp_path / "pythia-like", rotary_pct=0.5, n_heads=2)
+    cfg = json.loads((folder / "config.json").read_text())
+    rope = cfg.pop("rope_parameters")
+    assert rope["partial_rotary_factor"] == 0.5
+    cfg.update(rotary_pct=0.5, rotary_emb_base=int(rope["rope_theta"]))
+    (folder / "config.json").write_text(json.dumps(cfg))
+    ckpt, = open_source(str(folder))
+    assert ckpt.adapter().shape.rotary_fraction == 0.5
+    err, _ = recompute(folder)
+    assert err < TOL
