@@ -132,13 +132,27 @@ def frame(columns: tuple[str, ...], values: dict[str, Any], index: Any = None) -
     missing = set(columns) ^ set(values)
     if missing:  # pragma: no cover - programming error, guarded by the column tests
         raise RuntimeError(f"result columns mismatch: {sorted(missing)}")
-    data = {}
+    row = []
     for c in columns:
         val = values[c]
-        if isinstance(val, (bool, np.bool_)):
-            val = int(val)
-        data[c] = [val]
-    return pd.DataFrame(data, columns=list(columns), index=index)
+        if isinstance(val, (bool, np.bool_, int, np.integer)):
+            row.append(int(val))
+        else:
+            row.append(float(val))
+    return pd.DataFrame([row], columns=list(columns), index=index)
+
+
+def rank(a: np.ndarray) -> np.ndarray:
+    """Average ranks (1-based, ties averaged) of a 1-D array; ``scipy.stats.rankdata`` without
+    its per-call overhead."""
+    sorter = np.argsort(a, kind="mergesort")
+    inv = np.empty(sorter.size, dtype=np.intp)
+    inv[sorter] = np.arange(sorter.size)
+    s = a[sorter]
+    obs = np.concatenate([[True], s[1:] != s[:-1]])
+    dense = np.cumsum(obs)[inv]
+    count = np.concatenate([np.flatnonzero(obs), [obs.size]])
+    return 0.5 * (count[dense] + count[dense - 1] + 1)
 
 
 def percentile_ci(boot: np.ndarray, ci: float) -> tuple[float, float]:

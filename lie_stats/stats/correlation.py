@@ -78,7 +78,7 @@ class _Kernel:
             self.denom = np.sqrt((self.sx ** 2).sum() * (self.sy ** 2).sum())
             self.t_obs = float((self.sx * self.sy).sum() / self.denom)
         else:
-            u = (sps.rankdata(x), sps.rankdata(y)) if method == "spearman" else (x, y)
+            u = (v.rank(x), v.rank(y)) if method == "spearman" else (x, y)
             self.zx, self.zy = _unit(u[0]), _unit(u[1])
             self.t_obs = float(np.clip(self.zx @ self.zy, -1.0, 1.0))
 
@@ -252,8 +252,8 @@ class _PartialKernel:
     def __init__(self, x, y, z, method, codes):
         self.method, self.codes = method, codes
         if method == "spearman":
-            x, y = sps.rankdata(x), sps.rankdata(y)
-            z = sps.rankdata(z, axis=0)
+            x, y = v.rank(x), v.rank(y)
+            z = np.column_stack([v.rank(c) for c in z.T])
         self.x, self.y, self.z = x, y, z
         design = np.column_stack([np.ones(x.size), z])
         if np.linalg.matrix_rank(design) < design.shape[1]:

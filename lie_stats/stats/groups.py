@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
-from scipy import stats as sps
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
@@ -154,7 +153,7 @@ def group_difference(
         lo, hi = v.percentile_ci(np.concatenate(boots), ci)
 
     x1, x0 = xv[g == 1], xv[g == 0]
-    ranks = sps.rankdata(xv)
+    ranks = v.rank(xv)
     u1 = ranks[g == 1].sum() - n1 * (n1 + 1) / 2.0
     rbc = 2.0 * u1 / (n1 * n0) - 1.0
     pooled = np.sqrt(((n1 - 1) * x1.var(ddof=1) + (n0 - 1) * x0.var(ddof=1)) / (n - 2))

@@ -7,6 +7,8 @@ and the replication Bayes factor, never by "p < alpha again" alone.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
@@ -57,6 +59,11 @@ def r33(n: int, *, alpha: float = 0.05) -> float:
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 5:
         raise StatsInputError(f"r33: n must be an integer >= 5, got {n!r}.")
+    return _r33(int(n), float(alpha))
+
+
+@functools.lru_cache(maxsize=256)
+def _r33(n: int, alpha: float) -> float:
     return float(optimize.brentq(lambda r: power_correlation(r, n, alpha=alpha) - 1.0 / 3.0,
                                  1e-9, 1.0 - 1e-12, xtol=1e-14))
 
