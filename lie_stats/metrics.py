@@ -277,15 +277,31 @@ def _family_metrics(ch: CanonicalHeads, B: torch.Tensor, *, alpha: float, tau: f
     nan_hh = np.full((H, H), np.nan)
     null_mean, null_std, z = nan_hh.copy(), nan_hh.copy(), nan_hh.copy()
     if I.numel() > 0:
-        cn = _np(null_commutators(ch, B, I, J, chunk_bytes=_NULL_CHUNK_BYTES))  # [n_draws, P]
-        mu = cn.mean(axis=0)
-        sd = cn.std(axis=0, ddof=1)
-        q = np.quantile(cn, alpha, axis=0, method="weibull")
+        # The null is drawn with the heads sorted by ||A||_F (a basis-free order, stable for
+        # ties), pair (a, b), a < b in that order: the realization each pair sees then does not
+        # depend on how the heads are numbered (permuting heads permutes every result).
+        order = torch.sort(norm.cpu(), stable=True).indices.to(norm.device)
+        ch_sorted = CanonicalHeads(ch.U[order], ch.V[order], ch.s[order], ch.k, ch.symmetric)
+        cn = _np(null_commutators(ch_sorted, B, I, J, chunk_bytes=_NULL_CHUNK_BYTES))  # [n_draws, P]
+        order_np = order.cpu().numpy()
+        oi, oj = order_np[iu_np[0]], order_np[iu_np[1]]
+        stats = {
+            "mean": cn.mean(axis=0),
+            "std": cn.std(axis=0, ddof=1),
+            "q": np.quantile(cn, alpha, axis=0, method="weibull"),
+        }
+        full = {}
+        for key, vals in stats.items():
+            arr = nan_hh.copy()
+            arr[oi, oj] = vals
+            arr[oj, oi] = vals
+            full[key] = arr
+        null_mean, null_std = full["mean"], full["std"]
+        mu, sd, q = (full[key][iu_np] for key in ("mean", "std", "q"))
         with np.errstate(divide="ignore", invalid="ignore"):
             zp = np.where(sd > 0, (c_pairs - mu) / np.where(sd > 0, sd, 1.0), np.nan)
-        for arr, vals in ((null_mean, mu), (null_std, sd), (z, zp)):
-            arr[iu_np] = vals
-            arr[iu_np[1], iu_np[0]] = vals
+        z[iu_np] = zp
+        z[iu_np[1], iu_np[0]] = zp
         abelian = float(np.mean(c_pairs < q))
         abelian_tau = float(np.mean(c_pairs < tau))
         c_var = float(np.var(c_pairs))

@@ -507,10 +507,12 @@ def null_coordinates(ch: CanonicalHeads) -> torch.Tensor:
         raise MetricError("null_coordinates is for non-symmetric (circuit) families; Gram families use symmetric_omega.")
     m = ch.rank
     _, R = torch.linalg.qr(torch.cat([ch.U, ch.V], dim=-1))
-    # U is orthonormal, so R[:m, :m] = diag(+-1) up to rounding: flip rows to make it I.
-    sign = torch.sign(torch.diagonal(R[..., :m, :m], dim1=-2, dim2=-1))
+    # Positive diagonal: R is then the Cholesky factor of the Gram matrix of [U V], a
+    # basis-free function of the head (so the null is invariant under a change of basis),
+    # and, U being orthonormal, R[:m, :m] = I up to rounding.
+    sign = torch.sign(torch.diagonal(R, dim1=-2, dim2=-1))
     sign = torch.where(sign == 0, torch.ones_like(sign), sign)
-    R = torch.cat([R[..., :m, :] * sign[..., :, None], R[..., m:, :]], dim=-2)
+    R = R * sign[..., :, None]
     return torch.cat([R[..., :m] * ch.s[:, None, :], R[..., m:]], dim=-1)
 
 
