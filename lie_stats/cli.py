@@ -1,0 +1,134 @@
+"""The ``lie-stats`` command line (DESIGN.md, CLI): a thin shell over the library.
+
+Verbs: ``extract``, ``info``, ``run``, ``datasets``. Exit status: 0 success; 1 a failed
+hypothesis (as pytest); 2 usage or input error; 3 some checkpoints failed to extract (the
+others are in the cube); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ._version import __version__
+from .errors import LieStatsError
+
+__all__ = ["main", "build_parser"]
+
+EXIT_OK, EXIT_USAGE, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 2, 3, 130
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="lie-stats",
+        description="Per-head Lie-algebraic metrics of attention weights, and pre-registered "
+        "hypotheses about them as tests that can fail.",
+    )
+    p.add_argument("--version", action="version", version=f"lie_stats {__version__}")
+    sub = p.add_subparsers(dest="verb", required=True)
+
+    e = sub.add_parser("extract", help="checkpoints -> metric cube (NetCDF)")
+    e.add_argument("sources", nargs="+", metavar="SOURCE",
+                   help="a checkpoint folder, a folder of step_N / stepN / checkpoint-N folders, "
+                   "or hf:ORG/NAME")
+    e.add_argument("-o", "--output", required=True, metavar="OUT.nc", help="cube to write")
+    e.add_argument("--revisions", default=None,
+                   help="hub revisions, comma-separated, or 'all' (every step* branch). Default: main")
+    e.add_argument("--families", type=_csv, default=("Q", "K", "V", "O", "QK", "OV"),
+                   help="operator families (METRICS.md §2). Default: Q,K,V,O,QK,OV")
+    e.add_argument("--projection", dest="projections", action="append", default=None,
+                   help="none | adaptive | fixed:K; repeat for several. Default: none")
+    e.add_argument("--null-draws", type=int, default=64, help="random-orientation null draws per layer. Default: 64")
+    e.add_argument("--seed", type=int, default=0, help="seed of the null and projections. Default: 0")
+    e.add_argument("--fold-ln", action="store_true", help="fold the pre-attention norm gain (METRICS.md §1)")
+    e.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="Default: auto")
+    e.add_argument("--resume", action="store_true", help="continue an interrupted run from its shards")
+    e.add_argument("--quiet", action="store_true", help="no progress output")
+
+    i = sub.add_parser("info", help="what a cube holds, its provenance, its validity")
+    i.add_argument("file", metavar="FILE.nc")
+
+    r = sub.add_parser("run", help="evaluate hypothesis modules and write reports/")
+    r.add_argument("paths", nargs="*", default=["hypotheses"], metavar="PATH")
+    r.add_argument("--datasets", default="datasets", metavar="DIR", help="Default: datasets")
+    r.add_argument("--reports", default="reports", metavar="DIR", help="Default: reports")
+    r.add_argument("--update-verdicts", action="store_true", help="re-pin the verdicts of pinned gates")
+
+    d = sub.add_parser("datasets", help="each dataset card with its state")
+    d.add_argument("--datasets", default="datasets", metavar="DIR", help="Default: datasets")
+    return p
+
+
+def _cmd_extract(args: argparse.Namespace) -> int:
+    from .cube import provenance_of
+    from .extract import ExtractOptions, extract
+
+    revisions = args.revisions
+    if revisions and revisions != "all":
+        revisions = list(_csv(revisions))
+    options = ExtractOptions(
+        families=tuple(args.families),
+        projections=tuple(args.projections or ("none",)),
+        null_draws=args.null_draws, seed=args.seed, fold_ln=args.fold_ln, device=args.device,
+    )
+    cube, failed = extract(args.sources, args.output, options=options, revisions=revisions,
+                           resume=args.resume, progress=not args.quiet)
+    n = len(provenance_of(cube))
+    print(f"wrote {args.output}: {n} checkpoints, {cube.sizes['model']} model(s)")
+    if failed:
+        for f in failed:
+            print(f"FAILED {f['source']}: {f['error']}", file=sys.stderr)
+        return EXIT_PARTIAL
+    return EXIT_OK
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from .cube import describe_cube, open_cube
+
+    print(describe_cube(open_cube(args.file), where=args.file))
+    return EXIT_OK
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .pytest_plugin import run
+
+    return int(run(args.paths, datasets_dir=args.datasets, reports_dir=args.reports,
+                   update_verdicts=args.update_verdicts))
+
+
+def _cmd_datasets(args: argparse.Namespace) -> int:
+    from .datasets import list_datasets
+
+    cards = list_datasets(args.datasets)
+    for card in cards:
+        print(f"{card.name:24s} {card.state:12s} {card.title}")
+        if card.state != "present":
+            print(f"{'':24s} build: {card.build}")
+    if not cards:
+        print(f"no dataset cards under {args.datasets}/")
+    return EXIT_OK
+
+
+_COMMANDS = {"extract": _cmd_extract, "info": _cmd_info, "run": _cmd_run, "datasets": _cmd_datasets}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``lie-stats``; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.verb](args)
+    except KeyboardInterrupt:
+        print("lie-stats: interrupted; finished checkpoints are kept in the shard store "
+              "(rerun with --resume).", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (LieStatsError, ValueError) as e:
+        print(f"lie-stats {args.verb}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # `lie-stats info x.nc | head`: the reader left, nothing is wrong
+        sys.stderr.close()
+        return EXIT_OK

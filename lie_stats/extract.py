@@ -1,0 +1,344 @@
+"""Extraction: sources x architectures x metrics -> cube, through a resumable shard store.
+
+Extraction is a map over (model, checkpoint) tasks (DESIGN.md, scale). Each finished
+checkpoint is written atomically as its own shard (a one-checkpoint cube) in a shard store
+folder beside the output (``OUT.nc.shards/``); the cube is the merge of the shards. A run
+restarted with ``resume=True`` redoes no finished checkpoint. A checkpoint that fails
+(corrupt file, unknown architecture, ...) is recorded with its error in the cube's
+``failed_checkpoints`` attribute and does not stop the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from . import schema
+from .cube import checkpoint_shard, merge_shards, open_cube, write_cube
+from .errors import CheckpointError, CubeError, LieStatsError
+
+__all__ = ["ExtractOptions", "Task", "plan_tasks", "extract_checkpoint", "extract", "resolve_device"]
+
+log = logging.getLogger("lie_stats.extract")
+
+
+@dataclass(frozen=True)
+class ExtractOptions:
+    """Analysis options of an extraction; all of them are recorded in each shard's provenance.
+
+    Parameters
+    ----------
+    families
+        Operator families of METRICS.md §2.
+    projections
+        Compressions of METRICS.md §2: ``"none"``, ``"adaptive"``, ``"fixed:K"``.
+    null_draws
+        Draws of the random-orientation null per layer (METRICS.md §3.3; at least 64).
+    seed
+        Seed of the null draws and of the projection matrices (one ``P`` per model).
+    alpha, tau
+        Thresholds of the two Abelian fractions (METRICS.md §4.2).
+    fold_ln
+        Fold the pre-attention norm gain into ``W_Q/W_K/W_V`` (METRICS.md §1).
+    device
+        ``"auto"``, ``"cpu"`` or ``"cuda"``.
+    """
+
+    families: tuple[str, ...] = schema.FAMILIES
+    projections: tuple[str, ...] = (schema.PROJECTION_NONE,)
+    null_draws: int = 64
+    seed: int = 0
+    alpha: float = 0.01
+    tau: float = 0.5
+    fold_ln: bool = False
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        for fam in self.families:
+            if fam not in schema.FAMILIES:
+                from .errors import did_you_mean
+
+                raise ValueError(
+                    f"Unknown operator family {fam!r}.{did_you_mean(fam, schema.FAMILIES)} "
+                    f"Families are {', '.join(schema.FAMILIES)} (METRICS.md §2)."
+                )
+        for proj in self.projections:
+            schema.parse_projection(proj)
+        if self.null_draws < 64:
+            raise ValueError(f"null_draws={self.null_draws}: METRICS.md §3.3 asks for at least 64 draws.")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device={self.device!r}: expected 'auto', 'cpu' or 'cuda'.")
+
+    def result_key(self) -> dict[str, Any]:
+        """The options that change the numbers (the device does not, beyond rounding)."""
+        d = asdict(self)
+        d.pop("device")
+        d["families"] = list(self.families)
+        d["projections"] = list(self.projections)
+        return d
+
+
+def resolve_device(device: str) -> str:
+    """``"auto"`` -> ``"cuda"`` when a CUDA device is present, else ``"cpu"``.
+
+    >>> resolve_device("cpu")
+    'cpu'
+    """
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise LieStatsError("--device cuda was asked for, but torch sees no CUDA device.")
+    return device
+
+
+@dataclass(frozen=True)
+class Task:
+    """One (model, checkpoint) unit of work, with the run's first checkpoint (METRICS.md §5.5)."""
+
+    checkpoint: Any  # lie_stats.sources.Checkpoint
+    init: Any  # the first checkpoint of the same run
+    key: str = field(default="")
+
+    @property
+    def label(self) -> str:
+        c = self.checkpoint
+        return f"{c.model}@{c.step if c.step is not None else c.revision}"
+
+
+def _task_key(checkpoint: Any) -> str:
+    ident = json.dumps([checkpoint.model, checkpoint.step, checkpoint.revision, str(checkpoint.path)])
+    return hashlib.sha256(ident.encode()).hexdigest()[:16]
+
+
+def plan_tasks(sources: Sequence[str], *, revisions: str | Sequence[str] | None = None) -> list[Task]:
+    """Resolve sources into tasks, each with the first checkpoint of its model as init.
+
+    Checkpoints without a step (a single folder) get step 0 and are their own init.
+    """
+    from .sources import open_source
+
+    tasks: list[Task] = []
+    for src in sources:
+        checkpoints = open_source(src, revisions=revisions)
+        if not checkpoints:
+            raise CheckpointError(f"{src}: no checkpoint found (expected config.json, or step_N folders).")
+        by_model: dict[str, list] = {}
+        for c in checkpoints:
+            by_model.setdefault(c.model, []).append(c)
+        for model, cks in by_model.items():
+            cks = sorted(cks, key=lambda c: (c.step is None, c.step or 0))
+            init = cks[0]
+            for c in cks:
+                tasks.append(Task(checkpoint=c, init=init, key=_task_key(c)))
+    return tasks
+
+
+def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
+    """Compute every weight metric of one checkpoint and return its shard.
+
+    Reads the checkpoint one layer at a time (and the same layer of the run's first
+    checkpoint, for ``change_from_init``), so memory stays near one layer's attention
+    weights.
+    """
+    import torch
+
+    from .metrics import change_from_init, compute_layer
+    from .operators import projection_matrix
+
+    device = resolve_device(options.device)
+    ckpt, init = task.checkpoint, task.init
+    adapter = ckpt.adapter()
+    shape = adapter.shape
+    p_mats: dict[str, torch.Tensor] = {}
+    for proj in options.projections:
+        kind, k = schema.parse_projection(proj)
+        if kind == "fixed":
+            p_mats[proj] = projection_matrix(shape.d_model, k, options.seed)
+        elif kind == "adaptive":
+            p_mats[proj] = projection_matrix(shape.d_model, shape.d_head, options.seed)
+    t_read = t_compute = 0.0
+    per_layer: list[dict[str, np.ndarray]] = []
+    layers = ckpt.iter_layers(fold_ln=options.fold_ln)
+    init_layers = init.iter_layers(fold_ln=options.fold_ln) if init is not ckpt else None
+    for _ in range(shape.n_layers):
+        t0 = time.perf_counter()
+        w = next(layers)
+        w0 = next(init_layers) if init_layers is not None else w
+        t1 = time.perf_counter()
+        _check_finite(w, ckpt)
+        arrays = compute_layer(
+            w, families=options.families, projections=options.projections,
+            null_draws=options.null_draws, seed=options.seed, alpha=options.alpha,
+            tau=options.tau, device=device, projection_matrices=p_mats,
+        )
+        arrays["change_from_init"] = change_from_init(w, w0)
+        per_layer.append(arrays)
+        t_read += t1 - t0
+        t_compute += time.perf_counter() - t1
+    stacked = {}
+    for name in per_layer[0]:
+        axis = schema.VARIABLES[name].dims.index(schema.LAYER)
+        stacked[name] = np.stack([a[name] for a in per_layer], axis=axis)
+    step = ckpt.step if ckpt.step is not None else 0
+    shape_coords = dict(
+        n_layers=shape.n_layers, n_heads=shape.n_heads, n_kv_heads=shape.n_kv_heads,
+        d_head=shape.d_head, d_model=shape.d_model, architecture=shape.architecture,
+        rotary_fraction=shape.rotary_fraction, attention_extras=",".join(shape.attention_extras),
+        init_step=init.step if init.step is not None else 0,
+    )
+    prov = dict(ckpt.provenance())
+    prov.update(
+        model=ckpt.model, step=step, device=device, options=options.result_key(),
+        init={"step": init.step, "revision": init.revision, "path": str(init.path)},
+        timing={"read_s": round(t_read, 4), "compute_s": round(t_compute, 4)},
+        torch_version=torch.__version__, metrics_version=schema.METRICS_VERSION,
+    )
+    return checkpoint_shard(
+        stacked, model=ckpt.model, step=step, shape=shape_coords,
+        families=list(options.families), projections=list(options.projections), provenance=prov,
+    )
+
+
+def _check_finite(w: Any, ckpt: Any) -> None:
+    import torch
+
+    bad = []
+    for name in ("W_Q", "W_K", "W_V", "W_O"):
+        t = getattr(w, name)
+        finite = torch.isfinite(t.reshape(t.shape[0], -1)).all(dim=1)
+        for h in torch.nonzero(~finite).flatten().tolist():
+            bad.append(f"{name}[head {h}]")
+    if bad:
+        raise CheckpointError(
+            f"{ckpt.path}: non-finite (NaN or Inf) weights in layer {w.layer}: {', '.join(bad)}; "
+            f"metrics of this checkpoint are not computed (expected finite weights)."
+        )
+
+
+# ---------------------------------------------------------------------------- shard store
+def shard_dir(out: Path) -> Path:
+    """The shard store of an output cube: ``OUT.nc.shards/``."""
+    return out.with_name(out.name + ".shards")
+
+
+def _shard_path(store: Path, task: Task) -> Path:
+    return store / f"{task.key}.nc"
+
+
+def _options_file(store: Path) -> Path:
+    return store / "options.json"
+
+
+def _prepare_store(store: Path, options: ExtractOptions, *, resume: bool) -> None:
+    wanted = options.result_key()
+    opt_file = _options_file(store)
+    if store.exists() and any(store.glob("*.nc")):
+        if not resume:
+            raise LieStatsError(
+                f"{store}: a shard store from an earlier run exists. Use --resume to continue it, "
+                f"or remove the folder to start afresh."
+            )
+        have = json.loads(opt_file.read_text()) if opt_file.exists() else None
+        if have != wanted:
+            raise LieStatsError(
+                f"{store}: the shard store was made with options {have}, not {wanted}; "
+                f"--resume would mix them. Use the same options or another output."
+            )
+    store.mkdir(parents=True, exist_ok=True)
+    tmp = opt_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(wanted, sort_keys=True))
+    os.replace(tmp, opt_file)
+
+
+def _progress(total: int, *, enabled: bool) -> Callable[[str], None]:
+    if enabled and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="ckpt", desc="extract", file=sys.stderr)
+
+        def update(label: str) -> None:
+            bar.set_postfix_str(label, refresh=False)
+            bar.update(1)
+            if bar.n >= total:
+                bar.close()
+
+        return update
+    state = {"n": 0, "t0": time.perf_counter()}
+
+    def log_line(label: str) -> None:
+        state["n"] += 1
+        if not enabled:
+            return
+        el = time.perf_counter() - state["t0"]
+        rate = state["n"] / el if el > 0 else float("nan")
+        eta = (total - state["n"]) / rate if rate > 0 else float("nan")
+        print(f"[lie-stats extract] {state['n']}/{total} {label} ({rate:.2f} ckpt/s, eta {eta:.0f} s)",
+              file=sys.stderr, flush=True)
+
+    return log_line
+
+
+def extract(
+    sources: Sequence[str],
+    out: str | os.PathLike,
+    *,
+    options: ExtractOptions = ExtractOptions(),
+    revisions: str | Sequence[str] | None = None,
+    resume: bool = False,
+    progress: bool = True,
+) -> tuple[xr.Dataset, list[dict]]:
+    """Extract the cube of every checkpoint of ``sources`` into ``out`` (NetCDF).
+
+    Returns the merged cube and the list of failed checkpoints (also recorded in the cube).
+    Finished checkpoints are stored as shards as they complete; an interruption loses at
+    most the checkpoint in flight, and ``resume=True`` continues where it stopped.
+
+    Raises
+    ------
+    LieStatsError
+        When no checkpoint at all could be extracted, or the shard store conflicts.
+    """
+    out = Path(out)
+    tasks = plan_tasks(sources, revisions=revisions)
+    store = shard_dir(out)
+    _prepare_store(store, options, resume=resume)
+    tick = _progress(len(tasks), enabled=progress)
+    failed: list[dict] = []
+    for task in tasks:
+        path = _shard_path(store, task)
+        if path.exists():
+            tick(f"{task.label} (done)")
+            continue
+        try:
+            shard = extract_checkpoint(task, options)
+        except LieStatsError as e:
+            c = task.checkpoint
+            failed.append({"source": str(c.path), "model": c.model, "step": c.step,
+                           "revision": c.revision, "error": f"{type(e).__name__}: {e}"})
+            log.error("checkpoint %s failed: %s", task.label, e)
+            tick(f"{task.label} FAILED")
+            continue
+        write_cube(shard, path)
+        tick(task.label)
+    shards = [open_cube(_shard_path(store, t)) for t in tasks if _shard_path(store, t).exists()]
+    if not shards:
+        raise LieStatsError(
+            "No checkpoint could be extracted: "
+            + "; ".join(f"{f['source']}: {f['error']}" for f in failed)
+        )
+    merged = merge_shards(shards, failed=failed)
+    write_cube(merged, out)
+    return merged, failed

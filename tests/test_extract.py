@@ -1,0 +1,128 @@
+"""End to end: checkpoints -> `lie-stats extract` -> cube -> `lie-stats info` (issue 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from lie_stats import cli, schema
+from lie_stats.cube import open_cube, provenance_of
+from lie_stats.extract import ExtractOptions, extract, shard_dir
+from lie_stats.metrics import change_from_init, compute_layer
+from lie_stats.sources import open_source
+
+from ._checkpoints import make_run
+
+FAST = ["--families", "Q,OV", "--null-draws", "64", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def neox_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("neox") / "run"
+    make_run(root, "gpt_neox", [0, 4, 32], n_layers=2)
+    return root
+
+
+def test_cli_extract_writes_a_cube_info_describes(neox_run, tmp_path, capsys):
+    out = tmp_path / "run.nc"
+    assert cli.main(["extract", str(neox_run), "-o", str(out), *FAST,
+                     "--projection", "none", "--projection", "fixed:16"]) == 0
+    ds = open_cube(out)
+    assert ds[schema.STEP].values.tolist() == [0, 4, 32]
+    assert ds[schema.FAMILY].values.tolist() == ["Q", "OV"]
+    assert ds[schema.PROJECTION].values.tolist() == ["none", "fixed:16"]
+    assert ds["n_heads"].values.tolist() == [4] and ds["architecture"].values.tolist() == ["gpt_neox"]
+    prov = provenance_of(ds)
+    assert [p["step"] for p in prov] == [0, 4, 32]
+    assert all(p["options"]["null_draws"] == 64 and p["options"]["seed"] == 0 for p in prov)
+    capsys.readouterr()
+    assert cli.main(["info", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "gpt_neox, 2 layers x 4 heads" in text and "valid: yes" in text
+
+
+def test_cube_values_sit_at_the_right_indices(neox_run, tmp_path):
+    """Every (step, layer, head) number in the cube is the engine's number for those weights."""
+    options = ExtractOptions(families=("Q", "OV"), projections=("none",))
+    ds, failed = extract([str(neox_run)], tmp_path / "c.nc", options=options, progress=False)
+    assert failed == []
+    ckpts = open_source(str(neox_run))
+    init_layers = list(ckpts[0].iter_layers())
+    for ck in ckpts:
+        for w, w0 in zip(ck.iter_layers(), init_layers):
+            ref = compute_layer(w, families=("Q", "OV"), projections=("none",), null_draws=64, seed=0)
+            got = ds.sel(model=ck.model, step=ck.step, layer=w.layer)
+            np.testing.assert_array_equal(got["commutator"].values, ref["commutator"])
+            np.testing.assert_array_equal(got["killing_eig_spread"].values, ref["killing_eig_spread"])
+            np.testing.assert_array_equal(got["weight_norm"].values, ref["weight_norm"])
+            np.testing.assert_array_equal(got["change_from_init"].values, change_from_init(w, w0))
+    change = ds["change_from_init"].sel(model="run")
+    assert np.all(change.sel(step=0).values == 0)
+    assert np.all(change.sel(step=32).values > 0)
+
+
+def test_resume_redoes_no_finished_checkpoint(neox_run, tmp_path):
+    out = tmp_path / "r.nc"
+    options = ExtractOptions(families=("Q",), projections=("none",))
+    first, _ = extract([str(neox_run)], out, options=options, progress=False)
+    store = shard_dir(out)
+    shards = sorted(store.glob("*.nc"))
+    assert len(shards) == 3
+    victim = shards[1]
+    victim.unlink()  # as if the run had been killed before this checkpoint finished
+    mtimes = {p: p.stat().st_mtime_ns for p in shards if p != victim}
+    second, _ = extract([str(neox_run)], out, options=options, resume=True, progress=False)
+    assert {p: p.stat().st_mtime_ns for p in mtimes} == mtimes  # untouched
+    assert victim.exists()
+    np.testing.assert_array_equal(first["commutator"].values, second["commutator"].values)
+    # without --resume an existing store is refused, with different options too
+    with pytest.raises(Exception, match="--resume"):
+        extract([str(neox_run)], out, options=options, progress=False)
+    with pytest.raises(Exception, match="would mix them"):
+        extract([str(neox_run)], out, options=ExtractOptions(families=("O",)), resume=True, progress=False)
+
+
+def test_one_bad_checkpoint_among_good_ones(neox_run, tmp_path, capsys):
+    import shutil
+
+    root = tmp_path / "run"
+    shutil.copytree(neox_run, root)
+    bad = root / "step_4" / "model.safetensors"
+    tensors = load_file(bad)
+    name = next(k for k in tensors if "query_key_value.weight" in k and ".1." in k)
+    tensors[name][5, 3] = float("nan")
+    save_file(tensors, bad, metadata={"format": "pt"})
+    out = tmp_path / "bad.nc"
+    code = cli.main(["extract", str(root), "-o", str(out), *FAST])
+    assert code == cli.EXIT_PARTIAL
+    err = capsys.readouterr().err
+    assert "step_4" in err and "non-finite" in err and "layer 1" in err
+    ds = open_cube(out)
+    assert ds[schema.STEP].values.tolist() == [0, 32]
+    failed = json.loads(ds.attrs[schema.ATTR_FAILED])
+    assert len(failed) == 1 and failed[0]["step"] == 4 and "NaN" in failed[0]["error"]
+
+
+def test_bad_options_are_clear_errors(neox_run, tmp_path, capsys):
+    assert cli.main(["extract", str(neox_run), "-o", str(tmp_path / "x.nc"), "--families", "Q,QKV"]) == 2
+    assert "Unknown operator family 'QKV'" in capsys.readouterr().err
+    assert cli.main(["extract", str(neox_run), "-o", str(tmp_path / "x.nc"), "--projection", "fixed:x"]) == 2
+    assert "Unknown projection 'fixed:x'" in capsys.readouterr().err
+    assert cli.main(["extract", str(neox_run), "-o", str(tmp_path / "x.nc"), "--null-draws", "10"]) == 2
+    assert "at least 64" in capsys.readouterr().err
+    assert not (tmp_path / "x.nc").exists()
+
+
+def test_same_seed_same_cube(neox_run, tmp_path):
+    opts = ExtractOptions(families=("QK",), projections=("fixed:16",), seed=7)
+    a, _ = extract([str(neox_run)], tmp_path / "a.nc", options=opts, progress=False)
+    b, _ = extract([str(neox_run)], tmp_path / "b.nc", options=opts, progress=False)
+    np.testing.assert_array_equal(a["commutator_z"].values, b["commutator_z"].values)
+    c, _ = extract([str(neox_run)], tmp_path / "c.nc", options=ExtractOptions(
+        families=("QK",), projections=("fixed:16",), seed=8), progress=False)
+    assert not np.array_equal(a["commutator"].values, c["commutator"].values)
