@@ -94,15 +94,19 @@ class _Kernel:
             return float((self.sx * m[self.codes][:, self.codes]).sum() / self.denom)
         return float(self.zx @ _stratum_means(self.zy, self.codes))
 
-    def null(self, perm: np.ndarray) -> np.ndarray:
-        if self.method == "kendall":
-            out = np.empty(perm.shape[0])
-            n = self.x.size
+    def null(self, plan: _PermutationPlan) -> np.ndarray:
+        if plan.size == 0:
+            return np.empty(0)
+        if self.method != "kendall":
+            zx = self.zx[plan.order]
+            return np.concatenate([vals @ zx for vals in plan.value_chunks(self.zy)])
+        out = []
+        n = self.x.size
+        for perm in plan.chunks():
             for a, b in v.chunks(perm.shape[0], n * n):
                 p = perm[a:b]
-                out[a:b] = (self.sy[p[:, :, None], p[:, None, :]] * self.sx).sum(axis=(1, 2))
-            return out / self.denom
-        return self.zy[perm] @ self.zx
+                out.append((self.sy[p[:, :, None], p[:, None, :]] * self.sx).sum(axis=(1, 2)))
+        return np.concatenate(out) / self.denom
 
     def boot(self, idx: np.ndarray) -> np.ndarray:
         if self.method == "kendall":
@@ -123,7 +127,7 @@ class _Kernel:
 
 
 def _resampled(kernel, plan: _PermutationPlan, boot_plan: _BootstrapPlan | None):
-    t_null = np.concatenate([kernel.null(p) for p in plan.chunks()]) if plan.size else np.empty(0)
+    t_null = kernel.null(plan)
     boot = (np.concatenate([kernel.boot(i) for i in boot_plan.chunks()])
             if boot_plan is not None else np.empty(0))
     return t_null, boot
@@ -277,9 +281,15 @@ class _PartialKernel:
         # exact permutation expectation of the numerator, scaled by the observed norm
         return float(self.ux @ _stratum_means(self.ry, self.codes) / np.sqrt(self.ry @ self.ry))
 
-    def null(self, perm: np.ndarray) -> np.ndarray:
-        yp = self._resid(self.ry[perm])  # Freedman-Lane: permuted residuals, re-residualized
-        return (yp @ self.ux) / np.sqrt((yp * yp).sum(axis=1))
+    def null(self, plan: _PermutationPlan) -> np.ndarray:
+        if plan.size == 0:
+            return np.empty(0)
+        q, ux = self.q[plan.order], self.ux[plan.order]
+        out = []
+        for vals in plan.value_chunks(self.ry):
+            yp = vals - (vals @ q) @ q.T  # Freedman-Lane: permuted residuals, re-residualized
+            out.append((yp @ ux) / np.sqrt((yp * yp).sum(axis=1)))
+        return np.concatenate(out)
 
     def boot(self, idx: np.ndarray) -> np.ndarray:
         xb, yb, zb = self.x[idx], self.y[idx], self.z[idx]  # zb [c, n, k]

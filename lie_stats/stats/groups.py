@@ -134,7 +134,8 @@ def group_difference(
     avg = _slot_average(plan_codes)
     center = float(scale * (gf @ (avg.T @ xv)[plan_codes]) - total / n0)
     plan = _PermutationPlan(plan_codes, n_perm, seed)
-    t_null = (np.concatenate([scale * (xv[p] @ gf) - total / n0 for p in plan.chunks()])
+    go = gf[plan.order]
+    t_null = (np.concatenate([scale * (vals @ go) - total / n0 for vals in plan.value_chunks(xv)])
               if plan.size else np.empty(0))
     p = permutation_pvalue(t_obs, t_null, alternative=alternative, center=center)
 

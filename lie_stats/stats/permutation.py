@@ -70,6 +70,10 @@ class _PermutationPlan:
         self.exact = total - 1 <= n_perm
         self.size = total - 1 if self.exact else n_perm
         self.seed = seed
+        #: units listed stratum by stratum; value_chunks() reports positions in this order
+        self.order = np.argsort(codes, kind="stable")
+        sizes = np.bincount(codes) if self.n else np.zeros(1, dtype=np.intp)
+        self.equal = bool((sizes == sizes[0]).all())
 
     def _enumerate(self) -> np.ndarray:
         n, codes = self.n, self.codes
@@ -82,6 +86,24 @@ class _PermutationPlan:
             out[:, m] = p[grids[s]]
         return out[1:]  # row 0 is the identity (first permutation of every stratum)
 
+    def _shuffled_tables(self, items: np.ndarray, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        table = items.reshape(self.n_strata, -1)
+        for start, stop in v.chunks(self.size, self.n):
+            c = stop - start
+            yield rng.permuted(np.broadcast_to(table, (c, *table.shape)), axis=2).reshape(c, self.n)
+
+    def value_chunks(self, values: np.ndarray) -> Iterator[np.ndarray]:
+        """``values[perm][:, order]`` for each chunk of :meth:`chunks` (the same permutations,
+        positions listed in ``self.order``), without building the index arrays when strata
+        are equal: the fast path of linear statistics."""
+        if self.size == 0:
+            return
+        if self.equal and not self.exact:
+            yield from self._shuffled_tables(values[self.order], np.random.default_rng(self.seed))
+            return
+        for perm in self.chunks():
+            yield values[perm][:, self.order]
+
     def chunks(self) -> Iterator[np.ndarray]:
         if self.size == 0:
             return
@@ -89,11 +111,15 @@ class _PermutationPlan:
             yield self._enumerate()
             return
         rng = np.random.default_rng(self.seed)
-        if self.n_strata == 1:  # free permutation: argsort of uniform keys
-            for start, stop in v.chunks(self.size, self.n):
-                yield np.argsort(rng.random((stop - start, self.n)), axis=1)
+        order = self.order
+        if self.equal:
+            # equal strata (free permutation, or heads per layer): shuffle each stratum's
+            # row of the [n_strata, size] member table, O(n) per permutation
+            for shuffled in self._shuffled_tables(order, rng):
+                perm = np.empty(shuffled.shape, dtype=np.intp)
+                perm[:, order] = shuffled
+                yield perm
             return
-        order = np.argsort(self.codes, kind="stable")
         offset = (2.0 * self.codes[order])[None, :]
         for start, stop in v.chunks(self.size, self.n):
             keys = rng.random((stop - start, self.n))
@@ -132,8 +158,10 @@ def permutation_indices(
         (the identity) is at most ``n_perm``, the enumeration is **exact**: the rows are all
         distinct permutations except the identity, in a fixed order, and ``B = prod_s n_s! - 1``.
         Then ``(1 + count) / (1 + B)`` (:func:`permutation_pvalue`) equals the exact
-        full-enumeration p-value. Otherwise ``B = n_perm`` random permutations (drawn as the
-        argsort of uniform keys offset by stratum, vectorized, in chunks of bounded memory).
+        full-enumeration p-value. Otherwise ``B = n_perm`` random permutations, vectorized,
+        in chunks of bounded memory: with strata of equal size (or none) each stratum's row
+        of a ``[B, n_strata, size]`` member table is shuffled by ``Generator.permuted``;
+        with unequal strata, the argsort of uniform keys offset by stratum.
 
     Raises
     ------

@@ -262,7 +262,7 @@ def test_partial_correlation_calibrated_on_layer_structured_null():
 def test_power_on_planted_within_layer_effect():
     def one(rng, i):
         x, y, layer = layered(rng)
-        y = y + 0.35 * (x - np.bincount(layer, x)[layer] / 8)  # within-layer association
+        y = y + 0.5 * (x - np.bincount(layer, x)[layer] / 8)  # within-layer association
         return correlation(x, y, strata=layer, n_perm=199, n_boot=0, seed=i)["p_value"].iloc[0]
     count = _rate(one, n=200)
     assert count / 200 > 0.8, count / 200
