@@ -1,1 +1,396 @@
-"""pytest plugin: hypothesis modules as science tests (filled in by the statistics issue)."""
+"""pytest plugin: hypothesis modules as science tests (DESIGN.md, "Gates").
+
+``pytest hypotheses/`` collects every module-level :class:`lie_stats.spec.HypothesisSpec`
+as test items, one per spec and dataset, evaluates them on the dataset cubes and passes or
+fails each item by its gate:
+
+``replication``
+    fails unless the verdict is ``supported``.
+``pinned``
+    fails when the verdict differs from the one pinned in the registry (``verdicts.json``
+    beside the module), when no verdict is pinned yet, or when the declaration changed
+    since it was pinned (its pre-registration hash differs). A changed declaration fails
+    rather than passing with a warning: re-pinning is then an explicit step
+    (``--update-verdicts``) whose diff of ``verdicts.json`` is the audit trail of the
+    change, as a snapshot test's would be.
+``report``
+    never fails.
+
+A dataset whose cubes are absent makes the item skip, with the reason and the command that
+builds the data. Under every gate, a declaration whose hash differs from the pinned one is
+flagged: a line in the terminal summary and ``declaration_changed`` in the report.
+
+Options (group ``lie-stats``): ``--lie-datasets DIR``, ``--lie-reports DIR``,
+``--lie-verdicts FILE``, ``--lie-no-figures``, ``--update-verdicts``. Files outside ``test_*.py`` are collected as
+hypothesis modules when they sit in a folder named in the ini option
+``lie_hypothesis_dirs`` (default ``hypotheses``). A module that fails to import (syntax
+error, :class:`~lie_stats.errors.SpecError`) becomes one failing item for that module; the
+other modules still run.
+
+This module is loaded in every pytest run of the environment (``pytest11`` entry point): it
+imports nothing heavy at import time and does nothing unless it collected its own items.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = ["run", "SpecItem", "HypothesisModule", "REGISTRY_FILE"]
+
+#: Name of the registry of pinned verdicts, beside the hypothesis modules.
+REGISTRY_FILE = "verdicts.json"
+_SPEC_MODULE = "lie_stats.spec"
+
+
+@dataclass
+class _State:
+    datasets: Path
+    reports: Path
+    registry_override: Path | None
+    update: bool
+    figures: bool = True
+    results: list = field(default_factory=list)
+    outcomes: dict = field(default_factory=dict)  # result key -> pytest outcome
+    registries: dict = field(default_factory=dict)  # path -> dict (loaded)
+    pins: dict = field(default_factory=dict)  # path -> {key: entry} to write
+    changed: dict = field(default_factory=dict)  # result key -> (old hash, new hash)
+    items: int = 0
+
+
+_STATE = pytest.StashKey[_State]()
+
+
+# ----------------------------------------------------------------------------- options
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("lie-stats", "lie_stats hypotheses (science tests)")
+    group.addoption("--lie-datasets", metavar="DIR", default="datasets",
+                    help="folder of dataset cards and cubes. Default: %(default)r")
+    group.addoption("--lie-reports", metavar="DIR", default="reports",
+                    help="folder the reports are written to. Default: %(default)r")
+    group.addoption("--lie-verdicts", metavar="FILE", default=None,
+                    help="registry of pinned verdicts; by default verdicts.json beside each "
+                         "hypothesis module. Default: %(default)r")
+    group.addoption("--lie-no-figures", action="store_true", default=False,
+                    help="write the reports without figures (faster). Default: %(default)r")
+    group.addoption("--update-verdicts", action="store_true", default=False,
+                    help="re-pin: write each evaluated verdict and declaration hash to the "
+                         "registry instead of comparing. Default: %(default)r")
+    parser.addini("lie_hypothesis_dirs", type="linelist", default=["hypotheses"],
+                  help="names of folders whose *.py files are hypothesis modules")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    base = Path(config.invocation_params.dir)
+    override = config.getoption("--lie-verdicts")
+    config.stash[_STATE] = _State(
+        datasets=(base / config.getoption("--lie-datasets")).resolve(),
+        reports=(base / config.getoption("--lie-reports")).resolve(),
+        registry_override=(base / override).resolve() if override else None,
+        update=bool(config.getoption("--update-verdicts")),
+        figures=not config.getoption("--lie-no-figures"),
+    )
+
+
+# ----------------------------------------------------------------------------- collection
+
+
+def _is_hypothesis_file(file_path: Path, config: pytest.Config) -> bool:
+    return (file_path.suffix == ".py" and not file_path.name.startswith("_")
+            and file_path.name != "conftest.py"
+            and file_path.parent.name in config.getini("lie_hypothesis_dirs"))
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Any:
+    config = parent.config
+    if not _is_hypothesis_file(file_path, config):
+        return None
+    if parent.session.isinitpath(file_path) or any(
+        fnmatch.fnmatch(file_path.name, pat) for pat in config.getini("python_files")
+    ):
+        return None  # pytest's python plugin collects it, through pytest_pycollect_makemodule
+    return HypothesisModule.from_parent(parent, path=file_path)
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: Any) -> Any:
+    if _is_hypothesis_file(module_path, parent.config):
+        return HypothesisModule.from_parent(parent, path=module_path)
+    return None
+
+
+class HypothesisModule(pytest.Module):
+    """A hypothesis module; an import failure becomes one failing item, not a session stop."""
+
+    def collect(self) -> Any:
+        try:
+            return list(super().collect())
+        except Exception as e:  # noqa: BLE001 - reported as this module's failure
+            return [ModuleErrorItem.from_parent(self, name="<import>", text=_describe(e))]
+
+
+def _describe(e: BaseException) -> str:
+    """One readable message for a module that failed to import or declare."""
+    from .errors import LieStatsError
+
+    ctx = e.__context__ if isinstance(e, pytest.Collector.CollectError) else None
+    if isinstance(ctx, SyntaxError):
+        line = (ctx.text or "").rstrip()
+        return f"SyntaxError: {ctx.msg} ({ctx.filename}, line {ctx.lineno})" + (f"\n    {line}" if line else "")
+    if isinstance(e, pytest.Collector.CollectError):
+        return str(e)  # pytest's short traceback of the import error
+    if isinstance(e, LieStatsError):
+        return f"{type(e).__name__}: {e}"
+    return f"{type(e).__name__}: {e}"
+
+
+class ModuleErrorItem(pytest.Item):
+    """Stands for a hypothesis module that could not be imported or declared a bad spec."""
+
+    def __init__(self, *, text: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.text = text
+
+    def runtest(self) -> None:
+        raise _ModuleError(self.text)
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
+        return f"hypothesis module {self.path} could not be collected:\n{self.text}"
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"{self.path.name}: collection error"
+
+
+class _ModuleError(Exception):
+    pass
+
+
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: Any) -> Any:
+    spec_mod = sys.modules.get(_SPEC_MODULE)
+    if spec_mod is None or not isinstance(obj, spec_mod.HypothesisSpec):
+        return None  # inert: no spec module imported, or not a spec
+    state = collector.config.stash[_STATE]
+    try:
+        spec_mod.check_datasets(obj, state.datasets)
+    except Exception as e:  # noqa: BLE001 - SpecError or a malformed card, for this spec only
+        return [ModuleErrorItem.from_parent(collector, name=f"{name}[datasets]", text=_describe(e))]
+    return [SpecItem.from_parent(collector, name=f"{name}[{ds}]", spec=obj, dataset=ds, attr=name)
+            for ds in obj.datasets]
+
+
+# ----------------------------------------------------------------------------- items
+
+
+class GateFailure(Exception):
+    """An item failed its gate; carries the result for :meth:`SpecItem.repr_failure`."""
+
+    def __init__(self, result: Any, message: str) -> None:
+        super().__init__(message)
+        self.result = result
+        self.message = message
+
+
+class SpecItem(pytest.Item):
+    """One hypothesis evaluated on one dataset."""
+
+    def __init__(self, *, spec: Any, dataset: str, attr: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec = spec
+        self.dataset = dataset
+        self.attr = attr
+        self.result: Any = None
+        self.user_properties.append(("spec_id", spec.id))
+
+    @property
+    def key(self) -> str:
+        return f"{self.spec.id}::{self.dataset}"
+
+    def registry_path(self) -> Path:
+        state = self.config.stash[_STATE]
+        return state.registry_override or (self.path.parent / REGISTRY_FILE)
+
+    def runtest(self) -> None:
+        from . import spec as spec_mod
+
+        state = self.config.stash[_STATE]
+        state.items += 1
+        result = spec_mod.evaluate(self.spec, state.datasets, datasets=[self.dataset])[0]
+        self.result = result
+        state.results.append(result)
+        path = self.registry_path()
+        pinned = _load_registry(state, path).get(self.key)
+        result.pinned_verdict = pinned.get("verdict") if pinned else None
+        result.pinned_hash = pinned.get("spec_hash") if pinned else None
+        result.declaration_changed = bool(pinned) and pinned.get("spec_hash") != result.spec_hash
+        if result.declaration_changed and not state.update:
+            # flagged in the terminal summary and the report (not a Python warning: the
+            # project turns lie_stats warnings into errors, which would fail report gates)
+            state.changed[self.key] = (pinned.get("spec_hash"), result.spec_hash)
+        if result.verdict == "skipped":
+            build = f" Build it with: {result.build}" if result.build else ""
+            pytest.skip(f"{self.key}: {result.reason}.{build}")
+        if state.update:
+            state.pins.setdefault(path, {})[self.key] = {
+                "verdict": result.verdict, "spec_hash": result.spec_hash, "gate": result.gate,
+            }
+            return
+        gate = self.spec.gate
+        if gate == "replication" and result.verdict != "supported":
+            raise GateFailure(result, f"replication gate: verdict {result.verdict!r}, "
+                                      f"needs 'supported' ({result.reason})")
+        if gate == "pinned":
+            if pinned is None:
+                raise GateFailure(result, f"pinned gate: no verdict pinned for {self.key} in "
+                                          f"{path}; run with --update-verdicts to pin "
+                                          f"{result.verdict!r}")
+            if pinned.get("verdict") != result.verdict:
+                raise GateFailure(result, f"pinned gate: verdict changed: pinned "
+                                          f"{pinned.get('verdict')!r} -> now {result.verdict!r}")
+            if result.declaration_changed:
+                raise GateFailure(result, "pinned gate: the declaration changed after pinning "
+                                          f"(hash {str(pinned.get('spec_hash'))[:12]} -> "
+                                          f"{result.spec_hash[:12]}); review and re-pin with "
+                                          f"--update-verdicts")
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
+        if isinstance(excinfo.value, GateFailure):
+            from . import report
+
+            return f"{excinfo.value.message}\n{report.result_row_text(excinfo.value.result)}"
+        err = excinfo.value
+        from .errors import LieStatsError
+
+        if isinstance(err, LieStatsError):
+            return f"{type(err).__name__}: {err}"
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"{self.spec.id} on {self.dataset} [{self.spec.gate}]"
+
+
+def _load_registry(state: _State, path: Path) -> dict:
+    if path not in state.registries:
+        data: dict = {}
+        if path.is_file():
+            from .errors import SpecError
+
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError as e:
+                raise SpecError(f"{path}: the registry of pinned verdicts is not JSON ({e}).") from e
+            if not isinstance(data, dict):
+                raise SpecError(f"{path}: the registry must be a JSON object of "
+                                f"'<id>::<dataset>' -> {{verdict, spec_hash}}.")
+        state.registries[path] = data
+    return state.registries[path]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
+    rep = yield
+    if isinstance(item, SpecItem) and item.result is not None and (rep.when == "call" or rep.skipped):
+        state = item.config.stash[_STATE]
+        state.outcomes[item.key] = rep.outcome
+    return rep
+
+
+# ----------------------------------------------------------------------------- session end
+
+
+def _write_json_atomic(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = session.config.stash.get(_STATE, None)
+    if state is None or not state.results:
+        return
+    for path, pins in state.pins.items():
+        data = dict(_load_registry(state, path))
+        data.update(pins)
+        _write_json_atomic(path, data)
+    from . import report
+
+    for res in state.results:
+        res.outcome = state.outcomes.get(res.key, "")
+    report.write_reports(state.results, state.reports, figures=state.figures)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is None or not state.results:
+        return
+    from . import report
+
+    tr = terminalreporter
+    tr.write_sep("=", "lie_stats verdicts")
+    for line in report.verdict_table(state.results, outcomes=state.outcomes).splitlines():
+        tr.write_line(line)
+    for key, (old, new) in sorted(state.changed.items()):
+        tr.write_line(f"DECLARATION CHANGED after pinning: {key} (hash {str(old)[:12]} -> {new[:12]})",
+                      yellow=True)
+    if state.update and state.pins:
+        n = sum(len(p) for p in state.pins.values())
+        tr.write_line(f"re-pinned {n} verdict(s) in {', '.join(map(str, state.pins))}")
+    tr.write_line(f"reports written to {state.reports}")
+
+
+# ----------------------------------------------------------------------------- entry point
+
+
+def run(
+    paths: Sequence[str] = ("hypotheses",),
+    *,
+    datasets_dir: str | os.PathLike = "datasets",
+    reports_dir: str | os.PathLike = "reports",
+    update_verdicts: bool = False,
+    pytest_args: Sequence[str] = (),
+) -> int:
+    """Evaluate hypothesis modules with pytest and write the reports (``lie-stats run``).
+
+    Parameters
+    ----------
+    paths : sequence of str
+        Hypothesis modules or folders (default ``hypotheses``).
+    datasets_dir, reports_dir : path
+        Passed as ``--lie-datasets`` and ``--lie-reports``.
+    update_verdicts : bool
+        Re-pin the verdicts (``--update-verdicts``).
+    pytest_args : sequence of str
+        Further pytest arguments (``-q``, ``-k B5``, ...).
+
+    Returns
+    -------
+    int
+        pytest's exit status (0 all gates pass, 1 a gate failed, 5 nothing collected, ...).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> run([tempfile.mkdtemp()], pytest_args=["-q", "-p", "no:cacheprovider"])  # doctest: +SKIP
+    5
+    """
+    args = [*map(str, paths), "--lie-datasets", str(datasets_dir), "--lie-reports", str(reports_dir)]
+    if update_verdicts:
+        args.append("--update-verdicts")
+    args.extend(pytest_args)
+    return int(pytest.main(args))

@@ -1,0 +1,497 @@
+"""Reports: results -> ``results.json``, ``report.md``, ``report.html`` and PNG figures.
+
+The only module that formats or rounds numbers (STYLE.md, lesson 2): ``results.json`` keeps
+full precision (NaN as ``null``); the Markdown, HTML and terminal tables round.
+
+``results.json`` is a list with one object per hypothesis and dataset holding the fields of
+:data:`lie_stats.schema.RESULT_FIELDS` (DESIGN.md, "Results") and also ``source``,
+``reason``, ``build``, ``extra``, ``selection``, ``params``, ``prediction``,
+``spec_curve`` (verdict and numbers per analysis choice), ``spec_curve_share`` (share of the
+non-skipped choices whose verdict equals the main one), ``pinned_verdict``, ``pinned_hash``,
+``declaration_changed`` (the declaration's hash differs from the pinned one), ``outcome``
+(pytest's, under the gate), ``p_holm`` and ``p_bh`` (adjusted across every result of the
+run with :func:`lie_stats.stats.adjust_pvalues`; skipped results and results without a
+p-value are excluded from the family and get ``null``) and ``figure`` (path relative to the
+reports folder, or ``null``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import schema
+
+__all__ = [
+    "results_records",
+    "write_reports",
+    "verdict_table",
+    "result_row_text",
+    "fmt",
+    "figure_name",
+]
+
+RESULTS_JSON = "results.json"
+REPORT_MD = "report.md"
+REPORT_HTML = "report.html"
+FIGURES = "figures"
+
+
+# ----------------------------------------------------------------------------- formatting
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A number rounded to ``digits`` significant digits for humans; ``-`` for missing.
+
+    Examples
+    --------
+    >>> fmt(-0.27412), fmt(0.0000123), fmt(float("nan")), fmt(96.0)
+    ('-0.274', '1.23e-05', '-', '96')
+    """
+    if value is None:
+        return "-"
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value)).lower()
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if not math.isfinite(v):
+        return "-"
+    if v == int(v) and abs(v) < 1e6:
+        return str(int(v))
+    return f"{v:.{digits}g}"
+
+
+def _interval(lo: Any, hi: Any) -> str:
+    return "-" if fmt(lo) == "-" and fmt(hi) == "-" else f"[{fmt(lo)}, {fmt(hi)}]"
+
+
+def _estimate(e: Any, lo: Any, hi: Any) -> str:
+    ci = _interval(lo, hi)
+    return fmt(e) if ci == "-" else f"{fmt(e)} {ci}"
+
+
+def _reference_text(ref: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} = {fmt(v) if isinstance(v, (int, float)) else v}" for k, v in ref.items()) or "-"
+
+
+def figure_name(result_id: str, dataset: str) -> str:
+    """Deterministic figure file name of one result.
+
+    >>> figure_name("B5", "pico pythia")
+    'B5__pico_pythia.png'
+    """
+    safe = lambda s: re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_") or "x"  # noqa: E731
+    return f"{safe(result_id)}__{safe(dataset)}.png"
+
+
+def _get(result: Any, name: str, default: Any = None) -> Any:
+    if isinstance(result, Mapping):
+        return result.get(name, default)
+    return getattr(result, name, default)
+
+
+def result_row_text(result: Any) -> str:
+    """One result as a short aligned block (what a failing pytest item prints).
+
+    Examples
+    --------
+    >>> print(result_row_text({"id": "B5", "dataset": "toy", "test": "correlation",
+    ...     "gate": "pinned", "verdict": "refuted", "reason": "r", "n": 96, "statistic": 0.1,
+    ...     "p_value": 0.01, "effect": 0.1, "ci_low": 0.02, "ci_high": 0.2}))
+    id       B5 on toy (correlation, gate pinned)
+    verdict  refuted: r
+    numbers  n = 96, statistic = 0.1, p = 0.01, effect = 0.1 [0.02, 0.2]
+    """
+    lines = [
+        f"id       {_get(result, 'id')} on {_get(result, 'dataset')} ({_get(result, 'test')}, "
+        f"gate {_get(result, 'gate')})",
+        f"verdict  {_get(result, 'verdict')}: {_get(result, 'reason')}",
+        f"numbers  n = {fmt(_get(result, 'n'))}, statistic = {fmt(_get(result, 'statistic'))}, "
+        f"p = {fmt(_get(result, 'p_value'))}, effect = "
+        f"{_estimate(_get(result, 'effect'), _get(result, 'ci_low'), _get(result, 'ci_high'))}",
+    ]
+    extra = _get(result, "extra") or {}
+    if extra:
+        lines.append("extra    " + ", ".join(f"{k} = {fmt(v)}" for k, v in extra.items()))
+    ref = _get(result, "reference") or {}
+    if ref:
+        lines.append(f"original {_reference_text(ref)}")
+    if _get(result, "pinned_verdict"):
+        lines.append(f"pinned   {_get(result, 'pinned_verdict')} (hash "
+                     f"{str(_get(result, 'pinned_hash'))[:12]}; now {str(_get(result, 'spec_hash'))[:12]})")
+    return "\n".join(lines)
+
+
+_TABLE_COLS = ("id", "dataset", "gate", "verdict", "effect [CI]", "p", "reference", "agree", "flag")
+
+
+def _table_rows(records: Sequence[Mapping[str, Any]], outcomes: Mapping[str, str] | None = None) -> list[list[str]]:
+    rows = []
+    for r in records:
+        share = r.get("spec_curve_share")
+        flag = "declaration changed" if r.get("declaration_changed") else ""
+        outcome = (outcomes or {}).get(f"{r['id']}::{r['dataset']}", r.get("outcome") or "")
+        rows.append([
+            str(r["id"]), str(r["dataset"]), str(r["gate"]),
+            str(r["verdict"]) + (f" ({outcome})" if outcome in ("passed", "failed") else ""),
+            _estimate(r.get("effect"), r.get("ci_low"), r.get("ci_high")),
+            fmt(r.get("p_value")), _reference_text(r.get("reference") or {}),
+            "-" if share is None else f"{fmt(100 * share, 3)} % of {len(r.get('spec_curve') or [])}",
+            flag,
+        ])
+    return rows
+
+
+def verdict_table(results: Sequence[Any], *, outcomes: Mapping[str, str] | None = None) -> str:
+    """A plain-text verdict table (the plugin's terminal summary).
+
+    Examples
+    --------
+    >>> print(verdict_table([{"id": "B5", "dataset": "toy", "gate": "report",
+    ...     "verdict": "supported", "effect": -0.3, "ci_low": -0.5, "ci_high": -0.1,
+    ...     "p_value": 0.001, "reference": {"rho": -0.274}}]).splitlines()[2])
+    B5  toy      report  supported  -0.3 [-0.5, -0.1]  0.001  rho = -0.274  -
+    """
+    records = [r if isinstance(r, Mapping) else r.row() for r in results]
+    rows = _table_rows(records, outcomes)
+    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(_TABLE_COLS)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+    out = [line(_TABLE_COLS), line(["-" * w for w in widths])]
+    out += [line(row) for row in rows]
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- records
+
+
+def results_records(results: Sequence[Any]) -> list[dict[str, Any]]:
+    """JSON-ready records with Holm and BH p-values adjusted across all results.
+
+    Skipped results and results without a finite p-value are left out of the family (their
+    adjusted p is ``None``); the rule of :func:`lie_stats.stats.adjust_pvalues`, NaN = not
+    in the family.
+    """
+    records = [r.row() if hasattr(r, "row") else dict(r) for r in results]
+    p = np.array([
+        (float(r["p_value"]) if r.get("p_value") is not None and r.get("verdict") != "skipped" else np.nan)
+        for r in records
+    ], dtype=float)
+    holm = bh = np.full(len(records), np.nan)
+    if np.isfinite(p).any():
+        from .spec import _stats
+
+        adjust_pvalues = _stats().adjust_pvalues
+        holm = np.asarray(adjust_pvalues(p, method="holm"), dtype=float)
+        bh = np.asarray(adjust_pvalues(p, method="bh"), dtype=float)
+    for r, h, b in zip(records, holm, bh):
+        r["p_holm"] = float(h) if math.isfinite(h) else None
+        r["p_bh"] = float(b) if math.isfinite(b) else None
+        missing = [f for f in schema.RESULT_FIELDS if f not in r]
+        if missing:  # pragma: no cover - Result.row() has them all
+            raise KeyError(f"result {r.get('id')!r} lacks the fields {missing}")
+    return records
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def _figure(result: Any, record: Mapping[str, Any], path: Path) -> bool:
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    data = getattr(result, "data", None)
+    fig = Figure(figsize=(9, 3.6), dpi=100)
+    ax_data, ax_est = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.2, 1]})
+    labels = {role: f"{role}: {sel.get('metric')} ({sel.get('step', 'last')})"
+              for role, sel in (record.get("selection") or {}).items()}
+    _plot_data(ax_data, data, labels)
+    _plot_estimates(ax_est, record)
+    fig.suptitle(f"{record['id']} on {record['dataset']}: {record['verdict']}", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", metadata={"Software": None})
+    return True
+
+
+def _plot_data(ax: Any, data: Any, labels: Mapping[str, str]) -> None:
+    if data is None or not getattr(data, "arrays", None):
+        ax.text(0.5, 0.5, "no data selected", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return
+    roles = list(data.arrays)
+    stepped = [r for r in roles if schema.STEP in data.arrays[r].dims]
+    if stepped:
+        role = stepped[0]
+        da = data.arrays[role]
+        over = [d for d in da.dims if d not in (schema.MODEL, schema.STEP)]
+        mean = da.mean(dim=over, skipna=True) if over else da
+        if schema.MODEL not in mean.dims:
+            mean = mean.expand_dims({schema.MODEL: ["model"]})
+        for m in mean[schema.MODEL].values.tolist():
+            s = mean.sel({schema.MODEL: m})
+            ok = np.isfinite(s.values)
+            ax.plot(s[schema.STEP].values[ok], s.values[ok], marker="o", ms=3, label=str(m))
+        ax.set_xlabel("step")
+        ax.set_ylabel(f"{labels.get(role, role)}, mean", fontsize=8)
+        if mean.sizes[schema.MODEL] <= 8:
+            ax.legend(fontsize=7)
+        return
+    try:
+        if len(roles) >= 2:
+            table = data.table(roles[0], roles[1], drop_model=roles[:2] == ["base", "tuned"])
+        else:
+            table = data.table(roles[0])
+    except Exception:  # noqa: BLE001 - a figure must not fail a report
+        ax.text(0.5, 0.5, "data not plottable", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return
+    color = table[schema.LAYER].to_numpy() if schema.LAYER in table.columns else None
+    if len(roles) >= 2:
+        sc = ax.scatter(table[roles[0]], table[roles[1]], c=color, s=12, cmap="viridis")
+        ax.set_xlabel(labels.get(roles[0], roles[0]), fontsize=8)
+        ax.set_ylabel(labels.get(roles[1], roles[1]), fontsize=8)
+    else:
+        x = color if color is not None else np.arange(len(table))
+        sc = ax.scatter(x, table[roles[0]], c=color, s=12, cmap="viridis")
+        ax.set_xlabel(schema.LAYER if color is not None else "unit")
+        ax.set_ylabel(labels.get(roles[0], roles[0]), fontsize=8)
+    if color is not None:
+        ax.figure.colorbar(sc, ax=ax, label=schema.LAYER)
+
+
+def _reference_value(ref: Mapping[str, Any]) -> tuple[str, float] | None:
+    for key in ("r", "rho", "effect", "ratio", "value", "fraction"):
+        v = ref.get(key)
+        if isinstance(v, (int, float)) and math.isfinite(v):
+            return key, float(v)
+    return None
+
+
+def _plot_estimates(ax: Any, record: Mapping[str, Any]) -> None:
+    ref = _reference_value(record.get("reference") or {})
+    original = [] if ref is None else [(f"original {ref[0]}", {"effect": ref[1], "verdict": "original"})]
+    rows = [("main", record)] + original + [
+        (", ".join(f"{k}={v}" for k, v in c["choice"].items()), c) for c in record.get("spec_curve") or []
+    ]
+    for i, (label, r) in enumerate(rows):
+        e = r.get("effect")
+        lo, hi = r.get("ci_low"), r.get("ci_high")
+        if e is None:
+            continue
+        color = {"supported": "tab:green", "refuted": "tab:red", "original": "k"}.get(r.get("verdict"), "tab:gray")
+        if lo is not None and hi is not None:
+            ax.plot([lo, hi], [i, i], color=color, lw=2)
+        ax.plot([e], [i], "o", color=color)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([label for label, _ in rows], fontsize=7)
+    ax.invert_yaxis()
+    if ref is not None:
+        ax.axvline(ref[1], color="k", ls="--", lw=1, label=f"original {ref[0]} = {fmt(ref[1])}")
+        ax.legend(fontsize=7, loc="best")
+    value = (record.get("prediction") or {}).get("value")
+    if value is not None:
+        ax.axvline(value, color="0.6", ls=":", lw=1)
+    ax.set_xlabel("effect [interval]; green supported, red refuted", fontsize=8)
+
+
+# ----------------------------------------------------------------------------- documents
+
+
+def _selection_text(selection: Mapping[str, Any]) -> str:
+    parts = []
+    for role, sel in selection.items():
+        extras = ", ".join(f"{k}={v}" for k, v in sel.items() if k != "metric")
+        parts.append(f"{role} = {sel['metric']}" + (f" ({extras})" if extras else ""))
+    return "; ".join(parts)
+
+
+def _sections(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for r in records:
+        params = ", ".join(f"{k}={v}" for k, v in (r.get("params") or {}).items())
+        pred = r.get("prediction") or {}
+        numbers = [
+            ("n", fmt(r.get("n"))), ("statistic", fmt(r.get("statistic"))),
+            ("p", fmt(r.get("p_value"))), ("p (Holm)", fmt(r.get("p_holm"))),
+            ("p (BH)", fmt(r.get("p_bh"))),
+            ("effect", _estimate(r.get("effect"), r.get("ci_low"), r.get("ci_high"))),
+        ] + [(k, fmt(v)) for k, v in (r.get("extra") or {}).items()]
+        facts = [
+            ("claim", r["claim"]), ("source", r.get("source") or "-"),
+            ("data", f"dataset {r['dataset']}; {_selection_text(r.get('selection') or {})}"),
+            ("test", f"{r['test']} ({params})"),
+            ("prediction", ", ".join(f"{k} {v}" for k, v in pred.items())),
+            ("reference", _reference_text(r.get("reference") or {})),
+            ("verdict", f"{r['verdict']}: {r.get('reason', '')}"),
+            ("gate", f"{r['gate']}" + (f" ({r['outcome']})" if r.get("outcome") else "")),
+            ("pre-registration hash", str(r["spec_hash"])),
+        ]
+        if r.get("build"):
+            facts.append(("build the data", r["build"]))
+        if r.get("pinned_verdict"):
+            facts.append(("pinned", f"{r['pinned_verdict']} (hash {str(r.get('pinned_hash'))[:12]})"))
+        if r.get("declaration_changed"):
+            facts.append(("FLAG", "the declaration changed after its verdict was pinned"))
+        if r.get("notes"):
+            facts.append(("notes", r["notes"]))
+        curve = [
+            [", ".join(f"{k}={v}" for k, v in c["choice"].items()), c["verdict"],
+             _estimate(c.get("effect"), c.get("ci_low"), c.get("ci_high")), fmt(c.get("p_value"))]
+            for c in r.get("spec_curve") or []
+        ]
+        out.append({"title": f"{r['id']} on {r['dataset']}", "facts": facts, "numbers": numbers,
+                    "curve": curve, "share": r.get("spec_curve_share"), "figure": r.get("figure")})
+    return out
+
+
+_SUMMARY_HEAD = ["id", "dataset", "gate", "verdict", "effect [CI]", "p", "p (Holm)", "p (BH)",
+                 "reference", "choices agreeing", "flag"]
+
+
+def _summary_rows(records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    rows = []
+    for r, t in zip(records, _table_rows(records)):
+        rows.append(t[:6] + [fmt(r.get("p_holm")), fmt(r.get("p_bh"))] + t[6:])
+    return rows
+
+
+def _md_cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _markdown(records: Sequence[Mapping[str, Any]]) -> str:
+    lines = ["# lie_stats report", "",
+             f"{len(records)} result(s); verdicts: " + ", ".join(
+                 f"{v} {sum(r['verdict'] == v for r in records)}" for v in schema.VERDICTS), "",
+             "| " + " | ".join(_SUMMARY_HEAD) + " |", "|" + "---|" * len(_SUMMARY_HEAD)]
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in _summary_rows(records)]
+    for s in _sections(records):
+        lines += ["", f"## {s['title']}", ""]
+        lines += [f"- **{k}**: {_md_cell(v)}" for k, v in s["facts"]]
+        lines += ["", "| quantity | value |", "|---|---|"]
+        lines += [f"| {k} | {_md_cell(v)} |" for k, v in s["numbers"]]
+        if s["curve"]:
+            share = s["share"]
+            lines += ["", f"Specification curve: {fmt(100 * share) if share is not None else '-'} % of "
+                          f"{len(s['curve'])} analysis choices agree with the verdict.", "",
+                      "| choice | verdict | effect [CI] | p |", "|---|---|---|---|"]
+            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in s["curve"]]
+        if s["figure"]:
+            lines += ["", f"![{s['title']}]({s['figure']})"]
+    return "\n".join(lines) + "\n"
+
+
+def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    e = html.escape
+    out = ["<table>", "<tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"]
+    out += ["<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>" for row in rows]
+    return "\n".join(out + ["</table>"])
+
+
+def _html(records: Sequence[Mapping[str, Any]]) -> str:
+    e = html.escape
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8"><title>lie_stats report</title>',
+        "<style>body{font-family:sans-serif;max-width:70em;margin:auto}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}img{max-width:100%}</style>",
+        "</head><body>", "<h1>lie_stats report</h1>",
+        _html_table(_SUMMARY_HEAD, _summary_rows(records)),
+    ]
+    for s in _sections(records):
+        parts.append(f"<h2>{e(s['title'])}</h2>")
+        parts.append("<ul>" + "".join(f"<li><b>{e(k)}</b>: {e(str(v))}</li>" for k, v in s["facts"]) + "</ul>")
+        parts.append(_html_table(["quantity", "value"], s["numbers"]))
+        if s["curve"]:
+            share = s["share"]
+            parts.append(f"<p>Specification curve: {fmt(100 * share) if share is not None else '-'} % of "
+                         f"{len(s['curve'])} analysis choices agree with the verdict.</p>")
+            parts.append(_html_table(["choice", "verdict", "effect [CI]", "p"], s["curve"]))
+        if s["figure"]:
+            parts.append(f'<p><img src="{e(s["figure"])}" alt="{e(s["title"])}"></p>')
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _relative(path: str, base: Path) -> str:
+    try:
+        return Path(path).resolve().relative_to(base).as_posix()
+    except (ValueError, OSError):
+        return Path(path).name
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "reports", *,
+                  figures: bool = True) -> dict[str, Path]:
+    """Write ``results.json``, ``report.md``, ``report.html`` and the figures.
+
+    Parameters
+    ----------
+    results : sequence of lie_stats.spec.Result
+        One per hypothesis and dataset, in the order to report them (sorted by id and
+        dataset here, so the files do not depend on the run's order).
+    reports_dir : path
+        Created if needed; each file is replaced atomically.
+    figures : bool
+        Draw one PNG per non-skipped result (``figures/<id>__<dataset>.png``).
+
+    Returns
+    -------
+    dict of str to Path
+        ``{"json", "markdown", "html"}`` and each figure by ``"<id>::<dataset>"``.
+
+    Examples
+    --------
+    >>> import tempfile, json, pathlib
+    >>> from lie_stats.spec import Result
+    >>> r = Result(id="X1", claim="c", source="s", dataset="toy", verdict="skipped", reason="no cube",
+    ...            gate="report", test="correlation", spec_hash="0" * 64, reference={})
+    >>> out = write_reports([r], tempfile.mkdtemp())
+    >>> json.loads(out["json"].read_text())[0]["verdict"]
+    'skipped'
+    """
+    reports_dir = Path(reports_dir)
+    results = sorted(results, key=lambda r: (str(_get(r, "id")), str(_get(r, "dataset"))))
+    records = results_records(results)
+    for rec in records:  # machine-independent: the module relative to the reports' parent
+        rec["module"] = _relative(rec.get("module") or "", reports_dir.resolve().parent)
+    written: dict[str, Path] = {}
+    for res, rec in zip(results, records):
+        rec["figure"] = None
+        if figures and rec["verdict"] != "skipped":
+            rel = f"{FIGURES}/{figure_name(rec['id'], rec['dataset'])}"
+            if _figure(res, rec, reports_dir / rel):
+                rec["figure"] = rel
+                written[f"{rec['id']}::{rec['dataset']}"] = reports_dir / rel
+    _write_text(reports_dir / RESULTS_JSON, json.dumps(records, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    _write_text(reports_dir / REPORT_MD, _markdown(records))
+    _write_text(reports_dir / REPORT_HTML, _html(records))
+    written.update(json=reports_dir / RESULTS_JSON, markdown=reports_dir / REPORT_MD,
+                   html=reports_dir / REPORT_HTML)
+    return written
