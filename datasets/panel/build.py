@@ -920,6 +920,14 @@ def _q4_k_reference(ctx: "Context", model: Any) -> dict:
         w = sd[f"encoder.layer.{l}.output.dense.weight"].numpy()
         ffn.append(relative_frobenius_error(w, quantize_dequantize(w, "Q4_K")))
     ref: dict[str, Any] = {"q4_k_rel_frobenius_error_minilm_ffn_output_dense": ffn}
+    per_type: dict[str, dict[str, float]] = {}
+    for qtype in ("Q4_0", "Q4_1", "Q5_0", "Q8_0"):  # every scheme on all attention matrices
+        errs = [relative_frobenius_error(w, quantize_dequantize(w, qtype))
+                for l in range(model.config.num_hidden_layers) for path in _BERT_ROLES.values()
+                for w in [sd[f"encoder.layer.{l}.{path}.weight"].numpy()]]
+        per_type[qtype] = {"n": len(errs), "mean": float(np.mean(errs)), "min": float(np.min(errs)),
+                           "max": float(np.max(errs))}
+    ref["rel_frobenius_error_minilm_attention_by_type"] = per_type
     gpath = ctx.downloads / "unpacked" / "gemma3_270m" / "gemma-3-270m-q4_k_m.gguf"
     if gpath.is_file():
         import gguf
@@ -1092,6 +1100,9 @@ def build_model(name: str, ctx: Context, *, force: bool = False) -> dict:
         prov["bytes"] = _folder_bytes(tmp)
         prov["build_seconds"] = round(time.time() - t0, 1)
         (tmp / PROVENANCE_FILE).write_text(json.dumps(prov, indent=1, default=str) + "\n")
+        for f in tmp.rglob("*"):  # mkdtemp makes 0700; the panel is for every user of the checkout
+            f.chmod(0o755 if f.is_dir() else 0o644)
+        tmp.chmod(0o755)
         if final.exists():
             shutil.rmtree(final)
         tmp.rename(final)
