@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import sys
 
 import pytest
@@ -79,15 +80,24 @@ def _inputs(config: dict, *, seed: int = 0, length: int = 11, pad: int = 4):
     return ids, mask
 
 
-def recompute(folder, *, fold_ln: bool = False, ids=None, mask=None, mutate=None):
+def recompute(folder, *, fold_ln: bool = False, ids=None, mask=None, mutate=None, model=None):
     """Max |recomputed - model| over layers of the attention probabilities, and the probabilities.
 
     ``mutate(lw) -> lw`` alters the canonical weights first (to show the test discriminates).
+    ``model`` is the loaded model (default: :func:`load_model` of ``folder``); its module
+    names must equal the checkpoint's tensor names minus the parameter name.
     """
     ckpt, = open_source(str(folder))
     adapter = ckpt.adapter()
     shape = adapter.shape
-    model = load_model(folder)
+    if model is None:
+        model = load_model(folder)
+        try:
+            _attention_module(model, adapter, 0)
+        except AttributeError:  # saved without the head its config names (sentence-transformers)
+            import transformers
+
+            model = transformers.AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
     if ids is None:
         ids, mask = _inputs(ckpt.config)
     captured: dict[int, tuple] = {}
@@ -233,6 +243,26 @@ def test_real_minilm_attention_reproduced(minilm_path):
     ckpt, = open_source(str(minilm_path))
     s = ckpt.adapter().shape
     assert (s.architecture, s.n_layers, s.n_heads, s.d_head, s.d_model) == ("bert", 6, 12, 32, 384)
+
+
+_REAL = [p for p in os.environ.get("LIE_STATS_REAL_CHECKPOINTS", "").split(os.pathsep) if p]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _REAL, reason="set LIE_STATS_REAL_CHECKPOINTS=folder[:folder...] to check real checkpoints")
+@pytest.mark.parametrize("folder", _REAL)
+def test_real_checkpoint_attention_reproduced(folder):
+    """Opt-in: any local float checkpoint (e.g. SmolLM2, Gemma-3-270m dequantized from GGUF,
+    all-mpnet-base-v2; DATA.md), random token ids, raw and folded, to 1e-5."""
+    ckpt, = open_source(folder)
+    vocab = ckpt.config.get("vocab_size") or ckpt.config.get("text_config", {}).get("vocab_size")
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, min(vocab, 30000), (2, 16), generator=gen)
+    mask = torch.ones_like(ids)
+    mask[1, 12:] = 0
+    for fold_ln in (False, True):
+        err, _ = recompute(folder, ids=ids, mask=mask, fold_ln=fold_ln)
+        assert err < TOL, f"{folder} fold_ln={fold_ln}: max |dp| = {err:.3g}"
 
 
 # ------------------------------------------------------------------ layouts, by hand
