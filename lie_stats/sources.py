@@ -497,7 +497,7 @@ class Checkpoint:
             "model": self.model,
             "revision": self.revision,
             "step": self.step,
-            "path": str(self.path),
+            "path": os.path.abspath(self.path),
             "repo_id": None if self._hub is None else self._hub.repo_id,
             "layout": self._layout,
             "files": self.file_hashes(),

@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 from safetensors.torch import load_file, save_file
 
 from lie_stats.errors import ArchitectureError, CheckpointError
@@ -85,6 +86,20 @@ def test_folder_named_by_step_takes_model_from_parent(tmp_path):
 def test_parse_step():
     assert [parse_step(n) for n in ("step_7", "step70", "checkpoint-700", "global_step5")] == [7, 70, 700, 5]
     assert [parse_step(n) for n in ("main", "step", "steps10", "checkpoint_3", "step-4")] == [None] * 5
+
+
+@settings(max_examples=50, deadline=None)
+@given(step=st.integers(0, 10**12), fmt=st.sampled_from(["step_{}", "step{}", "checkpoint-{}", "global_step{}"]))
+def test_parse_step_round_trip(step, fmt):
+    assert parse_step(fmt.format(step)) == step
+    assert parse_step(fmt.format(step) + "x") is None
+
+
+def test_relative_source_gives_absolute_provenance_path(tiny_checkpoint, monkeypatch):
+    folder = tiny_checkpoint("gpt2")
+    monkeypatch.chdir(folder.parent)
+    ck, = open_source(folder.name)
+    assert ck.provenance()["path"] == str(folder) and ck.source == folder.name
 
 
 def test_run_folder_parsed_and_sorted_numerically(tmp_path):
