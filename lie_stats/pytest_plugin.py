@@ -64,7 +64,7 @@ class _State:
     registries: dict = field(default_factory=dict)  # path -> dict (loaded)
     pins: dict = field(default_factory=dict)  # path -> {key: entry} to write
     changed: dict = field(default_factory=dict)  # result key -> (old hash, new hash)
-    items: int = 0
+    collected: dict = field(default_factory=dict)  # spec id -> (spec, node id) first seen
 
 
 _STATE = pytest.StashKey[_State]()
@@ -180,6 +180,15 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: Any) 
     if spec_mod is None or not isinstance(obj, spec_mod.HypothesisSpec):
         return None  # inert: no spec module imported, or not a spec
     state = collector.config.stash[_STATE]
+    first = state.collected.get(obj.id)
+    if first is not None:
+        if first[0] is obj:
+            return []  # the same declaration imported into another module: collected once
+        return [ModuleErrorItem.from_parent(
+            collector, name=f"{name}[duplicate]",
+            text=f"SpecError: {obj.module}: HypothesisSpec {obj.id!r}, field 'id': the id is "
+                 f"already declared by {first[1]}; ids must be unique in a registry.")]
+    state.collected[obj.id] = (obj, f"{collector.nodeid}::{name}")
     try:
         spec_mod.check_datasets(obj, state.datasets)
     except Exception as e:  # noqa: BLE001 - SpecError or a malformed card, for this spec only
@@ -223,7 +232,6 @@ class SpecItem(pytest.Item):
         from . import spec as spec_mod
 
         state = self.config.stash[_STATE]
-        state.items += 1
         result = spec_mod.evaluate(self.spec, state.datasets, datasets=[self.dataset])[0]
         self.result = result
         state.results.append(result)

@@ -48,6 +48,10 @@ default), ``value`` the prediction's null value (0 unless given).
     the crossover's interval is finite; *refuted* when it never changes sign
     (``n_crossings == 0``); *inconclusive* otherwise (several crossings, or an interval
     without a crossing in every resample). The reference fraction is reported beside it.
+``model_comparison`` (prediction ``"preferred"``; params ``models``, ``predicted``)
+    *supported* when the predicted model's AIC is lower than every other model's by at
+    least ``min_delta_aic`` (2); *refuted* when another model's is lower by that much;
+    *inconclusive* otherwise.
 ``replication`` (DESIGN.md, "Replication, done as the field does it"; reference ``r``/``rho``
 and ``n`` required)
     *supported* when the one-sided test in the original direction has ``p < alpha`` and the
@@ -109,6 +113,13 @@ REDUCTIONS = ("mean", "median")
 #: Strata for permutation tests and cluster bootstraps on head data.
 STRATA = ("layer", "model", "none")
 _SELECT_DIMS = (schema.FAMILY, schema.PROJECTION, schema.MATRIX)
+#: Selection fields a spec's ``choices`` may sweep (applied to every selection that can
+#: take them): the dimensions above, plus the layers and the models (one run at a time).
+_SWEEP_SELECT = (*_SELECT_DIMS, "layers", "models")
+#: Option values the statistics accept (checked at declaration, not at evaluation).
+METHODS = ("spearman", "pearson", "kendall")
+ALTERNATIVES = ("two-sided", "greater", "less")
+SUMMARIES = ("mean", "cv")
 #: Extra result column of a directional correlation with a declared bound: the TOST p.
 P_EQUIVALENCE = "p_equivalence"
 
@@ -262,7 +273,9 @@ class HypothesisSpec:
     choices : mapping of str to sequence
         Analysis choices to sweep for the specification curve: keys ``family``,
         ``projection``, ``matrix`` (applied to every selection whose variable has that
-        dimension) or a test parameter; the curve is their Cartesian product.
+        dimension), ``layers`` and ``models`` (applied to every selection; ``models`` gives
+        the verdict run by run) or a test parameter (``method``, ``strata``, ...); the
+        curve is their Cartesian product, each combination validated at declaration.
     notes : str
         Free text for the report (why this design, what was changed from CLAIMS.md).
 
@@ -373,9 +386,15 @@ class HypothesisSpec:
         for role, sel in self.selection.items():
             dims = schema.VARIABLES[sel.metric].dims
             changes = {k: v for k, v in choice.items() if k in _SELECT_DIMS and k in dims}
+            if "layers" in choice:
+                v = choice["layers"]
+                changes["layers"] = (v,) if isinstance(v, (int, np.integer)) else v
+            if "models" in choice:
+                v = choice["models"]
+                changes["models"] = (v,) if isinstance(v, str) else v
             selection[role] = _replace(sel, **changes)
-        params = {**self.params, **{k: v for k, v in choice.items() if k not in _SELECT_DIMS}}
-        return _replace(self, selection=selection, params=params, choices={})
+        params = {**self.params, **{k: v for k, v in choice.items() if k not in _SWEEP_SELECT}}
+        return _replace(self, selection=selection, params=params, choices={}, module=self.module)
 
 
 def _replace(obj: Any, **changes: Any) -> Any:
@@ -433,11 +452,12 @@ def _validate_select(sel: Any, spec: Any, fieldname: str) -> None:
         raise _err(spec, f"{fieldname}.projection",
                    f"{sel.metric!r} has no 'projection' dimension (its dims: {', '.join(dims)}).")
     if sel.layers is not None and (
-        not sel.layers or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+        not isinstance(sel.layers, tuple) or not sel.layers or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool)
                                   for x in sel.layers)
     ):
         raise _err(spec, f"{fieldname}.layers", f"expected a non-empty tuple of integers, got {sel.layers!r}.")
-    if sel.models is not None and (not sel.models or not all(isinstance(m, str) for m in sel.models)):
+    if sel.models is not None and (not isinstance(sel.models, tuple) or not sel.models
+                                   or not all(isinstance(m, str) for m in sel.models)):
         raise _err(spec, f"{fieldname}.models", f"expected a non-empty tuple of model names, got {sel.models!r}.")
     if sel.reduce is not None:
         _check_choice(sel.reduce, REDUCTIONS, spec, f"{fieldname}.reduce", "reduction")
@@ -487,11 +507,7 @@ def _validate(spec: HypothesisSpec) -> None:
             raise _err(spec, f"params[{key!r}]", f"test {spec.test!r} requires the parameter {key!r}.")
     if spec.test == "model_comparison":
         _validate_models(spec, params)
-    alpha = params.get("alpha", 0.05)
-    if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise _err(spec, "params['alpha']", f"expected a level in (0, 1), got {alpha!r}.")
-    if "strata" in params:
-        _check_choice(params["strata"], STRATA, spec, "params['strata']", "strata")
+    _validate_param_values(spec, params)
     pred = spec.prediction
     if not isinstance(pred, Prediction):
         raise _err(spec, "prediction", f"expected a Prediction(...), got {type(pred).__name__}.")
@@ -509,10 +525,21 @@ def _validate(spec: HypothesisSpec) -> None:
             raise _err(spec, "reference",
                        f"test {spec.test!r} needs the original figure {' or '.join(map(repr, alternatives))} "
                        f"in reference (has: {', '.join(spec.reference) or 'nothing'}).")
+    if spec.test == "replication":
+        r0 = spec.reference.get("r", spec.reference.get("rho"))
+        if not isinstance(r0, (int, float)) or not -1 < r0 < 1 or r0 == 0:
+            raise _err(spec, "reference", f"the original correlation must be a number in (-1, 1), "
+                                          f"not 0; got {r0!r}.")
+        n0 = spec.reference.get("n")
+        if isinstance(n0, bool) or not isinstance(n0, (int, np.integer)) or n0 < 5:
+            raise _err(spec, "reference", f"the original n must be an integer >= 5, got {n0!r}.")
+        if (r0 < 0) != (pred.direction == "negative"):
+            raise _err(spec, "prediction.direction",
+                       f"{pred.direction!r} contradicts the sign of the original correlation {r0}.")
     if spec.gate == "replication" and not spec.reference:
         raise _err(spec, "reference",
                    "a 'replication' gate needs the original figures to replicate (reference={...}).")
-    allowed = set(_SELECT_DIMS) | set(kind.params)
+    allowed = set(_SWEEP_SELECT) | set(kind.params)
     for key, values in spec.choices.items():
         if key not in allowed:
             raise _err(spec, f"choices[{key!r}]",
@@ -527,8 +554,6 @@ def _validate(spec: HypothesisSpec) -> None:
                 _check_choice(v, schema.MATRICES, spec, f"choices[{key!r}]", "matrix")
             elif key == schema.PROJECTION:
                 _check_projection(v, spec, f"choices[{key!r}]")
-            elif key == "strata":
-                _check_choice(v, STRATA, spec, f"choices[{key!r}]", "strata")
     if spec.choices and not any(
         k not in _SELECT_DIMS or any(k in schema.VARIABLES[s.metric].dims for s in spec.selection.values())
         for k in spec.choices
@@ -538,6 +563,32 @@ def _validate(spec: HypothesisSpec) -> None:
         spec.spec_hash()
     except (TypeError, ValueError) as e:
         raise _err(spec, "params", f"not JSON-serializable for the pre-registration hash: {e}") from e
+    for choice in spec.choice_grid():  # every analysis choice must be a valid spec too
+        try:
+            spec.with_choice(choice)
+        except SpecError as e:
+            raise _err(spec, "choices", f"the choice {choice!r} gives an invalid spec: "
+                       f"{str(e).split(': ', 1)[-1]}") from None
+
+
+def _validate_param_values(spec: Any, params: Mapping[str, Any]) -> None:
+    enums = {"strata": STRATA, "method": METHODS, "alternative": ALTERNATIVES, "summary": SUMMARIES}
+    for key, allowed in enums.items():
+        if key in params:
+            _check_choice(params[key], allowed, spec, f"params[{key!r}]", key)
+    for key, minimum in (("n_perm", 1), ("n_boot", 0), ("seed", 0)):
+        v = params.get(key)
+        if key in params and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum):
+            raise _err(spec, f"params[{key!r}]", f"expected an integer >= {minimum}, got {v!r}.")
+    for key in ("ci", "alpha"):
+        v = params.get(key)
+        if key in params and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1):
+            raise _err(spec, f"params[{key!r}]", f"expected a level in (0, 1), got {v!r}.")
+    if params.get("bound") is not None and not (isinstance(params["bound"], (int, float)) and params["bound"] > 0):
+        raise _err(spec, "params['bound']", f"expected a positive number, got {params['bound']!r}.")
+    groups = params.get("groups")
+    if groups is not None and (isinstance(groups, str) or not isinstance(groups, Sequence) or len(groups) != 2):
+        raise _err(spec, "params['groups']", f"expected the two group codes (a, b), got {groups!r}.")
 
 
 def _validate_models(spec: Any, params: Mapping[str, Any]) -> None:

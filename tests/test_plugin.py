@@ -197,6 +197,17 @@ def test_broken_modules_fail_alone_and_the_others_still_run(pytester, datasets):
     assert set(results_json(pytester)) == {("B6", "synth")}
 
 
+def test_duplicate_ids_are_reported_and_imports_not_collected_twice(pytester, datasets):
+    write_module(pytester, "a_first", pinned(gate="report"))
+    write_module(pytester, "b_again", pinned(gate="report", claim="another claim"))
+    (pytester.path / "hypotheses" / "c_import.py").write_text("from a_first import PIN\n")
+    res = run(pytester, datasets)
+    res.assert_outcomes(passed=1, failed=1)
+    out = res.stdout.str()
+    assert "b_again.py: HypothesisSpec 'P1', field 'id': the id is already declared by" in out
+    assert "a_first.py::PIN" in out
+
+
 def test_specs_in_regular_test_modules_are_collected_too(pytester, datasets):
     pytester.makepyfile(test_mixed=HEADER + REPORT_REFUTED + "\n\ndef test_plain():\n    assert True\n")
     res = pytester.runpytest("--lie-datasets", str(datasets))

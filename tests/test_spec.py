@@ -163,6 +163,18 @@ BAD = [
     (dict(test="correlation_equivalence", prediction=Prediction("equivalent")), "prediction.bound", "bound"),
     (dict(choices={"familly": ["Q", "K"]}), "choices['familly']", "Did you mean 'family'?"),
     (dict(choices={"family": ["Q", "K"]}), "choices", "no selected variable has the swept"),
+    (dict(params={"method": "pearsn"}), "params['method']", "Did you mean 'pearson'?"),
+    (dict(params={"alternative": "less-than"}), "params['alternative']", "Did you mean 'less'?"),
+    (dict(params={"n_perm": 0}), "params['n_perm']", "integer >= 1"),
+    (dict(params={"seed": 1.5}), "params['seed']", "integer >= 0"),
+    (dict(choices={"method": ["spearman", "kendal"]}), "choices", "Did you mean 'kendall'?"),
+    (dict(choices={"models": [("m0",), 3]}), "choices", "selection['x'].models"),
+    (dict(choices={"layers": [0, "last"]}), "choices", "selection['x'].layers"),
+    (dict(test="replication", reference={"rho": 0.274, "n": 96}), "prediction.direction",
+     "contradicts the sign of the original correlation 0.274"),
+    (dict(test="replication", reference={"rho": -0.274, "n": 3}), "reference", "integer >= 5"),
+    (dict(test="group_difference", selection={"x": Select("change_from_init"), "group": Select("head_label")},
+          params={"groups": (1, 2, 3)}), "params['groups']", "the two group codes"),
     (dict(datasets=()), "datasets", "non-empty"),
     (dict(datasets=("synth", "synth")), "datasets", "twice"),
     (dict(claim=""), "claim", "non-empty string"),
@@ -421,3 +433,25 @@ def test_evaluation_is_deterministic(root):
     assert (a.p_value, a.effect, a.ci_low, a.ci_high) == (b.p_value, b.effect, b.ci_low, b.ci_high)
     c = one(make(params={**FAST, "seed": 1}), root)
     assert (c.ci_low, c.ci_high) != (a.ci_low, a.ci_high)  # the seed is used
+
+
+def test_choices_sweep_models_and_layers(tmp_path):
+    import copy
+
+    from lie_stats import cube as cube_mod
+
+    # two runs: m0 planted, m1 the same cube with the change shuffled (no relation)
+    c0 = synth_cube()
+    c1 = copy.deepcopy(c0).assign_coords(model=["m1"])
+    rng = np.random.default_rng(5)
+    v = c1["change_from_init"].values
+    c1["change_from_init"].values = v[..., rng.permutation(v.shape[-1])][..., ::-1, :]
+    both = cube_mod.merge_shards([c0, c1])
+    s = make(choices={"models": ["m0", "m1"], "layers": [(0, -1), (1, 2, 3, 4, 5, 6)]})
+    r = evaluate_cube(s, both)
+    assert r.verdict == "supported"  # pooled over both runs (stratified by model x layer)
+    by = {(c["choice"]["models"], tuple(c["choice"]["layers"])): c for c in r.spec_curve}
+    assert set(by) == {("m0", (0, -1)), ("m0", (1, 2, 3, 4, 5, 6)), ("m1", (0, -1)), ("m1", (1, 2, 3, 4, 5, 6))}
+    assert by[("m0", (0, -1))]["n"] == 24 and by[("m0", (1, 2, 3, 4, 5, 6))]["n"] == 72
+    assert by[("m0", (1, 2, 3, 4, 5, 6))]["verdict"] == "supported"
+    assert by[("m1", (1, 2, 3, 4, 5, 6))]["verdict"] != "supported"
