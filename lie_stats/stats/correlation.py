@@ -65,7 +65,19 @@ def _stratum_means(a: np.ndarray, codes: np.ndarray | None) -> np.ndarray:
 
 
 def _sign_matrix(a: np.ndarray) -> np.ndarray:
-    return np.sign(a[:, None] - a[None, :])
+    """``sign(a_i - a_j)`` as int8 (gathers over resamples move 8x less memory)."""
+    return np.sign(a[:, None] - a[None, :]).astype(np.int8)
+
+
+def _dense_ranks(a: np.ndarray) -> np.ndarray:
+    """Dense integer ranks (ties share a rank), as small an integer type as fits."""
+    r = np.unique(a, return_inverse=True)[1].reshape(-1)
+    return r.astype(np.int16 if a.size < 2 ** 15 else np.int32)
+
+
+def _greater(a: np.ndarray) -> np.ndarray:
+    """``[a_bi > a_bj]`` for each row ``b`` of ``a`` [c, n] -> bool [c, n, n]."""
+    return a[:, :, None] > a[:, None, :]
 
 
 class _Kernel:
@@ -75,8 +87,9 @@ class _Kernel:
         self.x, self.y, self.method, self.codes = x, y, method, codes
         if method == "kendall":
             self.sx, self.sy = _sign_matrix(x), _sign_matrix(y)
-            self.denom = np.sqrt((self.sx ** 2).sum() * (self.sy ** 2).sum())
-            self.t_obs = float((self.sx * self.sy).sum() / self.denom)
+            self.rx, self.ry = _dense_ranks(x), _dense_ranks(y)
+            self.denom = np.sqrt(float(np.abs(self.sx).sum()) * float(np.abs(self.sy).sum()))
+            self.t_obs = float((self.sx * self.sy).sum(dtype=np.int64) / self.denom)
         else:
             u = (v.rank(x), v.rank(y)) if method == "spearman" else (x, y)
             self.zx, self.zy = _unit(u[0]), _unit(u[1])
@@ -90,7 +103,7 @@ class _Kernel:
             k = int(self.codes.max()) + 1
             g = np.eye(k)[self.codes]  # [n, K] one-hot
             sizes = g.sum(axis=0)
-            m = (g.T @ self.sy @ g) / np.outer(sizes, sizes)  # mean sign between strata
+            m = (g.T @ self.sy.astype(np.float64) @ g) / np.outer(sizes, sizes)  # mean sign between strata
             return float((self.sx * m[self.codes][:, self.codes]).sum() / self.denom)
         return float(self.zx @ _stratum_means(self.zy, self.codes))
 
@@ -100,13 +113,17 @@ class _Kernel:
         if self.method != "kendall":
             zx = self.zx[plan.order]
             return np.concatenate([vals @ zx for vals in plan.value_chunks(self.zy)])
-        out = []
+        # sx antisymmetric: sum_ij sx_ij sign(y_pi(i) - y_pi(j)) = 2 sum_ij sx_ij [y_pi(i) > y_pi(j)]
         n = self.x.size
-        for perm in plan.chunks():
-            for a, b in v.chunks(perm.shape[0], n * n):
-                p = perm[a:b]
-                out.append((self.sy[p[:, :, None], p[:, None, :]] * self.sx).sum(axis=(1, 2)))
-        return np.concatenate(out) / self.denom
+        sx = self.sx[plan.order][:, plan.order].reshape(-1)
+        exact_f32 = n * n < 2 ** 24  # float32 sums of at most n^2 terms in {-1, 0, 1} are exact
+        w = 2.0 * sx.astype(np.float32 if exact_f32 else np.float64)
+        out = []
+        for vals in plan.value_chunks(self.ry):
+            for a, b in v.chunks(vals.shape[0], n * n):
+                g = _greater(vals[a:b]).reshape(b - a, -1)
+                out.append(g.astype(w.dtype) @ w)
+        return np.concatenate(out).astype(np.float64) / self.denom
 
     def boot(self, idx: np.ndarray) -> np.ndarray:
         if self.method == "kendall":
@@ -114,11 +131,13 @@ class _Kernel:
             n = self.x.size
             for a, b in v.chunks(idx.shape[0], n * n):
                 i = idx[a:b]
-                sx = self.sx[i[:, :, None], i[:, None, :]]
-                sy = self.sy[i[:, :, None], i[:, None, :]]
+                gx, gy = _greater(self.rx[i]), _greater(self.ry[i])
+                conc = np.count_nonzero(gx & gy, axis=(1, 2))  # ordered pairs, both ways
+                disc = np.count_nonzero(gx & gy.transpose(0, 2, 1), axis=(1, 2))
+                den = (np.count_nonzero(gx, axis=(1, 2)).astype(np.float64)
+                       * np.count_nonzero(gy, axis=(1, 2)))
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    out[a:b] = (sx * sy).sum(axis=(1, 2)) / np.sqrt(
-                        (sx * sx).sum(axis=(1, 2)) * (sy * sy).sum(axis=(1, 2)))
+                    out[a:b] = (conc - disc) / np.sqrt(den)
             return out
         xb, yb = self.x[idx], self.y[idx]
         if self.method == "spearman":

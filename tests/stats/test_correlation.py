@@ -128,12 +128,14 @@ def test_within_strata_exact_p_and_centre_match_full_enumeration(method):
     assert p_greater == pytest.approx(np.mean(allt >= t - 1e-12), abs=1e-12)
 
 
-def test_bootstrap_ci_agrees_with_scipy_bootstrap(data):
+@pytest.mark.parametrize("method", ["spearman", "pearson", "kendall"])
+def test_bootstrap_ci_agrees_with_scipy_bootstrap(data, method):
     x, y = data
-    res = correlation(x, y, strata=None, method="pearson", n_perm=99, n_boot=4000, seed=3)
-    # scipy.stats.bootstrap((x, y), pearson, paired=True, method="percentile", n_resamples=4000)
-    ref = sps.bootstrap((x, y), lambda a, b: sps.pearsonr(a, b).statistic, paired=True,
-                        vectorized=False, method="percentile", n_resamples=4000, rng=4)
+    res = correlation(x, y, strata=None, method=method, n_perm=99, n_boot=3000, seed=3)
+    # scipy.stats.bootstrap((x, y), f, paired=True, method="percentile", n_resamples=2000)
+    # with f = spearmanr / pearsonr / kendalltau statistic
+    ref = sps.bootstrap((x, y), SCIPY_STAT[method], paired=True,
+                        vectorized=False, method="percentile", n_resamples=2000, rng=4)
     assert res["ci_low"].iloc[0] == pytest.approx(ref.confidence_interval.low, abs=0.03)
     assert res["ci_high"].iloc[0] == pytest.approx(ref.confidence_interval.high, abs=0.03)
 
