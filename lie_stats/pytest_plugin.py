@@ -45,7 +45,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["run", "SpecItem", "HypothesisModule", "REGISTRY_FILE"]
+__all__ = ["run", "SpecItem", "OutOfScopeItem", "HypothesisModule", "REGISTRY_FILE"]
 
 #: Name of the registry of pinned verdicts, beside the hypothesis modules.
 REGISTRY_FILE = "verdicts.json"
@@ -177,7 +177,7 @@ class _ModuleError(Exception):
 
 def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: Any) -> Any:
     spec_mod = sys.modules.get(_SPEC_MODULE)
-    if spec_mod is None or not isinstance(obj, spec_mod.HypothesisSpec):
+    if spec_mod is None or not isinstance(obj, (spec_mod.HypothesisSpec, spec_mod.OutOfScope)):
         return None  # inert: no spec module imported, or not a spec
     state = collector.config.stash[_STATE]
     first = state.collected.get(obj.id)
@@ -189,6 +189,8 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: Any) 
             text=f"SpecError: {obj.module}: HypothesisSpec {obj.id!r}, field 'id': the id is "
                  f"already declared by {first[1]}; ids must be unique in a registry.")]
     state.collected[obj.id] = (obj, f"{collector.nodeid}::{name}")
+    if isinstance(obj, spec_mod.OutOfScope):
+        return [OutOfScopeItem.from_parent(collector, name=name, record=obj)]
     try:
         spec_mod.check_datasets(obj, state.datasets)
     except Exception as e:  # noqa: BLE001 - SpecError or a malformed card, for this spec only
@@ -286,6 +288,27 @@ class SpecItem(pytest.Item):
         return self.path, None, f"{self.spec.id} on {self.dataset} [{self.spec.gate}]"
 
 
+class OutOfScopeItem(pytest.Item):
+    """A claim recorded as not testable here: always skipped, with its reason, and reported."""
+
+    def __init__(self, *, record: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.record = record
+        self.result: Any = None
+
+    @property
+    def key(self) -> str:
+        return self.result.key if self.result is not None else self.record.id
+
+    def runtest(self) -> None:
+        self.result = self.record.result()
+        self.config.stash[_STATE].results.append(self.result)
+        pytest.skip(f"{self.record.id}: {self.result.reason}")
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"{self.record.id} (out of scope)"
+
+
 def _load_registry(state: _State, path: Path) -> dict:
     if path not in state.registries:
         data: dict = {}
@@ -306,7 +329,9 @@ def _load_registry(state: _State, path: Path) -> dict:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
     rep = yield
-    if isinstance(item, SpecItem) and item.result is not None and (rep.when == "call" or rep.skipped):
+    if isinstance(item, (SpecItem, OutOfScopeItem)) and item.result is not None and (
+        rep.when == "call" or rep.skipped
+    ):
         state = item.config.stash[_STATE]
         state.outcomes[item.key] = rep.outcome
     return rep

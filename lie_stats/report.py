@@ -283,9 +283,29 @@ def _reference_value(ref: Mapping[str, Any]) -> tuple[str, float] | None:
     return None
 
 
+def _original_interval(record: Mapping[str, Any], ref: tuple[str, float]) -> dict[str, float]:
+    """Fisher-z interval of an original correlation from its n (for the replication plot)."""
+    n = (record.get("reference") or {}).get("n")
+    params = record.get("params") or {}
+    if ref[0] not in ("r", "rho") or not isinstance(n, int) or not -1 < ref[1] < 1:
+        return {}
+    from scipy.stats import norm
+
+    from .spec import _stats
+
+    try:
+        se = _stats().fisher_z_se(n, params.get("method", "pearson"))
+    except Exception:  # noqa: BLE001 - an interval we cannot draw is left out
+        return {}
+    z = float(norm.ppf(0.5 + float(params.get("ci", 0.95)) / 2))
+    centre = math.atanh(ref[1])
+    return {"ci_low": math.tanh(centre - z * se), "ci_high": math.tanh(centre + z * se)}
+
+
 def _plot_estimates(ax: Any, record: Mapping[str, Any]) -> None:
     ref = _reference_value(record.get("reference") or {})
-    original = [] if ref is None else [(f"original {ref[0]}", {"effect": ref[1], "verdict": "original"})]
+    original = [] if ref is None else [(f"original {ref[0]}", {"effect": ref[1], "verdict": "original",
+                                                               **_original_interval(record, ref)})]
     rows = [("main", record)] + original + [
         (", ".join(f"{k}={v}" for k, v in c["choice"].items()), c) for c in record.get("spec_curve") or []
     ]
@@ -300,7 +320,7 @@ def _plot_estimates(ax: Any, record: Mapping[str, Any]) -> None:
         ax.plot([e], [i], "o", color=color)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([label for label, _ in rows], fontsize=7)
-    ax.invert_yaxis()
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top
     if ref is not None:
         ax.axvline(ref[1], color="k", ls="--", lw=1, label=f"original {ref[0]} = {fmt(ref[1])}")
         ax.legend(fontsize=7, loc="best")

@@ -89,6 +89,8 @@ __all__ = [
     "Select",
     "Prediction",
     "HypothesisSpec",
+    "OutOfScope",
+    "NO_DATASET",
     "Result",
     "TestKind",
     "TestInput",
@@ -1036,7 +1038,7 @@ _STAT_MODULES = {
     "correlation": "correlation", "partial_correlation": "correlation",
     "group_difference": "groups", "tost_relative": "equivalence",
     "tost_correlation": "equivalence", "replicate_correlation": "replication",
-    "trend": "trend", "enrichment": "trend", "depth_crossover": "trend",
+    "trend": "trend", "enrichment": "trend", "depth_crossover": "trend", "fisher_z_se": "equivalence",
     "boundary_ratio": "trend", "adjust_pvalues": "multiplicity",
 }
 
@@ -1369,6 +1371,8 @@ class Result:
                 continue
             out[f.name] = _json_number(getattr(self, f.name))
         out["spec_curve_share"] = _json_number(self.spec_curve_share)
+        if out["n"] is not None and float(out["n"]).is_integer():
+            out["n"] = int(out["n"])  # a count
         return out
 
 
@@ -1383,6 +1387,70 @@ def _json_number(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_json_number(v) for v in value]
     return value
+
+
+#: The ``dataset`` of an out-of-scope claim's result.
+NO_DATASET = "-"
+
+
+@dataclass(frozen=True)
+class OutOfScope:
+    """A claim recorded in the registry as not testable with weight-geometry data.
+
+    It is collected like a spec, always reported as ``skipped`` with its reason (CLAIMS.md:
+    "recorded in the registry as not testable"), and never fails.
+
+    Parameters
+    ----------
+    id, claim, source : str
+        As :class:`HypothesisSpec`.
+    reason : str
+        Why it cannot be tested here (what data or intervention it would need).
+    reference : mapping
+        The original figures, for the record.
+    notes : str
+
+    Examples
+    --------
+    >>> o = OutOfScope(id="G1", claim="gating preserves 38.9 %", source="essay",
+    ...                reason="a training intervention on other models", reference={"preserved": 0.389})
+    >>> r = o.result()
+    >>> r.verdict, r.dataset, r.gate
+    ('skipped', '-', 'report')
+    """
+
+    id: str
+    claim: str
+    source: str
+    reason: str
+    reference: Mapping[str, Any] = field(default_factory=dict)
+    notes: str = ""
+    module: str = field(default="", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.module:
+            object.__setattr__(self, "module", _caller_module())
+        object.__setattr__(self, "reference", dict(self.reference or {}))
+        for name in ("id", "claim", "source", "reason"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise _err(self, name, f"expected a non-empty string, got {value!r}.")
+
+    def declaration(self) -> dict[str, Any]:
+        return {"id": self.id, "claim": self.claim, "reason": self.reason,
+                "reference": _jsonable(self.reference), "out_of_scope": True}
+
+    def spec_hash(self) -> str:
+        """Hash of the declaration, as :meth:`HypothesisSpec.spec_hash`."""
+        text = json.dumps(self.declaration(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+    def result(self) -> "Result":
+        """The registry's record of this claim: verdict ``skipped`` with the reason."""
+        return Result(id=self.id, claim=self.claim, source=self.source, dataset=NO_DATASET,
+                      verdict="skipped", reason=f"out of scope: {self.reason}", gate="report",
+                      test="none", spec_hash=self.spec_hash(), reference=_jsonable(self.reference),
+                      module=self.module, notes=self.notes)
 
 
 def _base_result(spec: HypothesisSpec, dataset: str, verdict: str, reason: str) -> Result:

@@ -197,6 +197,22 @@ def test_broken_modules_fail_alone_and_the_others_still_run(pytester, datasets):
     assert set(results_json(pytester)) == {("B6", "synth")}
 
 
+def test_out_of_scope_claims_are_recorded_and_skipped(pytester, datasets):
+    write_module(pytester, "gating", """
+        from lie_stats.spec import OutOfScope
+        V04 = OutOfScope(id="G1", claim="gating preserves 38.9 % vs 47 % unprotected", source="essay",
+                         reason="a training intervention on other models, not weight geometry",
+                         reference={"preserved": 0.389, "unprotected": 0.47})
+    """, header=False)
+    res = run(pytester, datasets)
+    res.assert_outcomes(skipped=1)
+    assert res.ret == 0
+    assert "G1: out of scope: a training intervention" in res.stdout.str()
+    rec = results_json(pytester)[("G1", "-")]
+    assert rec["verdict"] == "skipped" and rec["reason"].startswith("out of scope")
+    assert rec["reference"] == {"preserved": 0.389, "unprotected": 0.47} and rec["outcome"] == "skipped"
+
+
 def test_duplicate_ids_are_reported_and_imports_not_collected_twice(pytester, datasets):
     write_module(pytester, "a_first", pinned(gate="report"))
     write_module(pytester, "b_again", pinned(gate="report", claim="another claim"))

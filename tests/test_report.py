@@ -154,3 +154,15 @@ def test_text_helpers_round_and_show_the_row(results):
     lines = table.splitlines()
     assert lines[0].split()[:4] == ["id", "dataset", "gate", "verdict"] and len(lines) == 2 + len(results)
     assert report.fmt(math.nan) == "-" and report.fmt(0.000123456) == "0.000123"
+
+
+def test_original_interval_of_the_replication_plot():
+    from scipy.stats import norm
+
+    rec = {"reference": {"rho": -0.274, "n": 96}, "params": {"method": "spearman", "ci": 0.95}}
+    got = report._original_interval(rec, ("rho", -0.274))
+    # Fisher z with the Spearman standard error sqrt(1.06 / (n - 3)) (Fieller et al. 1957)
+    half = norm.ppf(0.975) * math.sqrt(1.06 / 93)
+    assert got["ci_low"] == pytest.approx(math.tanh(math.atanh(-0.274) - half), abs=1e-12)
+    assert got["ci_high"] == pytest.approx(math.tanh(math.atanh(-0.274) + half), abs=1e-12)
+    assert report._original_interval({"reference": {"ratio": 5.0}}, ("ratio", 5.0)) == {}

@@ -455,3 +455,18 @@ def test_choices_sweep_models_and_layers(tmp_path):
     assert by[("m0", (0, -1))]["n"] == 24 and by[("m0", (1, 2, 3, 4, 5, 6))]["n"] == 72
     assert by[("m0", (1, 2, 3, 4, 5, 6))]["verdict"] == "supported"
     assert by[("m1", (1, 2, 3, 4, 5, 6))]["verdict"] != "supported"
+
+
+def test_out_of_scope_record():
+    from lie_stats.spec import OutOfScope
+
+    o = OutOfScope(id="G2", claim="38,963x amplification", source="essay", reason="training intervention",
+                   reference={"amplification": 38963})
+    r = o.result()
+    assert (r.verdict, r.gate, r.dataset) == ("skipped", "report", spec_mod.NO_DATASET)
+    assert r.reason == "out of scope: training intervention" and r.reference == {"amplification": 38963}
+    assert r.row()["n"] is None and len(r.spec_hash) == 64
+    assert OutOfScope(id="G2", claim="38,963x amplification", source="other", reason="training intervention",
+                      reference={"amplification": 38963}).spec_hash() == o.spec_hash()
+    with pytest.raises(SpecError, match="field 'reason': expected a non-empty string"):
+        OutOfScope(id="G3", claim="c", source="s", reason="")
