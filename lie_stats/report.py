@@ -23,6 +23,7 @@ import math
 import os
 import re
 import tempfile
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -216,6 +217,14 @@ def _figure(result: Any, record: Mapping[str, Any], path: Path) -> bool:
     from matplotlib.figure import Figure
 
     data = getattr(result, "data", None)
+    with warnings.catch_warnings():
+        # layout and legend placement notices are cosmetic; they must not fail a report
+        # (the project turns lie_stats-attributed warnings into errors)
+        warnings.simplefilter("ignore", UserWarning)
+        return _draw(result, record, path, data, Figure)
+
+
+def _draw(result: Any, record: Mapping[str, Any], path: Path, data: Any, Figure: Any) -> bool:
     fig = Figure(figsize=(9, 3.6), dpi=100)
     ax_data, ax_est = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.2, 1]})
     labels = {role: f"{role}: {sel.get('metric')} ({sel.get('step', 'last')})"

@@ -654,7 +654,8 @@ def select(sel: Select, cube: Any, *, where: str = "selection") -> Any:
     xarray.DataArray
         Dimensions ``model`` plus the variable's remaining ones (``layer``, ``head``, ...);
         ``step`` is kept for ``step="all"``; the chosen step of each model is a coordinate.
-        Layers not selected and padding are NaN.
+        Layers not selected and padding are NaN; a pairwise variable (``head_j``) keeps each
+        pair once (``head < head_j``), the rest NaN.
 
     Raises
     ------
@@ -724,6 +725,9 @@ def select(sel: Select, cube: Any, *, where: str = "selection") -> Any:
         mask = xr.DataArray(keep, dims=(schema.MODEL, schema.LAYER),
                             coords={schema.MODEL: da[schema.MODEL].values, schema.LAYER: layer_values})
         da = da.where(mask)
+    if schema.HEAD_J in da.dims and schema.HEAD in da.dims:
+        # a pairwise variable is symmetric with a trivial diagonal: keep each pair once (i < j)
+        da = da.where(da[schema.HEAD] < da[schema.HEAD_J])
     if sel.reduce is not None:
         over = [d for d in da.dims if d not in (schema.MODEL, schema.STEP)]
         da = getattr(da, sel.reduce)(dim=over, skipna=True)

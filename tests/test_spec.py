@@ -470,3 +470,16 @@ def test_out_of_scope_record():
                       reference={"amplification": 38963}).spec_hash() == o.spec_hash()
     with pytest.raises(SpecError, match="field 'reason': expected a non-empty string"):
         OutOfScope(id="G3", claim="c", source="s", reason="")
+
+
+def test_pairwise_variables_keep_each_pair_once():
+    v = np.arange(1 * 1 * 2 * 3 * 3, dtype=float).reshape(1, 1, 2, 3, 3)
+    full = (schema.MODEL, schema.STEP, schema.FAMILY, schema.PROJECTION, schema.LAYER, schema.HEAD, schema.HEAD_J)
+    cube = xr.Dataset({"commutator_raw": (full, v[:, :, None, None])},
+                      coords={schema.MODEL: ["m"], schema.STEP: [0], schema.FAMILY: ["Q"],
+                              schema.PROJECTION: ["none"], schema.LAYER: [0, 1], schema.HEAD: [0, 1, 2],
+                              schema.HEAD_J: [0, 1, 2]})
+    da = select(Select("commutator_raw", family="Q", projection="none"), cube)
+    kept = np.argwhere(np.isfinite(da.values[0, 0]))
+    assert kept.tolist() == [[0, 1], [0, 2], [1, 2]]  # layer 0: pairs (0,1), (0,2), (1,2) only
+    assert int(np.isfinite(da.values).sum()) == 2 * 3
