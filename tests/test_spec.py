@@ -55,15 +55,22 @@ def one(spec, root, dataset=None):
 
 # ------------------------------------------------------------------------ pre-registration hash
 
-#: The hash of make() with these exact fields. It must not change between runs, machines or
-#: Python versions; if the canonical form is changed on purpose, every pinned verdict must be
-#: re-pinned, so this literal is a tripwire.
+#: A declaration whose hash must not change between runs, machines or Python versions; if the
+#: canonical form is changed on purpose, every pinned verdict must be re-pinned, so the
+#: literal in test_spec_hash_is_pinned is a tripwire.
 PINNED_HASH_SPEC = dict(
     id="B5", claim="c", source="s", datasets=("synth",), test="correlation",
     selection={"x": Select("head_contribution", step="first"), "y": Select("change_from_init")},
     params={"n_perm": 999, "n_boot": 200, "seed": 7}, prediction=Prediction("negative"),
     reference={"rho": -0.274, "n": 96}, gate="pinned",
 )
+
+
+def test_spec_hash_is_pinned():
+    # computed once (lie_stats 0.1.0); a different value means every pinned verdict's hash
+    # changes: the canonical form, a test's default parameters, or a field's meaning moved
+    assert HypothesisSpec(**PINNED_HASH_SPEC).spec_hash() == (
+        "ebc8ddf2b9e8773c38083f91323d11a9c7d24ccb5b9dcaac4ef1e498453c6fb7")
 
 
 def test_spec_hash_is_sha256_of_canonical_declaration():
