@@ -249,16 +249,15 @@ class SpecItem(pytest.Item):
         if result.verdict == "skipped":
             build = f" Build it with: {result.build}" if result.build else ""
             pytest.skip(f"{self.key}: {result.reason}.{build}")
-        if state.update:
+        if state.update:  # re-pin every gate's verdict; only the pinned gate's check is skipped
             state.pins.setdefault(path, {})[self.key] = {
                 "verdict": result.verdict, "spec_hash": result.spec_hash, "gate": result.gate,
             }
-            return
         gate = self.spec.gate
         if gate == "replication" and result.verdict != "supported":
             raise GateFailure(result, f"replication gate: verdict {result.verdict!r}, "
                                       f"needs 'supported' ({result.reason})")
-        if gate == "pinned":
+        if gate == "pinned" and not state.update:
             if pinned is None:
                 raise GateFailure(result, f"pinned gate: no verdict pinned for {self.key} in "
                                           f"{path}; run with --update-verdicts to pin "

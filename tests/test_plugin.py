@@ -151,6 +151,16 @@ def test_pinning_round_trip_and_changed_declaration(pytester, datasets):
     assert results_json(pytester)[("P1", "synth")]["declaration_changed"] is False
 
 
+def test_update_verdicts_does_not_pass_a_failed_replication(pytester, datasets):
+    folder = write_module(pytester, "claims", REP_BAD, pinned())
+    res = run(pytester, datasets, "--update-verdicts")
+    res.assert_outcomes(passed=1, failed=1)
+    assert "replication gate: verdict 'refuted'" in res.stdout.str()
+    pins = json.loads((folder / "verdicts.json").read_text())
+    assert pins["B5-null::synth"]["verdict"] == "refuted"  # recorded all the same
+    assert pins["P1::synth"]["gate"] == "pinned"
+
+
 def test_registry_location_option_and_malformed_registry(pytester, datasets):
     write_module(pytester, "pins", pinned())
     registry = pytester.path / "elsewhere" / "pins.json"
