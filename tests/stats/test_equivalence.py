@@ -90,7 +90,7 @@ def test_tost_correlation_p_in_unit_interval_and_ci_rule(r, n, bound):
 
 
 # ------------------------------------------------------------------ calibration
-def test_tost_relative_calibrated_at_the_bound():
+def test_tost_relative_calibrated_at_the_bound(record_property):
     # true change exactly at the upper bound: the test should reject 5 % of the time
     rng = np.random.default_rng(0)
     ps = []
@@ -99,10 +99,11 @@ def test_tost_relative_calibrated_at_the_bound():
         tuned = base * (1 + 1e-3) * np.exp(rng.normal(0, 2e-4, size=30))
         ps.append(tost_relative(base, tuned, bound=1e-3)["p_value"].iloc[0])
     count = rejections(ps)
+    record_property("rejections", count)
     assert BAND[0] <= count <= BAND[1], count
 
 
-def test_tost_correlation_calibrated_at_the_bound():
+def test_tost_correlation_calibrated_at_the_bound(record_property):
     rng = np.random.default_rng(1)
     cov = [[1.0, 0.2], [0.2, 1.0]]
     ps = []
@@ -111,11 +112,13 @@ def test_tost_correlation_calibrated_at_the_bound():
         r = np.corrcoef(xy.T)[0, 1]
         ps.append(tost_correlation(r, 150, bound=0.2)["p_value"].iloc[0])
     count = rejections(ps)
+    record_property("rejections", count)
     assert BAND[0] <= count <= BAND[1], count
 
 
-def test_tost_power_when_truly_equivalent():
+def test_tost_power_when_truly_equivalent(record_property):
     rng = np.random.default_rng(2)
     ps = [tost_relative(b := rng.uniform(1, 2, 30), b * np.exp(rng.normal(0, 5e-4, 30)))["p_value"].iloc[0]
           for _ in range(200)]
+    record_property("rejection_rate", rejections(ps) / 200)
     assert rejections(ps) / 200 > 0.95

@@ -118,28 +118,31 @@ def _confounded(rng, shift=0.0):
     return x, g, layer
 
 
-def test_calibrated_on_confounded_layer_null():
+def test_calibrated_on_confounded_layer_null(record_property):
     ps = []
     for i in range(N_DATASETS):
         x, g, layer = _confounded(np.random.default_rng(i))
         ps.append(group_difference(x, g, strata=layer, n_perm=199, n_boot=0, seed=i)["p_value"].iloc[0])
     count = rejections(ps)
+    record_property("rejections", count)
     assert BAND[0] <= count <= BAND[1], count
 
 
-def test_free_permutation_anticalibrated_on_confounded_null():
+def test_free_permutation_anticalibrated_on_confounded_null(record_property):
     ps = []
     for i in range(500):
         x, g, _ = _confounded(np.random.default_rng(i))
         ps.append(group_difference(x, g, strata=None, n_perm=199, n_boot=0, seed=i)["p_value"].iloc[0])
+    record_property("rejection_rate", rejections(ps) / 500)
     assert rejections(ps) / 500 > 0.25
 
 
-def test_power_on_planted_difference():
+def test_power_on_planted_difference(record_property):
     ps = []
     for i in range(200):
         x, g, layer = _confounded(np.random.default_rng(10_000 + i), shift=0.8)
         ps.append(group_difference(x, g, strata=layer, n_perm=199, n_boot=0, seed=i)["p_value"].iloc[0])
+    record_property("rejection_rate", rejections(ps) / 200)
     assert rejections(ps) / 200 > 0.8
 
 

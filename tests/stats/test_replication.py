@@ -87,7 +87,7 @@ def test_replication_errors():
 
 # ------------------------------------------------------------------ calibration
 @pytest.mark.parametrize("method", ["pearson", "spearman"])
-def test_difference_test_calibrated_when_effects_are_equal(method):
+def test_difference_test_calibrated_when_effects_are_equal(method, record_property):
     rng = np.random.default_rng(3)
     cov = [[1.0, 0.3], [0.3, 1.0]]
     ps = []
@@ -99,10 +99,11 @@ def test_difference_test_calibrated_when_effects_are_equal(method):
                                         strata=None, method=method, n_perm=9, n_boot=0,
                                         seed=i)["p_difference"].iloc[0])
     count = rejections(ps)
+    record_property("rejections", count)
     assert BAND[0] <= count <= BAND[1], count
 
 
-def test_small_telescopes_calibrated_at_r33():
+def test_small_telescopes_calibrated_at_r33(record_property):
     rng = np.random.default_rng(4)
     rho = r33(40)
     cov = [[1.0, rho], [rho, 1.0]]
@@ -113,14 +114,16 @@ def test_small_telescopes_calibrated_at_r33():
                                         strata=None, method="pearson", n_perm=9, n_boot=0,
                                         seed=i)["p_small_telescopes"].iloc[0])
     count = rejections(ps)
+    record_property("rejections", count)
     assert BAND[0] <= count <= BAND[1], count
 
 
-def test_original_direction_test_calibrated_on_layer_null():
+def test_original_direction_test_calibrated_on_layer_null(record_property):
     ps = []
     for i in range(N_DATASETS):
         x, y, layer = layered(np.random.default_rng(50_000 + i))
         ps.append(replicate_correlation(x, y, original_r=-0.274, original_n=96, strata=layer,
                                         n_perm=199, n_boot=0, seed=i)["p_original_direction"].iloc[0])
     count = rejections(ps)
+    record_property("rejections", count)
     assert BAND[0] <= count <= BAND[1], count

@@ -32,11 +32,12 @@ def test_trend_exact_matches_scipy():
     assert res["p_value"].iloc[0] == pytest.approx(ref)  # = 2 / 720
 
 
-def test_trend_calibrated_and_errors():
+def test_trend_calibrated_and_errors(record_property):
     steps = np.arange(12) * 1000
     ps = [trend(np.random.default_rng(i).normal(size=12), steps, n_perm=199, seed=i)["p_value"].iloc[0]
           for i in range(N_DATASETS)]
     count = rejections(ps)
+    record_property("rejections", count)
     assert BAND[0] <= count <= BAND[1], count
     with pytest.raises(StatsInputError, match="constant"):
         trend([1.0, 1.0, 1.0], [0, 1, 2])
@@ -93,7 +94,7 @@ def test_enrichment_unpaired_and_errors():
         enrichment([np.nan, 1.0], [1.0, np.nan])
 
 
-def test_enrichment_calibrated_with_layer_effects():
+def test_enrichment_calibrated_with_layer_effects(record_property):
     # exchangeable (first, last) within pairs, layer effects in level and in the change
     ps_unit, ps_cluster = [], []
     layer = np.repeat(np.arange(12), 8)
@@ -106,8 +107,10 @@ def test_enrichment_calibrated_with_layer_effects():
         if i < 300:
             ps_unit.append(enrichment(first, last, n_boot=0, n_perm=199, seed=i)["p_value"].iloc[0])
     count = rejections(ps_cluster)
+    record_property("rejections", count)
     assert BAND[0] <= count <= BAND[1], count
     # flipping heads one by one ignores the layer-level change: anti-calibrated
+    record_property("rejection_rate", rejections(ps_unit) / 300)
     assert rejections(ps_unit) / 300 > 0.2
 
 
@@ -232,11 +235,12 @@ def test_boundary_ratio_cv_summary():
         boundary_ratio(vals, clusters=layer, summary="maen")
 
 
-def test_boundary_ratio_calibrated():
+def test_boundary_ratio_calibrated(record_property):
     layer = np.repeat(np.arange(12), 8)
     ps = [boundary_ratio(np.exp(0.3 * np.random.default_rng(i).normal(size=12)[layer]
                                 + 0.2 * np.random.default_rng(10**6 + i).normal(size=96)),
                          clusters=layer, n_boot=0)["p_value"].iloc[0] for i in range(N_DATASETS)]
     # C(12, 2) = 66 choices: P(p <= 0.05) = 3 / 66 = 0.045 exactly -> expected 91 of 2000
     count = rejections(ps)
+    record_property("rejections", count)
     assert BAND[0] <= count <= BAND[1], count
