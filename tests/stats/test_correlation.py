@@ -174,6 +174,24 @@ def test_nan_rows_dropped_and_invalid_input():
         correlation([1.0, 2, 3], [1.0, 3, 2])  # strata is required: no silent free permutation
 
 
+@pytest.mark.parametrize("method", ["spearman", "pearson", "kendall"])
+def test_heavy_ties_give_defined_results(method):
+    rng = np.random.default_rng(9)
+    x = rng.integers(0, 3, size=40).astype(float)  # three distinct values
+    y = (x + rng.integers(0, 2, size=40)).astype(float)
+    layer = np.repeat(np.arange(5), 8)
+    res = correlation(x, y, strata=layer, method=method, n_perm=499, n_boot=300)
+    # scipy.stats.spearmanr / pearsonr / kendalltau on the tied data
+    assert res["statistic"].iloc[0] == pytest.approx(SCIPY_STAT[method](x, y))
+    assert 0 < res["p_value"].iloc[0] <= 1 and res["ci_low"].iloc[0] <= res["ci_high"].iloc[0]
+    # binary x, all but one value tied
+    b = np.zeros(40)
+    b[7] = 1.0
+    res = correlation(b, y, strata=None, method=method, n_perm=499, n_boot=100)
+    assert res["statistic"].iloc[0] == pytest.approx(SCIPY_STAT[method](b, y))
+    assert 0 < res["p_value"].iloc[0] <= 1
+
+
 def test_strata_of_singletons_give_p_one():
     # every stratum has one unit: no within-strata permutation exists; p = 1 by the rule
     res = correlation([1.0, 2, 3, 4], [1.0, 3, 2, 4], strata=[0, 1, 2, 3], n_perm=99, n_boot=0)

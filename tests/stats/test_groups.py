@@ -79,6 +79,15 @@ def test_exact_within_strata_matches_enumeration():
     assert res["p_value"].iloc[0] == pytest.approx(p_ref)
 
 
+def test_ties_match_pingouin():
+    x = np.array([1, 1, 2, 2, 2, 3, 3, 1, 2, 3, 3, 3], float)
+    g = np.array([0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 0, 1], bool)
+    res = group_difference(x, g, strata=None, n_boot=0)
+    # pingouin.mwu(x[g], x[~g])["RBC"] (average ranks for ties)
+    assert res["effect"].iloc[0] == pytest.approx(pingouin.mwu(x[g], x[~g])["RBC"].iloc[0])
+    assert 0 < res["p_value"].iloc[0] <= 1
+
+
 def test_two_labels_and_errors():
     x = np.array([1.0, 2, 3, 4, 5, 6])
     lab = np.array(["anchor", "worker", "anchor", "worker", "anchor", "worker"])
