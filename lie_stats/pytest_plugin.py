@@ -168,7 +168,7 @@ class ModuleErrorItem(pytest.Item):
         return f"hypothesis module {self.path} could not be collected:\n{self.text}"
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"{self.path.name}: collection error"
+        return self.path, 0, f"{self.path.name}: collection error"
 
 
 class _ModuleError(Exception):
@@ -248,7 +248,7 @@ class SpecItem(pytest.Item):
             state.changed[self.key] = (pinned.get("spec_hash"), result.spec_hash)
         if result.verdict == "skipped":
             build = f" Build it with: {result.build}" if result.build else ""
-            pytest.skip(f"{self.key}: {result.reason}.{build}")
+            _skip(f"{self.key}: {result.reason}.{build}")
         if state.update:  # re-pin every gate's verdict; only the pinned gate's check is skipped
             state.pins.setdefault(path, {})[self.key] = {
                 "verdict": result.verdict, "spec_hash": result.spec_hash, "gate": result.gate,
@@ -284,7 +284,7 @@ class SpecItem(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"{self.spec.id} on {self.dataset} [{self.spec.gate}]"
+        return self.path, 0, f"{self.spec.id} on {self.dataset} [{self.spec.gate}]"
 
 
 class OutOfScopeItem(pytest.Item):
@@ -302,10 +302,18 @@ class OutOfScopeItem(pytest.Item):
     def runtest(self) -> None:
         self.result = self.record.result()
         self.config.stash[_STATE].results.append(self.result)
-        pytest.skip(f"{self.record.id}: {self.result.reason}")
+        _skip(f"{self.record.id}: {self.result.reason}")
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"{self.record.id} (out of scope)"
+        return self.path, 0, f"{self.record.id} (out of scope)"
+
+
+def _skip(reason: str) -> None:
+    """Skip the running item, reported at the item's location (not this module's line)."""
+    try:
+        raise pytest.skip.Exception(reason, _use_item_location=True)
+    except TypeError:  # pragma: no cover - a pytest without the keyword
+        pytest.skip(reason)
 
 
 def _load_registry(state: _State, path: Path) -> dict:
