@@ -172,6 +172,12 @@ def test_smoke_build_layout_and_learning(smoke_a):
     e = load_file(smoke_a / "p96_s0" / "step_0" / "model.safetensors")
     assert not torch.equal(d["gpt_neox.embed_in.weight"], e["gpt_neox.embed_in.weight"])
     assert (smoke_a / "curves" / "loss_curves.png").stat().st_size > 1000
+    # --report rebuilds the summary from the finished models (alias included) without training
+    assert build.main(["--smoke", "--out", str(smoke_a), "--report"]) == 0
+    summary = json.loads((smoke_a / "curves" / "summary.json").read_text())
+    assert [s["model"] for s in summary] == [s.name for s in build.SMOKE_SPECS]
+    table = build.models_table(summary)
+    assert all(f"| {s.name} |" in table for s in build.SMOKE_SPECS) and "= w16" in table
 
 
 def test_interrupted_then_resumed_build_is_bit_identical(smoke_a, tmp_path):

@@ -681,6 +681,8 @@ def parse_args(argv=None):
     ap.add_argument("--out", default=None, help="output directory (default: datasets/pico_pythia/build)")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default: %(default)r)")
     ap.add_argument("--measure", action="store_true", help="only measure seconds per step and exit")
+    ap.add_argument("--report", action="store_true",
+                    help="only rewrite the curves PNG, summary.json and the card's table from finished models")
     ap.add_argument("--stop-after", type=int, default=None,
                     help="(tests) stop after this many optimizer steps, as if interrupted")
     return ap.parse_args(argv)
@@ -723,6 +725,13 @@ def main(argv=None) -> int:
     try:
         if args.measure:
             log(json.dumps(measure(specs, run, run.vocab_size, 3, log)))
+            return 0
+        if args.report:
+            write_reports(collect_summaries(out, specs_all), curves, HERE / "README.md" if default_out else None, log)
+            if default_out:  # snapshot the build logs for the commit
+                (HERE / "logs").mkdir(exist_ok=True)
+                for f in sorted(out.glob("*.log")):
+                    shutil.copyfile(f, HERE / "logs" / f.name)
             return 0
         log(f"[build] out={out} threads={args.threads} models={[s.name for s in specs]} "
             f"torch {torch.__version__} python {platform.python_version()}")
