@@ -372,7 +372,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
     for res in state.results:
         res.outcome = state.outcomes.get(res.key, "")
-    report.write_reports(state.results, state.reports, figures=state.figures)
+    report.write_reports(state.results, state.reports, figures=state.figures, datasets_dir=state.datasets)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -39,6 +39,7 @@ __all__ = [
     "result_row_text",
     "fmt",
     "figure_name",
+    "dataset_records",
 ]
 
 RESULTS_JSON = "results.json"
@@ -389,14 +390,15 @@ def _sections(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-_SUMMARY_HEAD = ["id", "dataset", "gate", "verdict", "effect [CI]", "p", "p (Holm)", "p (BH)",
+_SUMMARY_HEAD = ["id", "claim", "dataset", "gate", "verdict", "effect [CI]", "p", "p (Holm)", "p (BH)",
                  "reference", "choices agreeing", "flag"]
 
 
 def _summary_rows(records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     rows = []
     for r, t in zip(records, _table_rows(records)):
-        rows.append(t[:6] + [fmt(r.get("p_holm")), fmt(r.get("p_bh"))] + t[6:])
+        rows.append(t[:1] + [str(r.get("claim", ""))] + t[1:6] + [fmt(r.get("p_holm")), fmt(r.get("p_bh"))]
+                    + t[6:])
     return rows
 
 
@@ -404,12 +406,15 @@ def _md_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _markdown(records: Sequence[Mapping[str, Any]]) -> str:
+def _markdown(records: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, Any]] = ()) -> str:
     lines = ["# lie_stats report", "",
              f"{len(records)} result(s); verdicts: " + ", ".join(
                  f"{v} {sum(r['verdict'] == v for r in records)}" for v in schema.VERDICTS), "",
              "| " + " | ".join(_SUMMARY_HEAD) + " |", "|" + "---|" * len(_SUMMARY_HEAD)]
     lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in _summary_rows(records)]
+    if data:
+        lines += ["", "## Data", "", "| dataset | title | state | cube | sha256 | bytes |", "|---|---|---|---|---|---|"]
+        lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in _data_rows(data)]
     for s in _sections(records):
         lines += ["", f"## {s['title']}", ""]
         lines += [f"- **{k}**: {_md_cell(v)}" for k, v in s["facts"]]
@@ -433,7 +438,7 @@ def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(out + ["</table>"])
 
 
-def _html(records: Sequence[Mapping[str, Any]]) -> str:
+def _html(records: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, Any]] = ()) -> str:
     e = html.escape
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8"><title>lie_stats report</title>',
@@ -442,6 +447,9 @@ def _html(records: Sequence[Mapping[str, Any]]) -> str:
         "</head><body>", "<h1>lie_stats report</h1>",
         _html_table(_SUMMARY_HEAD, _summary_rows(records)),
     ]
+    if data:
+        parts += ["<h2>Data</h2>", _html_table(["dataset", "title", "state", "cube", "sha256", "bytes"],
+                                               _data_rows(data))]
     for s in _sections(records):
         parts.append(f"<h2>{e(s['title'])}</h2>")
         parts.append("<ul>" + "".join(f"<li><b>{e(k)}</b>: {e(str(v))}</li>" for k, v in s["facts"]) + "</ul>")
@@ -476,8 +484,51 @@ def _write_text(path: Path, text: str) -> None:
         raise
 
 
+def _data_rows(data: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    return [[d["dataset"], d["title"], d["state"], d["cube"], d["sha256"][:16] if d["sha256"] else "-",
+             fmt(d["bytes"])] for d in data]
+
+
+def dataset_records(names: Sequence[str], datasets_dir: str | os.PathLike, *, base: Path | None = None
+                    ) -> list[dict[str, Any]]:
+    """The cubes behind the results: one record per cube file of each named dataset.
+
+    Each record: ``dataset``, ``title``, ``state``, ``cube`` (path relative to ``base`` when
+    inside it), ``sha256`` and ``bytes`` (``None`` when the file is absent). Unknown names
+    are left out (their results are errors, reported as such).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> dataset_records(["toy"], tempfile.mkdtemp())
+    []
+    """
+    import hashlib
+
+    from .datasets import DatasetError, find_dataset
+
+    out = []
+    for name in sorted(set(names)):
+        try:
+            card = find_dataset(name, datasets_dir)
+        except DatasetError:
+            continue
+        for path in card.cubes:
+            digest, size = None, None
+            if path.is_file():
+                h = hashlib.sha256()
+                with open(path, "rb") as fh:
+                    for block in iter(lambda: fh.read(1 << 20), b""):
+                        h.update(block)
+                digest, size = h.hexdigest(), path.stat().st_size
+            out.append({"dataset": name, "title": card.title, "state": card.state,
+                        "cube": _relative(str(path), base) if base else str(path),
+                        "sha256": digest, "bytes": size})
+    return out
+
+
 def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "reports", *,
-                  figures: bool = True) -> dict[str, Path]:
+                  figures: bool = True, datasets_dir: str | os.PathLike | None = None) -> dict[str, Path]:
     """Write ``results.json``, ``report.md``, ``report.html`` and the figures.
 
     Parameters
@@ -488,7 +539,10 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
     reports_dir : path
         Created if needed; each file is replaced atomically.
     figures : bool
-        Draw one PNG per non-skipped result (``figures/<id>__<dataset>.png``).
+        Draw one PNG per non-skipped result (``figures/<id>__<dataset>.png``); figures of
+        earlier runs that this run did not draw are removed, so the folder matches the report.
+    datasets_dir : path, optional
+        The dataset cards' folder: the reports then list the cube files used, with sha256.
 
     Returns
     -------
@@ -518,9 +572,18 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
             if _figure(res, rec, reports_dir / rel):
                 rec["figure"] = rel
                 written[f"{rec['id']}::{rec['dataset']}"] = reports_dir / rel
+    if figures and (reports_dir / FIGURES).is_dir():
+        keep = {p.name for p in written.values()}
+        for old in (reports_dir / FIGURES).glob("*__*.png"):
+            if old.name not in keep:
+                old.unlink()
+    data = []
+    if datasets_dir is not None:
+        names = [r["dataset"] for r in records if r["dataset"] != "-"]
+        data = dataset_records(names, datasets_dir, base=reports_dir.resolve().parent)
     _write_text(reports_dir / RESULTS_JSON, json.dumps(records, indent=2, sort_keys=True, allow_nan=False) + "\n")
-    _write_text(reports_dir / REPORT_MD, _markdown(records))
-    _write_text(reports_dir / REPORT_HTML, _html(records))
+    _write_text(reports_dir / REPORT_MD, _markdown(records, data))
+    _write_text(reports_dir / REPORT_HTML, _html(records, data))
     written.update(json=reports_dir / RESULTS_JSON, markdown=reports_dir / REPORT_MD,
                    html=reports_dir / REPORT_HTML)
     return written

@@ -83,6 +83,7 @@ def test_items_pass_fail_and_skip_as_their_gates_say(pytester, datasets):
     out = res.stdout.str()
     # the skip says why and how to build the data
     assert f"Build it with: {ABSENT_BUILD}" in out and "absent.nc" in out
+    res.stdout.fnmatch_lines(["SKIPPED [[]1[]] hypotheses/claims.py:*B5::absent*Build it with*"])
     # failures print the result row, not a traceback
     assert "replication gate: verdict 'refuted', needs 'supported'" in out
     assert "verdict  refuted: small telescopes" in out
@@ -101,7 +102,8 @@ def test_items_pass_fail_and_skip_as_their_gates_say(pytester, datasets):
     assert recs[("B5", "absent")]["verdict"] == "skipped" and recs[("B5", "absent")]["build"] == ABSENT_BUILD
     for r in recs.values():
         assert set(schema.RESULT_FIELDS) <= set(r)
-    assert (pytester.path / "reports" / "report.md").is_file()
+    md = (pytester.path / "reports" / "report.md").read_text()
+    assert "## Data" in md and "| synth | synthetic synth | present |" in md
     assert (pytester.path / "reports" / "figures" / "B5__synth.png").is_file()
 
 

@@ -43,13 +43,18 @@ def results(tmp_path_factory):
             test="trend", selection={"values": Select("abelian_fraction", step="all", family="Q", projection="none")},
             params={"n_perm": 999}, prediction=Prediction("positive"), gate="report"),
     ]
-    return [r for s in specs for r in evaluate(s, root)]
+    out = [r for s in specs for r in evaluate(s, root)]
+    out[0].data_root = root  # for the Data section (an attribute for this test only)
+    return out
 
 
 @pytest.fixture(scope="module")
 def written(results, tmp_path_factory):
     out = tmp_path_factory.mktemp("reports")
-    return out, report.write_reports(results, out)
+    stale = out / "figures" / "Z9__gone.png"
+    stale.parent.mkdir()
+    stale.write_bytes(b"old")
+    return out, report.write_reports(results, out, datasets_dir=results[0].data_root)
 
 
 def test_results_json_has_every_field_at_full_precision(results, written):
@@ -98,6 +103,7 @@ def test_figures_are_pngs_with_deterministic_names(written):
     for key in ("B5::synth", "C1::synth", "C2::synth", "A4::synth"):
         assert files[key].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "B5::absent" not in files
+    # exactly this run's figures: a stale one from an earlier run is gone
     assert sorted(p.name for p in (out / "figures").iterdir()) == [
         "A4__synth.png", "B5__synth.png", "C1__synth.png", "C2__synth.png"]
 
@@ -120,6 +126,14 @@ def test_markdown_and_html_have_one_section_per_result(results, written):
     assert "**source**: Anchors essay" in md and "**test**: replication (" in md
     assert "Specification curve: 50 % of 2 analysis choices agree" in md
     assert "python -m build_absent --out absent.nc" in md
+    # the summary names the claim; the Data section lists the cubes used, with their sha256
+    assert "| B5 | Initial contribution predicts change <b> | synth | replication |" in md
+    import hashlib
+
+    root = results[0].data_root
+    digest = hashlib.sha256((root / "synth" / "synth.nc").read_bytes()).hexdigest()
+    assert f"| synth | synthetic synth | present | " in md and digest[:16] in md and digest[:16] in html
+    assert "| absent | synthetic absent | buildable | " in md
 
 
 def test_reports_do_not_depend_on_input_order(results, tmp_path):
