@@ -332,8 +332,13 @@ def actual_omega(ch: CanonicalHeads) -> torch.Tensor:
         return symmetric_omega(B, ch.s[:, None, :], ch.s[None, :, :])
     S = torch.cat([ch.Fh, ch.Gh], dim=-1)  # [H, k, 2m]
     S2 = S.permute(1, 0, 2).reshape(k, H * 2 * m)
-    om = (S2.T @ S2).reshape(H, 2 * m, H, 2 * m)
-    return om.permute(0, 2, 1, 3)
+    w = 2 * m
+    om = S.new_empty((H, H, w, w))
+    for i in range(H):  # block row i, j >= i; Omega[j, i] = Omega[i, j]^T
+        row = (S[i].T @ S2[:, i * w:]).reshape(w, H - i, w).permute(1, 0, 2)
+        om[i, i:] = row
+        om[i + 1:, i] = row[1:].transpose(-1, -2)
+    return om
 
 
 def symmetric_omega(B: torch.Tensor, lam_i: torch.Tensor, lam_j: torch.Tensor) -> torch.Tensor:
@@ -545,8 +550,8 @@ def null_commutators(ch: CanonicalHeads, B: torch.Tensor, I: torch.Tensor, J: to
     and ``<A_i A_j, A_j A_i> = lam_i^T (S_j o S_j) lam_i`` with ``S_j = B lam_j B^T``, so a
     pair costs ``O(m^2)`` after an ``O(m^3)`` product per head and draw. Circuits use the
     basis of :func:`null_coordinates`, whose first ``m`` vectors are ``U``: three of the four
-    blocks of ``Omega`` are per-head products, and a pair costs two ``m x m x m`` products
-    (``Y`` and ``X M_ji Y``).
+    blocks of ``Omega`` are per-head products, ``a`` and ``b`` contractions of them, and a
+    pair costs ``3 m^3`` (``Y`` and one product for ``t``), done as one GEMM per block row.
 
     Examples
     --------
@@ -578,7 +583,8 @@ def null_commutators(ch: CanonicalHeads, B: torch.Tensor, I: torch.Tensor, J: to
             Bm = B[lo:lo + chunk, :m, :m]
             a = torch.einsum("ia,nab,jb->nij", s2, Bm * Bm, s2)[:, I, J]
             S = (Bm[:, None] * lam[None, :, None, :]) @ Bm.transpose(-1, -2)[:, None]  # [n, H, m, m]
-            t = torch.einsum("ia,njac,ic->nij", lam, S * S, lam)[:, I, J]
+            T = (S * S) @ lam.T  # [n, H_j, m, H_i]: sum_c S_j[a, c]^2 lam_i[c]
+            t = (T * lam.T[None, None]).sum(-2).transpose(-1, -2)[:, I, J]  # lam_i^T (S_j o S_j) lam_i
             out.append(normalized_commutator(a, a, t, norm_i, norm_j)[1])
         return torch.cat(out, dim=0)
     Ch = null_coordinates(ch)  # [H, s, 2m] = [[diag(sig), cU], [0, cL]]
@@ -586,29 +592,30 @@ def null_commutators(ch: CanonicalHeads, B: torch.Tensor, I: torch.Tensor, J: to
     s = Ch.shape[-2]
     cGf = Ch[..., m:].permute(1, 0, 2).reshape(s, H * m)  # [s, H m]: the Gh coordinates, stacked
     sig = ch.s
-    per_draw = (P * m * m * 7 + (H * m) ** 2 * 2 + H * s * m * 2) * B.element_size()
+    per_draw = (H * m * m * 8 + H * s * m * 2 + H * H * 3) * B.element_size()
     chunk = max(1, min(n_draws, chunk_bytes // max(per_draw, 1)))
-    sI_col, sI_row, sJ_row = sig[I][None, :, :, None], sig[I][None, :, None, :], sig[J][None, :, None, :]
     for lo in range(0, n_draws, chunk):
         Bs = B[lo:lo + chunk, :s, :s]  # [c, s, s]
         c = Bs.shape[0]
         BcGf = Bs @ cGf  # [c, s, H m]: B cG_j for every head j
         BG = BcGf[:, :m].reshape(c, m, H, m).permute(0, 2, 1, 3)  # [c, H, m, m]: B[:m, :] cG_j
         GB = (cGf.T @ Bs[:, :, :m]).reshape(c, H, m, m)  # cG_i^T B[:, :m]
-        W = (Bs[:, None, :m, :m] * sig[None, :, None, :]) @ BG.transpose(-1, -2)  # B_uu diag(sig_j) BG_j^T
-        # Y_ij = cG_i^T B cG_j for i < j, one GEMM per block row (pairs are ordered row by row)
-        Y = torch.cat(
-            [
-                (cGf[:, i * m:(i + 1) * m].T @ BcGf[:, :, (i + 1) * m:]).reshape(c, m, H - 1 - i, m).permute(0, 2, 1, 3)
-                for i in range(H - 1)
-            ],
-            dim=1,
-        )
-        M = GB[:, I] * sJ_row  # Gh_i^T O Fh_j
-        Mji = (sI_col * BG[:, J]).transpose(-1, -2)  # (Fh_i^T O Gh_j)^T
-        XMji = sI_col * W[:, J] * sI_row  # X M_ji = diag(sig_i) W_j diag(sig_i)
-        a = (s2[I][None, :, :, None] * M * M).sum((-1, -2))
-        b = (s2[J][None, :, :, None] * Mji * Mji).sum((-1, -2))
-        t = (M * (XMji @ Y)).sum((-1, -2))
+        # M_ij = GB_i diag(sig_j), M_ji = (diag(sig_i) BG_j)^T: a and b need no pair tensor
+        a = torch.einsum("ia,ciab,jb->cij", s2, GB * GB, s2)[:, I, J]
+        b = torch.einsum("ja,cjba,ib->cij", s2, BG * BG, s2)[:, I, J]
+        # t = tr(M^T X M_ji Y) = tr(Z1 Z2), Z1 = GB_i^T diag(sig_i) W_j with
+        # W_j = B_uu diag(sig_j) BG_j^T, Z2 = diag(sig_i) Y_ij diag(sig_j), Y_ij = cG_i^T B cG_j;
+        # one GEMM per block row i against all j > i (pairs are ordered row by row)
+        W = (Bs[:, None, :m, :m] * sig[None, :, None, :]) @ BG.transpose(-1, -2)  # [c, H, m, m]
+        Wcat = W.permute(0, 2, 1, 3).reshape(c, m, H * m)  # [W_1 ... W_H]
+        Pm = GB.transpose(-1, -2) * sig[None, :, None, :]  # GB_i^T diag(sig_i)
+        rows = []
+        for i in range(H - 1):
+            nj = H - 1 - i
+            Z1 = (Pm[:, i] @ Wcat[:, :, (i + 1) * m:]).reshape(c, m, nj, m)  # [c, a, j, b]
+            Y = (cGf[:, i * m:(i + 1) * m].T @ BcGf[:, :, (i + 1) * m:]).reshape(c, m, nj, m)
+            Z2 = sig[i][None, :, None, None] * Y * sig[i + 1:][None, None, :, :]  # [c, b, j, a]
+            rows.append((Z1 * Z2.permute(0, 3, 2, 1)).sum((1, 3)))
+        t = torch.cat(rows, dim=1)
         out.append(normalized_commutator(a, b, t, norm_i, norm_j)[1])
     return torch.cat(out, dim=0)
