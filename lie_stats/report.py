@@ -7,7 +7,8 @@ full precision (NaN as ``null``); the Markdown, HTML and terminal tables round.
 :data:`lie_stats.schema.RESULT_FIELDS` (DESIGN.md, "Results") and also ``source``,
 ``reason``, ``build``, ``extra``, ``selection``, ``params``, ``prediction``,
 ``spec_curve`` (verdict and numbers per analysis choice), ``spec_curve_share`` (share of the
-non-skipped choices whose verdict equals the main one), ``pinned_verdict``, ``pinned_hash``,
+non-skipped choices whose verdict equals the main one), ``spec_curve_supported`` (share of
+them that support the claim), ``pinned_verdict``, ``pinned_hash``,
 ``declaration_changed`` (the declaration's hash differs from the pinned one), ``outcome``
 (pytest's, under the gate), ``p_holm`` and ``p_bh`` (adjusted across every result of the
 run with :func:`lie_stats.stats.adjust_pvalues`; skipped results and results without a
@@ -386,7 +387,8 @@ def _sections(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             for c in r.get("spec_curve") or []
         ]
         out.append({"title": f"{r['id']} on {r['dataset']}", "facts": facts, "numbers": numbers,
-                    "curve": curve, "share": r.get("spec_curve_share"), "figure": r.get("figure")})
+                    "curve": curve, "share": r.get("spec_curve_share"),
+                    "supported": r.get("spec_curve_supported"), "figure": r.get("figure")})
     return out
 
 
@@ -422,8 +424,10 @@ def _markdown(records: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, 
         lines += [f"| {k} | {_md_cell(v)} |" for k, v in s["numbers"]]
         if s["curve"]:
             share = s["share"]
+            sup = s["supported"]
             lines += ["", f"Specification curve: {fmt(100 * share) if share is not None else '-'} % of "
-                          f"{len(s['curve'])} analysis choices agree with the verdict.", "",
+                          f"{len(s['curve'])} analysis choices agree with the verdict; "
+                          f"{fmt(100 * sup) if sup is not None else '-'} % support the claim.", "",
                       "| choice | verdict | effect [CI] | p |", "|---|---|---|---|"]
             lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in s["curve"]]
         if s["figure"]:
@@ -456,8 +460,10 @@ def _html(records: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, Any]
         parts.append(_html_table(["quantity", "value"], s["numbers"]))
         if s["curve"]:
             share = s["share"]
+            sup = s["supported"]
             parts.append(f"<p>Specification curve: {fmt(100 * share) if share is not None else '-'} % of "
-                         f"{len(s['curve'])} analysis choices agree with the verdict.</p>")
+                         f"{len(s['curve'])} analysis choices agree with the verdict; "
+                         f"{fmt(100 * sup) if sup is not None else '-'} % support the claim.</p>")
             parts.append(_html_table(["choice", "verdict", "effect [CI]", "p"], s["curve"]))
         if s["figure"]:
             parts.append(f'<p><img src="{e(s["figure"])}" alt="{e(s["title"])}"></p>')

@@ -1367,6 +1367,14 @@ class Result:
             return math.nan
         return sum(c["verdict"] == self.verdict for c in done) / len(done)
 
+    @property
+    def spec_curve_supported(self) -> float:
+        """Share of the non-skipped analysis choices whose verdict is ``supported`` (NaN if none)."""
+        done = [c for c in self.spec_curve if c["verdict"] != "skipped"]
+        if not done:
+            return math.nan
+        return sum(c["verdict"] == "supported" for c in done) / len(done)
+
     def row(self) -> dict[str, Any]:
         """The JSON-ready record (full precision; NaN as None)."""
         out: dict[str, Any] = {}
@@ -1375,6 +1383,7 @@ class Result:
                 continue
             out[f.name] = _json_number(getattr(self, f.name))
         out["spec_curve_share"] = _json_number(self.spec_curve_share)
+        out["spec_curve_supported"] = _json_number(self.spec_curve_supported)
         if out["n"] is not None and float(out["n"]).is_integer():
             out["n"] = int(out["n"])  # a count
         return out

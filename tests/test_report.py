@@ -61,7 +61,8 @@ def test_results_json_has_every_field_at_full_precision(results, written):
     out, files = written
     records = json.loads((out / "results.json").read_text())
     assert isinstance(records, list) and len(records) == len(results) == 5
-    extra_fields = {"p_holm", "p_bh", "spec_curve", "spec_curve_share", "declaration_changed",
+    extra_fields = {"p_holm", "p_bh", "spec_curve", "spec_curve_share", "spec_curve_supported",
+                    "declaration_changed",
                     "pinned_verdict", "pinned_hash", "source", "reason", "build", "figure", "extra"}
     for rec in records:
         assert set(schema.RESULT_FIELDS) | extra_fields <= set(rec), set(schema.RESULT_FIELDS) - set(rec)
@@ -80,7 +81,7 @@ def test_results_json_has_every_field_at_full_precision(results, written):
     assert [(r["id"], r["dataset"]) for r in records] == sorted(by_key)
     c1 = by_key[("C1", "synth")]
     assert [c["choice"] for c in c1["spec_curve"]] == [{"family": "Q"}, {"family": "K"}]
-    assert c1["spec_curve_share"] == 0.5
+    assert c1["spec_curve_share"] == 0.5 and c1["spec_curve_supported"] == 0.5
     # no absolute, machine-specific path: relative to the reports' parent, else the file name
     assert rec["module"] == "test_report.py"
 
@@ -124,7 +125,7 @@ def test_markdown_and_html_have_one_section_per_result(results, written):
     assert '<img src="figures/B5__synth.png"' in html
     assert "Initial contribution predicts change &lt;b&gt;" in html  # escaped
     assert "**source**: Anchors essay" in md and "**test**: replication (" in md
-    assert "Specification curve: 50 % of 2 analysis choices agree" in md
+    assert "Specification curve: 50 % of 2 analysis choices agree with the verdict; 50 % support" in md
     assert "python -m build_absent --out absent.nc" in md
     # the summary names the claim; the Data section lists the cubes used, with their sha256
     assert "| B5 | Initial contribution predicts change <b> | synth | replication |" in md
