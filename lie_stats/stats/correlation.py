@@ -117,7 +117,7 @@ class _Kernel:
         # sx antisymmetric: sum_ij sx_ij sign(y_pi(i) - y_pi(j)) = 2 sum_ij sx_ij [y_pi(i) > y_pi(j)]
         n = self.x.size
         sx = self.sx[plan.order][:, plan.order].reshape(-1)
-        exact_f32 = n * n < 2 ** 24  # float32 sums of at most n^2 terms in {-1, 0, 1} are exact
+        exact_f32 = n * n < 2 ** 23  # float32 sums of n^2 terms in {-2, 0, 2} stay exact integers
         w = 2.0 * sx.astype(np.float32 if exact_f32 else np.float64)
         out = []
         for vals in plan.value_chunks(self.ry):
