@@ -778,7 +778,6 @@ class TestInput:
         ``head``, ...). ``drop_model`` aligns selections of different models unit by unit
         (base vs tuned): each role must then hold exactly one model.
         """
-        import pandas as pd
         import xarray as xr
 
         key = (*roles, "<drop_model>") if drop_model else roles
