@@ -50,6 +50,7 @@ __all__ = [
     "compute_checkpoint",
     "change_from_init",
     "resolve_device",
+    "null_quantile",
 ]
 
 #: METRICS.md §3.3: at least 64 null draws per layer.
@@ -288,7 +289,7 @@ def _family_metrics(ch: CanonicalHeads, B: torch.Tensor, *, alpha: float, tau: f
         stats = {
             "mean": cn.mean(axis=0),
             "std": cn.std(axis=0, ddof=1),
-            "q": np.quantile(cn, alpha, axis=0, method="weibull"),
+            "q": null_quantile(cn, alpha),
         }
         full = {}
         for key, vals in stats.items():
@@ -350,6 +351,24 @@ def _family_metrics(ch: CanonicalHeads, B: torch.Tensor, *, alpha: float, tau: f
         V_Z_MEAN_HEAD: z_mean_head,
         V_K_SELF: np.diagonal(_np(K)).copy(),
     }
+
+
+def null_quantile(draws: np.ndarray, alpha: float) -> np.ndarray:
+    """The ``alpha`` quantile of null draws along axis 0, as :func:`compute_layer` uses it (METRICS.md §4.2).
+
+    numpy's ``method="weibull"``: position ``alpha (n + 1)`` (1-based) among the ``n`` sorted
+    draws, interpolated linearly, clipped to the smallest and largest draw. For a value
+    exchangeable with the draws, ``P(value < quantile) = alpha`` when ``alpha (n + 1)`` is an
+    integer (Weibull plotting positions; Hyndman & Fan 1996, definition 6).
+
+    Examples
+    --------
+    >>> null_quantile(np.arange(1.0, 100.0)[:, None], 0.05)   # 99 draws: the 5th smallest
+    array([5.])
+    >>> null_quantile(np.arange(1.0, 65.0)[:, None], 0.01)    # below 1/(n+1): the smallest
+    array([1.])
+    """
+    return np.quantile(draws, alpha, axis=0, method="weibull")
 
 
 def _row_mean_off_diag(x: np.ndarray) -> np.ndarray:

@@ -394,6 +394,53 @@ def test_pinned_null_values() -> None:
 PINNED_NULL_MEAN = [0.7218059970932648, 0.7267622617768894]
 
 
+def test_null_statistics_are_those_of_the_documented_draws() -> None:
+    # Re-derive the null of compute_layer from its documented recipe: Haar blocks from
+    # SeedSequence([seed, layer], spawn_key=(k,)), heads sorted by ||A||_F, pairs a < b; the
+    # alpha quantile is the weibull one: with alpha (n + 1) = 50 the 50th smallest draw.
+    from lie_stats.operators import (CanonicalHeads, canonical_heads, family_factors, haar_blocks,
+                                     null_block_size, null_commutators, null_seed_sequence)
+    H, d, r, n, seed = 5, 14, 2, 99, 9
+    w = make_layer(H, d, r, 31, layer=6)
+    alpha = 50 / (n + 1)
+    out = compute_layer(w, families=("K", "OV"), alpha=alpha, null_draws=n, seed=seed)
+    rng = np.random.default_rng(null_seed_sequence(seed, 6, d))
+    B = torch.from_numpy(haar_blocks(n, d, null_block_size(d, r), rng))
+    iu = np.triu_indices(H, 1)
+    for fi, (fam, sym) in enumerate((("K", True), ("OV", False))):
+        ch = canonical_heads(*family_factors(w, fam), symmetric=sym)
+        order = torch.sort(ch.s2.sum(-1).sqrt(), stable=True).indices
+        chs = CanonicalHeads(ch.U[order], ch.V[order], ch.s[order], ch.k, sym)
+        I, J = torch.triu_indices(H, H, 1)
+        cn = null_commutators(chs, B, I, J).numpy()
+        o = order.numpy()
+        mean = np.full((H, H), np.nan)
+        q = np.full((H, H), np.nan)
+        mean[o[I], o[J]] = mean[o[J], o[I]] = cn.mean(0)
+        q[o[I], o[J]] = q[o[J], o[I]] = np.sort(cn, axis=0)[49]
+        np.testing.assert_allclose(out[V["commutator_null_mean"]][fi, 0], mean, rtol=1e-12, equal_nan=True)
+        sd = np.full((H, H), np.nan)
+        sd[o[I], o[J]] = sd[o[J], o[I]] = cn.std(0, ddof=1)
+        np.testing.assert_allclose(out[V["commutator_null_std"]][fi, 0], sd, rtol=1e-10, equal_nan=True)
+        c = out[V["commutator"]][fi, 0][iu]
+        assert out[V["abelian_fraction"]][fi, 0] == np.mean(c < q[iu])
+        assert 0 < out[V["abelian_fraction"]][fi, 0] < 1  # the check is not vacuous
+
+
+@pytest.mark.parametrize("n", [64, 99, 199])
+def test_null_quantile_is_the_weibull_order_statistic(n: int) -> None:
+    # P(value < q) = k / (n + 1) for the k-th smallest of n exchangeable draws, so the alpha
+    # quantile is the k-th smallest when alpha (n + 1) = k, and the smallest below 1/(n+1).
+    from lie_stats.metrics import null_quantile
+    draws = np.random.default_rng(n).standard_normal((n, 3))
+    srt = np.sort(draws, axis=0)
+    for k in (1, 2, 5, 10):
+        np.testing.assert_allclose(null_quantile(draws, k / (n + 1)), srt[k - 1], rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(null_quantile(draws, 0.5 / (n + 1)), srt[0])
+    # halfway between two plotting positions: halfway between the order statistics
+    np.testing.assert_allclose(null_quantile(draws, 2.5 / (n + 1)), (srt[1] + srt[2]) / 2, rtol=1e-12)
+
+
 def test_z_is_c_against_the_null() -> None:
     w = make_layer(4, 16, 2, 9)
     out = compute_layer(w, families=("K", "QK"))
