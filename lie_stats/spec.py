@@ -48,6 +48,9 @@ default), ``value`` the prediction's null value (0 unless given).
     the crossover's interval is finite; *refuted* when it never changes sign
     (``n_crossings == 0``); *inconclusive* otherwise (several crossings, or an interval
     without a crossing in every resample). The reference fraction is reported beside it.
+``mixed_model`` (params ``formula`` over the roles ``y``, ``x``, ``z``, ``w``, and ``term``)
+    the p-value rule on the Wald test of ``term`` (random intercept per layer); reported as
+    descriptive, as DESIGN.md asks of mixed models.
 ``model_comparison`` (prediction ``"preferred"``; params ``models``, ``predicted``)
     *supported* when the predicted model's AIC is lower than every other model's by at
     least ``min_delta_aic`` (2); *refuted* when another model's is lower by that much;
@@ -509,6 +512,8 @@ def _validate(spec: HypothesisSpec) -> None:
             raise _err(spec, f"params[{key!r}]", f"test {spec.test!r} requires the parameter {key!r}.")
     if spec.test == "model_comparison":
         _validate_models(spec, params)
+    if spec.test == "mixed_model":
+        _validate_formula(spec, params)
     _validate_param_values(spec, params)
     pred = spec.prediction
     if not isinstance(pred, Prediction):
@@ -1042,6 +1047,7 @@ _STAT_MODULES = {
     "group_difference": "groups", "tost_relative": "equivalence",
     "tost_correlation": "equivalence", "replicate_correlation": "replication",
     "trend": "trend", "enrichment": "trend", "depth_crossover": "trend", "fisher_z_se": "equivalence",
+    "mixed_model": "models", "compare_models": "models",
     "boundary_ratio": "trend", "adjust_pvalues": "multiplicity",
 }
 
@@ -1256,6 +1262,48 @@ def decide_model_comparison(row: Mapping[str, float], ctx: Decision) -> tuple[st
     return "inconclusive", f"AIC differences below {delta}: the models are not distinguished"
 
 
+_FORMULA_WORDS = ("I", "np", "log", "log2", "log10", "exp", "sqrt", "center", "standardize", "scale")
+_GROUP_COLUMN = "stratum"
+
+
+def _validate_formula(spec: Any, params: Mapping[str, Any]) -> None:
+    import re
+
+    formula, term = params.get("formula"), params.get("term")
+    roles = list(spec.selection)
+    if not isinstance(formula, str) or "~" not in formula:
+        raise _err(spec, "params['formula']", f"expected a formula 'y ~ x + ...', got {formula!r}.")
+    for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", formula):
+        if word not in roles and word not in _FORMULA_WORDS:
+            raise _err(spec, "params['formula']",
+                       f"unknown name {word!r}: the formula's variables are the selection's roles "
+                       f"({', '.join(roles)}).{did_you_mean(word, roles)}")
+    if not isinstance(term, str) or not term:
+        raise _err(spec, "params['term']", "name the coefficient the prediction is about (e.g. 'x:z').")
+    categorical = params.get("categorical") or ()
+    if isinstance(categorical, str) or not all(c in roles for c in categorical):
+        raise _err(spec, "params['categorical']",
+                   f"expected a tuple of roles among {', '.join(roles)}, got {categorical!r}.")
+    if params.get("strata") == "none":
+        raise _err(spec, "params['strata']", "a mixed model needs groups: strata 'layer' or 'model'.")
+
+
+def _run_mixed_model(data: TestInput) -> Any:
+    p = data.params
+    roles = list(data.arrays)
+    table = data.table(*roles)
+    frame = table[roles].copy()
+    for role in p.get("categorical") or ():  # labels as categories (coefficients per level)
+        frame[role] = frame[role].map(lambda v: f"{v:g}").astype("category")
+    frame[_GROUP_COLUMN] = data.strata(table)
+    res = _stats().mixed_model(frame, p["formula"], groups=_GROUP_COLUMN)
+    if p["term"] not in res.index:
+        terms = [str(t) for t in res.index]
+        raise SpecError(f"params['term']: the model has no coefficient {p['term']!r}."
+                        f"{did_you_mean(p['term'], terms)} Coefficients: {', '.join(terms)}.")
+    return res.loc[[p["term"]]].reset_index(drop=True)
+
+
 _CORR = {"method": "spearman", "alternative": "two-sided", **_RESAMPLING}
 
 register_test("model_comparison", _run_model_comparison, decide_model_comparison,
@@ -1264,6 +1312,26 @@ register_test("model_comparison", _run_model_comparison, decide_model_comparison
               description="OLS models of a per-model response (the selection averaged over "
                           "layers and heads) on model-shape predictors (MODEL_PREDICTORS), "
                           "compared by AIC (lie_stats.stats.compare_models)")
+def decide_mixed_model(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """The p-value rule, but a fit that did not converge decides nothing.
+
+    >>> ctx = Decision(Prediction("negative"), 0.05, {}, {})
+    >>> decide_mixed_model({"p_value": 0.001, "effect": -1.0, C.CONVERGED: 0.0}, ctx)[0]
+    'inconclusive'
+    """
+    if row.get(C.CONVERGED) == 0:
+        return "inconclusive", "the mixed model did not converge (statsmodels MixedLM)"
+    return decide_directional(row, ctx)
+
+
+register_test("mixed_model", _run_mixed_model, decide_mixed_model, roles=("y", "x"),
+              optional_roles=("z", "w"),
+              params={"formula": None, "term": None, "categorical": (), "strata": "layer"},
+              required_params=("formula", "term"),
+              description="linear mixed model with a random intercept per stratum (layer), "
+                          "Wald test of one coefficient (params formula over the roles, term; "
+                          "roles listed in categorical enter as factors, e.g. term 'z[T.2]'); "
+                          "descriptive (lie_stats.stats.mixed_model)")
 register_test("correlation", _run_correlation, decide_directional, roles=("x", "y"), params=_CORR,
               description="rank/linear correlation across heads, permutation p within strata, "
                           "cluster-bootstrap interval (lie_stats.stats.correlation)")

@@ -3,8 +3,9 @@
 ``make_datasets(root)`` writes three dataset cards under ``root``:
 
 ``synth``  one run ``m0`` (8 layers x 12 heads = 96 heads, 6 checkpoints), with
-    - ``change_from_init`` (last) = 1.5 - 3 * ``head_contribution`` (first) + noise: a strong
-      negative correlation (rho about -0.6), so a replication of rho = -0.274 (n = 96) holds;
+    - ``change_from_init`` (last) = 1.5 + layer level - 3 * ``head_contribution`` (first) +
+      noise: a strong negative correlation (rho about -0.6), so a replication of
+      rho = -0.274 (n = 96) holds;
     - ``value_norm`` (last) rising with the change: a positive correlation;
     - ``ov_norm`` (last) independent of everything: a null;
     - ``killing_self`` family Q tracking the contribution, family K noise (spec curve);
@@ -44,7 +45,8 @@ def synth_cube(seed: int = 0):
     rng = np.random.default_rng(seed)
     L, H = N_LAYERS, N_HEADS
     contrib0 = rng.dirichlet(np.ones(H), size=L)  # [L, H], rows sum to 1
-    change_last = np.abs(1.5 - 3.0 * contrib0 + 0.25 * rng.normal(size=(L, H))) + 0.05
+    layer_offset = np.linspace(-0.3, 0.3, L)[:, None]  # layers differ in level (nesting)
+    change_last = np.abs(1.5 + layer_offset - 3.0 * contrib0 + 0.25 * rng.normal(size=(L, H))) + 0.05
     value_norm = 1.0 + 2.0 * change_last + 0.05 * rng.normal(size=(L, H))
     depth = np.arange(L) / (L - 1)
     shards = []

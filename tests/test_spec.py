@@ -182,6 +182,10 @@ BAD = [
     (dict(test="replication", reference={"rho": -0.274, "n": 3}), "reference", "integer >= 5"),
     (dict(test="group_difference", selection={"x": Select("change_from_init"), "group": Select("head_label")},
           params={"groups": (1, 2, 3)}), "params['groups']", "the two group codes"),
+    (dict(test="mixed_model", selection={"y": Select("change_from_init"), "x": Select("head_contribution")},
+          params={"formula": "y ~ x * klass", "term": "x"}), "params['formula']", "unknown name 'klass'"),
+    (dict(test="mixed_model", selection={"y": Select("change_from_init"), "x": Select("head_contribution")},
+          params={"formula": "y ~ x"}), "params['term']", "requires the parameter 'term'"),
     (dict(datasets=()), "datasets", "non-empty"),
     (dict(datasets=("synth", "synth")), "datasets", "twice"),
     (dict(claim=""), "claim", "non-empty string"),
@@ -490,3 +494,23 @@ def test_pairwise_variables_keep_each_pair_once():
     kept = np.argwhere(np.isfinite(da.values[0, 0]))
     assert kept.tolist() == [[0, 1], [0, 2], [1, 2]]  # layer 0: pairs (0,1), (0,2), (1,2) only
     assert int(np.isfinite(da.values).sum()) == 2 * 3
+
+
+def test_mixed_model_interaction(root):
+    # change ~ contribution x label: the contribution slope is negative overall (planted)
+    s = make(test="mixed_model", selection={"y": Select("change_from_init"),
+                                            "x": Select("head_contribution", step="first"),
+                                            "z": Select("head_label")},
+             params={"formula": "y ~ x * z", "term": "x", "categorical": ("z",)},
+             prediction=Prediction("negative"))
+    r = one(s, root)
+    assert r.verdict == "supported" and r.effect < 0 and r.n == 96 and r.extra["n_groups"] == 8
+    # the label enters as a factor: its interaction coefficient is named by level
+    s2 = make(test="mixed_model", selection=s.selection,
+              params={"formula": "y ~ x * z", "term": "x:z[T.2]", "categorical": ("z",)},
+              prediction=Prediction("nonzero"))
+    assert one(s2, root).verdict in ("supported", "inconclusive")
+    bad = make(test="mixed_model", selection={"y": Select("change_from_init"), "x": Select("head_contribution")},
+               params={"formula": "y ~ x", "term": "xx"})
+    with pytest.raises(SpecError, match=r"no coefficient 'xx'\. Did you mean 'x'\?"):
+        one(bad, root)
