@@ -190,12 +190,12 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: Any) 
                  f"already declared by {first[1]}; ids must be unique in a registry.")]
     state.collected[obj.id] = (obj, f"{collector.nodeid}::{name}")
     if isinstance(obj, spec_mod.OutOfScope):
-        return [OutOfScopeItem.from_parent(collector, name=name, record=obj)]
+        return [OutOfScopeItem.from_parent(collector, name=obj.id, record=obj, attr=name)]
     try:
         spec_mod.check_datasets(obj, state.datasets)
     except Exception as e:  # noqa: BLE001 - SpecError or a malformed card, for this spec only
         return [ModuleErrorItem.from_parent(collector, name=f"{name}[datasets]", text=_describe(e))]
-    return [SpecItem.from_parent(collector, name=f"{name}[{ds}]", spec=obj, dataset=ds, attr=name)
+    return [SpecItem.from_parent(collector, name=f"{obj.id}[{ds}]", spec=obj, dataset=ds, attr=name)
             for ds in obj.datasets]
 
 
@@ -221,6 +221,7 @@ class SpecItem(pytest.Item):
         self.attr = attr
         self.result: Any = None
         self.user_properties.append(("spec_id", spec.id))
+        self.extra_keyword_matches.update({attr, dataset, spec.gate})  # -k B5, -k pinned, ...
 
     @property
     def key(self) -> str:
@@ -290,9 +291,10 @@ class SpecItem(pytest.Item):
 class OutOfScopeItem(pytest.Item):
     """A claim recorded as not testable here: always skipped, with its reason, and reported."""
 
-    def __init__(self, *, record: Any, **kwargs: Any) -> None:
+    def __init__(self, *, record: Any, attr: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.record = record
+        self.extra_keyword_matches.add(attr)
         self.result: Any = None
 
     @property

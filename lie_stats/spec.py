@@ -329,6 +329,9 @@ class HypothesisSpec:
                                              for k, v in dict(self.choices or {}).items()})
         _validate(self)
 
+    def __hash__(self) -> int:  # mappings inside: hash the canonical declaration instead
+        return hash(self.spec_hash())
+
     # -- derived ------------------------------------------------------------------------
     @property
     def kind(self) -> "TestKind":
@@ -1515,6 +1518,9 @@ class OutOfScope:
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
                 raise _err(self, name, f"expected a non-empty string, got {value!r}.")
+
+    def __hash__(self) -> int:
+        return hash(self.spec_hash())
 
     def declaration(self) -> dict[str, Any]:
         return {"id": self.id, "claim": self.claim, "reason": self.reason,

@@ -236,6 +236,15 @@ def test_duplicate_ids_are_reported_and_imports_not_collected_twice(pytester, da
     assert "a_first.py::PIN" in out
 
 
+def test_items_are_named_by_spec_id_and_selectable(pytester, datasets):
+    write_module(pytester, "claims", REP_OK, REPORT_REFUTED)
+    res = run(pytester, datasets, "--collect-only", "-q")
+    res.stdout.fnmatch_lines(["*hypotheses/claims.py::B5[[]synth[]]", "*hypotheses/claims.py::B5[[]absent[]]",
+                              "*hypotheses/claims.py::B6[[]synth[]]"])
+    run(pytester, datasets, "-k", "B6").assert_outcomes(passed=1)
+    run(pytester, datasets, "-k", "REP_OK and synth").assert_outcomes(passed=1)  # attribute, dataset
+
+
 def test_specs_in_regular_test_modules_are_collected_too(pytester, datasets):
     pytester.makepyfile(test_mixed=HEADER + REPORT_REFUTED + "\n\ndef test_plain():\n    assert True\n")
     res = pytester.runpytest("--lie-datasets", str(datasets))

@@ -73,6 +73,12 @@ def test_spec_hash_is_pinned():
         "ebc8ddf2b9e8773c38083f91323d11a9c7d24ccb5b9dcaac4ef1e498453c6fb7")
 
 
+def test_specs_are_hashable_and_compare_by_declaration():
+    a, b = HypothesisSpec(**PINNED_HASH_SPEC), HypothesisSpec(**PINNED_HASH_SPEC)
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert a != HypothesisSpec(**dict(PINNED_HASH_SPEC, claim="other"))
+
+
 def test_spec_hash_is_sha256_of_canonical_declaration():
     import hashlib
     import json
