@@ -16,16 +16,24 @@ fails each item by its gate:
 ``report``
     never fails.
 
+``--update-verdicts`` re-pins every evaluated verdict (any gate) with its declaration hash;
+it passes pinned items but still fails a replication that is not supported. Skipped items
+keep their earlier pin.
+
 A dataset whose cubes are absent makes the item skip, with the reason and the command that
 builds the data. Under every gate, a declaration whose hash differs from the pinned one is
 flagged: a line in the terminal summary and ``declaration_changed`` in the report.
+An :class:`lie_stats.spec.OutOfScope` record becomes an item that always skips with its
+reason and is reported. Items are named ``<spec id>[<dataset>]`` and also match ``-k`` on
+the module attribute, the dataset and the gate; two specs with one id are an error.
 
 Options (group ``lie-stats``): ``--lie-datasets DIR``, ``--lie-reports DIR``,
-``--lie-verdicts FILE``, ``--lie-no-figures``, ``--update-verdicts``. Files outside ``test_*.py`` are collected as
-hypothesis modules when they sit in a folder named in the ini option
-``lie_hypothesis_dirs`` (default ``hypotheses``). A module that fails to import (syntax
-error, :class:`~lie_stats.errors.SpecError`) becomes one failing item for that module; the
-other modules still run.
+``--lie-verdicts FILE``, ``--lie-no-figures``, ``--update-verdicts``. Files that do not
+match ``python_files`` are collected as hypothesis modules when they sit in a folder named
+in the ini option ``lie_hypothesis_dirs`` (default ``hypotheses``). A module that fails to
+import (syntax error, :class:`~lie_stats.errors.SpecError`) becomes one failing item for
+that module; the other modules still run. At the end of a session that ran spec items,
+the reports are written (:func:`lie_stats.report.write_reports`).
 
 This module is loaded in every pytest run of the environment (``pytest11`` entry point): it
 imports nothing heavy at import time and does nothing unless it collected its own items.
