@@ -334,3 +334,35 @@ def test_real_minilm_sinks_match_direct_attention(minilm_path):
         np.testing.assert_allclose(out["sink_argmax_fraction"][layer], frac, atol=1e-12)
     table = sink_table(out)
     assert list(table.index) == list(range(6)) and table["heads_argmax_pos0"].between(0, 1).all()
+
+
+def test_command_line_table(tmp_path, capsys):
+    """``python -m lie_stats.activations`` (the command of datasets/panel/SINKS.md) on a tiny
+    GPT-2 with a word-level tokenizer saved beside it."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import models, pre_tokenizers
+
+    from lie_stats.activations import _main
+    from lie_stats.probe import load_probe
+
+    from ._checkpoints import make_checkpoint
+
+    folder = make_checkpoint("gpt2", tmp_path / "ckpt", seed=4, n_layers=2)
+    words = DATA.read_text(encoding="utf-8").split()
+    vocab = {"<bos>": 0, "<unk>": 1}
+    for w in words:
+        if len(vocab) < 96:
+            vocab.setdefault(w, len(vocab))
+    tok = tokenizers.Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.save(str(folder / "tokenizer.json"))
+    assert _main([str(folder), "--text", str(DATA), "--n-seq", "4", "--seq-len", "16",
+                  "--save-probe", str(tmp_path / "p.npz")]) == 0
+    text = capsys.readouterr().out
+    probe = load_probe(tmp_path / "p.npz")
+    assert probe.sha256 in text and "position 0 = bos ('<bos>')" in text
+    assert (probe.tokens[:, 0] == 0).all() and probe.tokens.shape == (4, 16)
+    rows = [line for line in text.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert len(rows) == 2
+    expected = sink_table(activation_metrics(folder, probe, grad=False))
+    assert f"{expected['mean_sink_score'].iloc[1]:.3f}" in rows[1]
