@@ -452,9 +452,20 @@ def compute_layer(
 
     Notes
     -----
+    Random-orientation null (§3.3): each draw is a Haar block ``B`` shared by all pairs and
+    families of the layer (see :mod:`lie_stats.operators`); heads are taken in the order of
+    ``||A||_F`` (stable), a basis-free order, so permuting heads permutes every result. A
+    change of residual basis leaves the null of Gram families unchanged; for circuits it
+    gives another realization of the same null (the sign gauge of singular pairs), so
+    ``commutator_z`` and ``abelian_fraction`` are basis-free in distribution, ``c`` and
+    ``Khat`` exactly.
+
     Cost for ``H`` heads of width ``r``, operator size ``k`` and ``n`` draws: the weights'
     pairwise blocks are one ``O(H^2 r^2 k)`` product per family; the null costs
-    ``O(n H^2 r^3)`` per family and never touches ``k``-dimensional vectors.
+    ``O(n H^2 r^3)`` per family (``3 r^3`` per pair and draw for circuits, ``O(r^2)`` for
+    Gram families) and never touches ``k``-dimensional vectors. Measured for a
+    Pythia-410m-shaped layer (``d_model`` 1024, 16 heads of 64, families Q, O, QK, OV, 64
+    draws) on one core of a loaded 2-core CPU: 5.2 s in float64, 2.5 s in float32.
 
     Examples
     --------

@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from .errors import MetricError, did_you_mean
-from .schema import CIRCUIT_FAMILIES, FAMILIES, GRAM_FAMILIES, PROJECTION_ADAPTIVE, PROJECTION_NONE, parse_projection
+from .schema import FAMILIES, GRAM_FAMILIES, PROJECTION_ADAPTIVE, PROJECTION_NONE, parse_projection
 
 if TYPE_CHECKING:  # pragma: no cover
     from .architectures import LayerWeights
