@@ -18,7 +18,8 @@ architecture adapter from the live parameters:
                            (§7.3; no bias: ``b_V`` and ``b_O`` are left out, as §1 says)
 ``sink_value_ratio``       ``mean_seq ||v_0|| / mean_{seq, t >= 1} ||v_t||`` with the value vector
                            ``v_t = x_t W_V[h]`` (``d_head``-dimensional, no bias) (§7.4): a ratio
-                           of means; 0 when ``v_0 = 0``; NaN when every ``v_t``, ``t >= 1``, is 0
+                           of means; 0 when ``v_0 = 0``; NaN when every ``v_t``, ``t >= 1``, is 0;
+                           under grouped-query attention, equal for heads sharing a K/V head
 ``grad_alignment``         cosine between the gradient of the layer-summary objective and that of
                            the language-model loss, w.r.t. the head's slices of ``W_Q, W_K, W_V,
                            W_O`` (biases excluded) (§7.5); see :func:`activation_metrics`

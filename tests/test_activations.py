@@ -366,3 +366,26 @@ def test_command_line_table(tmp_path, capsys):
     assert len(rows) == 2
     expected = sink_table(activation_metrics(folder, probe, grad=False))
     assert f"{expected['mean_sink_score'].iloc[1]:.3f}" in rows[1]
+
+
+def test_input_errors_name_the_problem():
+    model = make_model("gpt2", seed=0, n_layers=1)
+    with pytest.raises(MetricError, match="vocabulary has 96"):
+        activation_metrics(model, _probe(vocab=200, seed=1, first=150), grad=False)
+    with pytest.raises(MetricError, match="ProbeSet"):
+        activation_metrics(model, np.zeros((2, 3), int))
+    with pytest.raises(MetricError, match="batch_size"):
+        activation_metrics(model, _probe(), batch_size=0)
+    with pytest.raises(MetricError, match="Did you mean 'QK'"):
+        activation_metrics(model, _probe(), family="QKK")
+
+
+@pytest.mark.gpu
+def test_cuda_equals_cpu():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    probe = _probe(n_seq=5, seq_len=9, seed=2, first=3)
+    cpu = activation_metrics(make_model("gpt2", seed=6, n_layers=2), probe, device="cpu")
+    gpu = activation_metrics(make_model("gpt2", seed=6, n_layers=2), probe, device="cuda")
+    for name in cpu:
+        np.testing.assert_allclose(gpu[name], cpu[name], rtol=1e-4, atol=1e-5, err_msg=name)
