@@ -1,0 +1,25 @@
+"""B1: boundary layers develop 5-7x more within-layer head heterogeneity than interior ones.
+
+Test design (CLAIMS.md B1, METRICS.md §6.3): the boundary ratio of ``head_heterogeneity``
+(the coefficient of variation over a layer's heads of ``commutator_mean``, §4.5) at the last
+checkpoint: mean over the first and last layers over the mean of the interior layers, with a
+bootstrap interval resampling heads within layers. Supported when the interval lies above 1;
+the ratio is reported beside 5-7x. One run at a time.
+"""
+
+from lie_stats.spec import HypothesisSpec, Prediction, Select
+
+from ._common import ANCHORS, FAMILIES, P96, PROJECTIONS
+
+B1 = HypothesisSpec(
+    id="B1",
+    claim=("Boundary layers (first and last) develop 5-7x more within-layer head heterogeneity "
+           "than interior layers"),
+    source=ANCHORS, datasets=("pico_pythia",),
+    selection={"values": Select("commutator_mean", step="last", family="Q", projection="none",
+                                models=("p96_s0",))},
+    test="boundary_ratio", params={"summary": "cv"},
+    prediction=Prediction("above", value=1.0), reference={"ratio_low": 5.0, "ratio_high": 7.0},
+    gate="pinned",
+    choices={"models": [(m,) for m in P96], "family": FAMILIES, "projection": PROJECTIONS},
+)

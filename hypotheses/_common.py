@@ -1,0 +1,19 @@
+"""Shared declarations of the claims registry (no claim lives here).
+
+Fixed before any bundled cube of the trained suite existed (2026-11-30, first session):
+the datasets, the operator family of each primary analysis, the analysis choices swept for
+the specification curve, alpha 0.05, seed 0, 9,999 permutations, 2,000 bootstrap draws.
+"""
+
+GEOMETRY = "The Geometry of Attention (shared/seeds/000_0f87a6a9ee0e0b81.txt)"
+ANCHORS = "On the Geometry of Anchors (shared/seeds/001_b7585e9b85234042.txt)"
+
+#: The pretraining runs of the bundled suite, one verdict each in the specification curve.
+PICO_RUNS = ("p96_s0", "p96_s1", "w16", "w32", "w64", "h2", "h8", "h16")
+#: The two 96-head runs (12 layers x 8 heads: the n = 96 of the anchors essay).
+P96 = ("p96_s0", "p96_s1")
+#: Families of the bundled extraction (the essay's Q and O, and both circuits).
+FAMILIES = ("Q", "O", "QK", "OV")
+#: Compressions of the bundled extraction (METRICS.md §2): exact, the essay's adaptive
+#: (k = d_head) and fixed 64-dimensional projections.
+PROJECTIONS = ("none", "adaptive", "fixed:64")
