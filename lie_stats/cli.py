@@ -45,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="none | adaptive | fixed:K; repeat for several. Default: none")
     e.add_argument("--null-draws", type=int, default=64, help="random-orientation null draws per layer. Default: 64")
     e.add_argument("--seed", type=int, default=0, help="seed of the null and projections. Default: 0")
+    e.add_argument("--probe", default=None, metavar="FILE",
+                   help="probe token file (.npz): also compute the activation metrics (METRICS.md §7-§8)")
     e.add_argument("--fold-ln", action="store_true", help="fold the pre-attention norm gain (METRICS.md §1)")
     e.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="Default: auto")
     e.add_argument("--resume", action="store_true", help="continue an interrupted run from its shards")
@@ -75,6 +77,7 @@ def _cmd_extract(args: argparse.Namespace) -> int:
         families=tuple(args.families),
         projections=tuple(args.projections or ("none",)),
         null_draws=args.null_draws, seed=args.seed, fold_ln=args.fold_ln, device=args.device,
+        probe=args.probe,
     )
     cube, failed = extract(args.sources, args.output, options=options, revisions=revisions,
                            resume=args.resume, progress=not args.quiet)

@@ -53,6 +53,10 @@ class ExtractOptions:
         Fold the pre-attention norm gain into ``W_Q/W_K/W_V`` (METRICS.md §1).
     device
         ``"auto"``, ``"cpu"`` or ``"cuda"``.
+    probe
+        A probe file (:func:`lie_stats.probe.save_probe`): when given, the activation metrics
+        of METRICS.md §7-§8 are computed for every checkpoint too (forward and backward
+        passes through the model's own implementation; needs the full checkpoint).
     """
 
     families: tuple[str, ...] = schema.FAMILIES
@@ -63,6 +67,7 @@ class ExtractOptions:
     tau: float = 0.5
     fold_ln: bool = False
     device: str = "auto"
+    probe: str | None = None
 
     def __post_init__(self) -> None:
         for fam in self.families:
@@ -86,6 +91,10 @@ class ExtractOptions:
         d.pop("device")
         d["families"] = list(self.families)
         d["projections"] = list(self.projections)
+        if self.probe is not None:  # the probe's identity is its hash, not its path
+            from .probe import load_probe
+
+            d["probe"] = load_probe(self.probe).sha256
         return d
 
 
@@ -192,6 +201,18 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
     for name in per_layer[0]:
         axis = schema.VARIABLES[name].dims.index(schema.LAYER)
         stacked[name] = np.stack([a[name] for a in per_layer], axis=axis)
+    act_attrs = None
+    if options.probe is not None:
+        from .activations import activation_metrics, functional_killing
+        from .probe import load_probe
+
+        t0 = time.perf_counter()
+        act = activation_metrics(ckpt.path, load_probe(options.probe), device=device)
+        for name in act:
+            stacked[name] = np.asarray(act[name], dtype=np.float64)
+        stacked["killing_functional"] = functional_killing(stacked["killing"], stacked["value_norm"])
+        act_attrs = _jsonable(dict(act.attrs))
+        t_compute += time.perf_counter() - t0
     step = ckpt.step if ckpt.step is not None else 0
     shape_coords = dict(
         n_layers=shape.n_layers, n_heads=shape.n_heads, n_kv_heads=shape.n_kv_heads,
@@ -206,10 +227,17 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
         timing={"read_s": round(t_read, 4), "compute_s": round(t_compute, 4)},
         torch_version=torch.__version__, metrics_version=schema.METRICS_VERSION,
     )
+    if act_attrs is not None:
+        prov["activations"] = act_attrs
     return checkpoint_shard(
         stacked, model=ckpt.model, step=step, shape=shape_coords,
         families=list(options.families), projections=list(options.projections), provenance=prov,
     )
+
+
+def _jsonable(value: Any) -> Any:
+    """Attributes as JSON-ready values (numpy scalars and arrays to Python)."""
+    return json.loads(json.dumps(value, default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v)))
 
 
 def _check_finite(w: Any, ckpt: Any) -> None:

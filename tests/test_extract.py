@@ -155,3 +155,31 @@ def test_real_minilm_reproduces_the_metrics_md_reference_figures(minilm_path):
     c = [compute_layer(ad.layer_weights(layer, sd.__getitem__), families=("Q",), projections=("none",),
                        null_draws=64, seed=0)["commutator"] for layer in range(2)]
     assert abs(np.nanmean(c) - 0.652) < 0.005
+
+
+def test_extract_with_probe_adds_activation_metrics_at_every_checkpoint(neox_run, tmp_path):
+    from lie_stats.activations import activation_metrics, functional_killing
+    from lie_stats.probe import ProbeSet, probe_hash, save_probe
+
+    tokens = np.random.default_rng(0).integers(1, 96, size=(4, 12)).astype(np.int64)
+    probe = ProbeSet(tokens=tokens, tokenizer="random ids < 96", text_source="test",
+                     sha256=probe_hash(tokens), first_token="bos")
+    path = save_probe(probe, tmp_path / "probe.npz")
+    out = tmp_path / "act.nc"
+    assert cli.main(["extract", str(neox_run), "-o", str(out), *FAST, "--probe", str(path)]) == 0
+    ds = open_cube(out)
+    for name in ("sink_score", "sink_argmax_fraction", "value_norm", "sink_value_ratio",
+                 "grad_alignment", "head_label", "killing_functional"):
+        assert name in ds, name
+        assert np.isfinite(ds[name].sel(model="run").values).all(), name
+    ck = open_source(str(neox_run))[2]
+    direct = activation_metrics(ck.path, probe)
+    np.testing.assert_allclose(ds["sink_score"].sel(model="run", step=ck.step).values,
+                               direct["sink_score"], rtol=1e-12)
+    np.testing.assert_allclose(
+        ds["killing_functional"].sel(model="run", step=ck.step).values,
+        functional_killing(ds["killing"].sel(model="run", step=ck.step).values, direct["value_norm"]),
+        rtol=1e-12)
+    prov = provenance_of(ds)
+    assert all(p["options"]["probe"] == probe.sha256 for p in prov)
+    assert all(p["activations"]["probe"]["sha256"] == probe.sha256 for p in prov)
