@@ -169,7 +169,7 @@ def test_outputs_follow_the_schema_dims() -> None:
     np.testing.assert_array_equal(np.diagonal(out[V["killing"]], axis1=-2, axis2=-1), out[V["killing_self"]])
 
 
-@pytest.mark.parametrize("projection", ["none", "fixed:7", "adaptive"])
+@pytest.mark.parametrize("projection", ["none", "fixed:7", "adaptive", "fixed:2"])  # fixed:2 < d_head
 def test_factored_engine_equals_dense_reference(projection: str) -> None:
     H, d, r = 4, 12, 3
     w = make_layer(H, d, r, 1)
@@ -177,7 +177,7 @@ def test_factored_engine_equals_dense_reference(projection: str) -> None:
     out = compute_layer(w, families=FAMILIES, projections=(projection,), tau=tau, seed=5)
     P = None
     if projection != "none":
-        k = 7 if projection == "fixed:7" else r
+        k = {"fixed:7": 7, "fixed:2": 2, "adaptive": r}[projection]
         P = projection_matrix(d, k, seed=5).numpy()
     for fi, fam in enumerate(FAMILIES):
         ref = dense_reference(dense_ops(w, fam, P), tau)
