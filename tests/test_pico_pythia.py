@@ -39,7 +39,7 @@ def smoke_a(tmp_path_factory) -> Path:
     """One uninterrupted smoke build, through the CLI, in a fresh process."""
     out = tmp_path_factory.mktemp("pico") / "a"
     res = subprocess.run([sys.executable, str(DS / "build.py"), "--smoke", "--out", str(out), "--threads", "1"],
-                         capture_output=True, text=True, timeout=180)
+                         capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     return out
 
@@ -187,6 +187,7 @@ def test_interrupted_then_resumed_build_is_bit_identical(smoke_a, tmp_path):
     assert build.main(["--smoke", "--out", str(out), "--models", models, "--stop-after", "17"]) == 3
     assert (out / "p96_s0" / "DONE.json").exists()
     assert (out / "p96_s1" / "state.pt").exists() and not (out / "p96_s1" / "DONE.json").exists()
+    assert len(list(out.glob("tokens_*.npz"))) == 1  # the rerun reads the cached token streams
     assert build.main(["--smoke", "--out", str(out), "--models", models]) == 0
     ref = {k: v for k, v in _safetensors(smoke_a).items() if k.split("/")[0] in models.split(",")}
     got = _safetensors(out)

@@ -221,18 +221,36 @@ def prepare_data(out: Path, run: RunConfig, *, smoke: bool, log) -> tuple[Data, 
     pre_tr, pre_va = corpus.build_splits(pre_docs, chunk_chars=run.chunk_chars, val_every=run.val_every)
     post_tr, post_va = corpus.build_splits(post_docs, chunk_chars=run.chunk_chars, val_every=run.val_every)
     t0 = time.time()
-    tok = train_tokenizer(pre_tr, run.vocab_size)
-    tok_path = out / "tokenizer.json"
-    tok_text = tok.to_str(pretty=True)
-    if tok_path.exists():
-        if tok_path.read_text() != tok_text:
-            raise RuntimeError(f"{tok_path} differs from the tokenizer trained now: the corpus or the "
-                               "tokenizers version changed; delete the build folder to rebuild from scratch")
+    import hashlib
+
+    import tokenizers
+
+    key_src = json.dumps([{k: v.get("sha256") for k, v in sorted(manifest.items())}, run.vocab_size,
+                          run.chunk_chars, run.val_every, tokenizers.__version__], sort_keys=True)
+    key = hashlib.sha256(key_src.encode()).hexdigest()[:16]
+    tok_path, cache = out / "tokenizer.json", out / f"tokens_{key}.npz"
+    if tok_path.exists() and cache.exists():
+        # a rerun in the same folder: the tokenizer and the token streams of the first run
+        tok = tokenizers.Tokenizer.from_file(str(tok_path))
+        with np.load(cache) as z:
+            data = Data(z["pre_train"], z["pre_val"], z["post_train"], z["post_val"])
+        log(f"[data] token streams from {cache.name}")
     else:
-        _atomic_write(tok_path, tok_text)
-    data = Data(_encode(tok, pre_tr), _encode(tok, pre_va),
-                _encode(tok, post_tr) if post_tr else np.zeros(0, np.uint16),
-                _encode(tok, post_va) if post_va else np.zeros(0, np.uint16))
+        tok = train_tokenizer(pre_tr, run.vocab_size)
+        tok_text = tok.to_str(pretty=True)
+        if tok_path.exists():
+            if tok_path.read_text() != tok_text:
+                raise RuntimeError(f"{tok_path} differs from the tokenizer trained now: the corpus or the "
+                                   "tokenizers version changed; delete the build folder to rebuild from scratch")
+        else:
+            _atomic_write(tok_path, tok_text)
+        data = Data(_encode(tok, pre_tr), _encode(tok, pre_va),
+                    _encode(tok, post_tr) if post_tr else np.zeros(0, np.uint16),
+                    _encode(tok, post_va) if post_va else np.zeros(0, np.uint16))
+        tmp = out / f".tokens_{key}.{os.getpid()}.npz"
+        np.savez(tmp, pre_train=data.pre_train, pre_val=data.pre_val, post_train=data.post_train,
+                 post_val=data.post_val)
+        os.replace(tmp, cache)
     data.info = {
         "sources": manifest,
         "tokenizer_sha256": corpus.sha256_file(out / "tokenizer.json"),
