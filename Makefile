@@ -4,6 +4,9 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# One BLAS/OpenMP thread: the metric engine's many small products run fastest and most
+# reproducibly so on a small machine (see benchmarks/); override with OMP_NUM_THREADS=N.
+export OMP_NUM_THREADS ?= 1
 
 .PHONY: run test install clean-venv
 

@@ -91,7 +91,9 @@ class ExtractOptions:
         d.pop("device")
         d["families"] = list(self.families)
         d["projections"] = list(self.projections)
-        if self.probe is not None:  # the probe's identity is its hash, not its path
+        if self.probe is None:
+            d.pop("probe")
+        else:  # the probe's identity is its hash, not its path
             from .probe import load_probe
 
             d["probe"] = load_probe(self.probe).sha256
