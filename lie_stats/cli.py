@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="probe token file (.npz): also compute the activation metrics (METRICS.md §7-§8)")
     e.add_argument("--fold-ln", action="store_true", help="fold the pre-attention norm gain (METRICS.md §1)")
     e.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="Default: auto")
+    e.add_argument("--store-dtype", choices=("float64", "float32"), default="float64",
+                   help="precision of the written cube's variables. Default: float64")
     e.add_argument("--resume", action="store_true", help="continue an interrupted run from its shards")
     e.add_argument("--quiet", action="store_true", help="no progress output")
 
@@ -80,7 +82,8 @@ def _cmd_extract(args: argparse.Namespace) -> int:
         probe=args.probe,
     )
     cube, failed = extract(args.sources, args.output, options=options, revisions=revisions,
-                           resume=args.resume, progress=not args.quiet)
+                           resume=args.resume, progress=not args.quiet,
+                           store_dtype=args.store_dtype)
     n = len(provenance_of(cube))
     print(f"wrote {args.output}: {n} checkpoints, {cube.sizes['model']} model(s)")
     if failed:

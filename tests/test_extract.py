@@ -183,3 +183,15 @@ def test_extract_with_probe_adds_activation_metrics_at_every_checkpoint(neox_run
     prov = provenance_of(ds)
     assert all(p["options"]["probe"] == probe.sha256 for p in prov)
     assert all(p["activations"]["probe"]["sha256"] == probe.sha256 for p in prov)
+
+
+def test_float32_storage_halves_precision_only(neox_run, tmp_path):
+    opts = ExtractOptions(families=("Q",), projections=("none",))
+    full, _ = extract([str(neox_run)], tmp_path / "f.nc", options=opts, progress=False)
+    # the same shard store, merged again in single precision: nothing is recomputed
+    single, _ = extract([str(neox_run)], tmp_path / "f.nc", options=opts, progress=False,
+                        resume=True, store_dtype="float32")
+    back = open_cube(tmp_path / "f.nc")
+    assert back["commutator"].dtype == np.float32 and back.attrs["store_dtype"] == "float32"
+    np.testing.assert_array_equal(back["commutator"].values, full["commutator"].values.astype(np.float32))
+    assert back["killing"].attrs["definition"] == "METRICS.md §3.4"
