@@ -390,6 +390,7 @@ def write_cube(ds: xr.Dataset, path: str | os.PathLike) -> Path:
         ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=encoding)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a cube is meant to be shared
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
