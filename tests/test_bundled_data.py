@@ -1,0 +1,84 @@
+"""The committed cubes open, validate, and hold what their cards and build scripts say.
+
+Issue 5, item 5: CI does not rebuild the data; it checks that what ships is what the cards
+describe (models, steps, shapes, families, compressions) and that every card is readable.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+from lie_stats import schema
+from lie_stats.cube import open_cube, provenance_of
+from lie_stats.datasets import list_datasets
+
+ROOT = pathlib.Path(__file__).resolve().parents[1] / "datasets"
+PICO_STEPS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 293, 329, 366, 402, 439, 475, 512]
+FT_STEPS = [0, 1, 2, 4, 8, 16, 32, 64, 73, 82, 91, 101, 110, 119, 128]
+FOUR = ["Q", "O", "QK", "OV"]
+
+# file -> (models with (n_layers, n_heads, d_head, d_model)), steps, projections)
+EXPECTED = {
+    "pico_pythia/pico_pythia.nc": (
+        {"p96_s0": (12, 8, 16, 128), "p96_s1": (12, 8, 16, 128)}, PICO_STEPS,
+        ["none", "adaptive", "fixed:64"]),
+    "pico_pythia/pico_sweep.nc": (
+        {"w16": (4, 4, 16, 64), "w32": (4, 4, 32, 128), "w64": (4, 4, 64, 256),
+         "h2": (4, 2, 16, 32), "h8": (4, 8, 16, 128), "h16": (4, 16, 16, 256)}, PICO_STEPS,
+        ["none", "adaptive"]),
+    "pico_pythia_ft/pico_pythia_ft.nc": (
+        {"p96_s0_ft": (12, 8, 16, 128), "p96_s1_ft": (12, 8, 16, 128)}, FT_STEPS,
+        ["none", "adaptive", "fixed:64"]),
+    "panel/panel.nc": (
+        {"minilm_l6": (6, 12, 32, 384), "minilm_l3": (3, 12, 32, 384), "mpnet": (12, 12, 64, 768),
+         "smollm2_135m": (30, 9, 64, 576), "gemma3_270m": (18, 4, 256, 640),
+         "minilm_l6_q4_1": (6, 12, 32, 384), "minilm_l6_q4_k": (6, 12, 32, 384)}, [0, 1],
+        ["none", "adaptive", "fixed:64"]),
+}
+
+
+def test_every_card_reads_and_names_its_cubes():
+    cards = {c.name: c for c in list_datasets(ROOT)}
+    assert {"panel", "pico_pythia", "pico_pythia_ft", "pythia", "pythia_410m_all"} <= set(cards)
+    for name in ("panel", "pico_pythia", "pico_pythia_ft"):
+        assert cards[name].state == "present", (name, cards[name].missing)
+        assert cards[name].readme.is_file()
+        assert "lie-stats extract" in cards[name].build
+    for name in ("pythia", "pythia_410m_all"):
+        assert cards[name].state == "needs data"
+        assert "hf:EleutherAI/pythia-410m" in cards[name].build
+
+
+@pytest.mark.parametrize("rel", sorted(EXPECTED))
+def test_committed_cube_matches_its_card(rel):
+    models, steps, projections = EXPECTED[rel]
+    ds = open_cube(ROOT / rel)
+    assert ds[schema.MODEL].values.tolist() == list(models)
+    assert ds[schema.STEP].values.tolist() == steps
+    assert ds[schema.FAMILY].values.tolist() == FOUR
+    assert ds[schema.PROJECTION].values.tolist() == projections
+    for m, (L, H, dh, dm) in models.items():
+        got = [int(ds[c].sel(model=m)) for c in ("n_layers", "n_heads", "d_head", "d_model")]
+        assert got == [L, H, dh, dm], m
+        # every checkpoint of every model has its per-head numbers, and nothing beyond its shape
+        per_head = ds["ov_norm"].sel(model=m)
+        assert np.isfinite(per_head.isel(layer=slice(0, L), head=slice(0, H))).all()
+        assert np.isnan(per_head.isel(layer=slice(L, None))).all()
+    prov = provenance_of(ds)
+    assert len(prov) == len(models) * len(steps)
+    assert {p["options"]["null_draws"] for p in prov} == {64}
+    assert ds.attrs["store_dtype"] == "float32"
+
+
+def test_the_96_head_runs_carry_activation_metrics_of_the_committed_probe():
+    from lie_stats.probe import load_probe
+
+    ds = open_cube(ROOT / "pico_pythia/pico_pythia.nc")
+    probe = load_probe(ROOT / "pico_pythia/probe.npz")
+    for name in ("sink_score", "sink_argmax_fraction", "value_norm", "sink_value_ratio",
+                 "grad_alignment", "head_label", "killing_functional"):
+        assert np.isfinite(ds[name].values).all(), name
+    assert {p["options"]["probe"] for p in provenance_of(ds)} == {probe.sha256}
