@@ -185,6 +185,8 @@ class Checkpoint:
             return self._hub.fetch(filename, missing_ok=missing_ok)
         if p.is_file():
             return p
+        if p.is_symlink():  # present but unusable: say so rather than "not found"
+            raise CheckpointError(f"{self._where(filename)}: {_bad_link(p)}")
         if missing_ok:
             return None
         raise CheckpointError(f"{self._where(filename)}: file not found")
@@ -581,6 +583,20 @@ def _sorted(ckpts: list[Checkpoint]) -> list[Checkpoint]:
     return sorted(ckpts, key=lambda c: (c.step is None, c.step or 0, c.revision or ""))
 
 
+def _bad_link(path: pathlib.Path) -> str:
+    """Why a symbolic link does not lead to a regular file (loop, dangling, not a file)."""
+    try:
+        os.stat(path)
+    except OSError as e:
+        import errno
+
+        if e.errno == errno.ELOOP:
+            return "a symbolic link loop; expected a regular file (or a link to one)"
+        return (f"a dangling symbolic link to {os.readlink(path)!r}; expected a regular file "
+                f"(or a link to one)")
+    return "a symbolic link to something that is not a regular file; expected a regular file"
+
+
 def _open_local(source: str, revisions) -> list[Checkpoint]:
     root = pathlib.Path(source).expanduser()
     if not root.exists():
@@ -630,6 +646,8 @@ def _open_local(source: str, revisions) -> list[Checkpoint]:
         step = parse_step(resolved.name)
         model = resolved.parent.name if step is not None else resolved.name
         return [Checkpoint(model, step, resolved.name if step is not None else None, root, source)]
+    if (root / CONFIG_FILE).is_symlink():
+        raise CheckpointError(f"{root / CONFIG_FILE}: {_bad_link(root / CONFIG_FILE)}")
     raise CheckpointError(
         f"{source}: neither a checkpoint folder ({CONFIG_FILE} missing) nor a run folder "
         f"(no subfolders named step_N, stepN or checkpoint-N)"

@@ -1,0 +1,100 @@
+"""Ctrl-C during ``lie-stats extract``, as a real process and a real SIGINT (issue 8, item 2).
+
+The run is a real subprocess (``python -m lie_stats extract``) on a run folder of tiny
+checkpoints; SIGINT is sent once the first shard exists in ``OUT.nc.shards/``. Expected:
+exit status 130, a one-line message and no traceback, the finished shards kept (no
+temporary file left), no cube written, and ``--resume`` completes a cube equal to the one
+an uninterrupted run writes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import xarray as xr
+
+from lie_stats import cli, schema
+from lie_stats.cube import open_cube, provenance_of
+from lie_stats.extract import shard_dir
+
+from .._checkpoints import make_run
+
+STEPS = [0, 10, 20, 30, 40]
+ARGS = ["--families", "Q", "--null-draws", "64", "--quiet"]
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def run_folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sigint") / "run"
+    # 6 layers each: a checkpoint takes about a second, so the signal lands mid-run.
+    make_run(root, "gpt2", STEPS, n_layers=6, head=False)
+    return root
+
+
+def _extract_cmd(run, out, *extra):
+    return [sys.executable, "-m", "lie_stats", "extract", str(run), "-o", str(out), *ARGS, *extra]
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def _comparable(ds: xr.Dataset) -> xr.Dataset:
+    """The cube without what legitimately differs between runs (creation time, timings)."""
+    ds = ds.copy()
+    for key in (schema.ATTR_CREATED, schema.ATTR_PROVENANCE):
+        ds.attrs.pop(key, None)
+    return ds
+
+
+def test_sigint_keeps_shards_exits_130_and_resume_completes(run_folder, tmp_path):
+    out = tmp_path / "out.nc"
+    store = shard_dir(out)
+    proc = subprocess.Popen(_extract_cmd(run_folder, out), cwd=tmp_path, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not list(store.glob("*.nc")):
+            assert proc.poll() is None, f"extract ended before any shard: {proc.communicate()}"
+            assert time.monotonic() < deadline, "no shard after 240 s"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == cli.EXIT_INTERRUPTED, (proc.returncode, stderr)
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert "interrupted" in stderr and "--resume" in stderr, stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
+    assert not out.exists(), "an interrupted run wrote a cube"
+    kept = sorted(store.glob("*.nc"))
+    assert 1 <= len(kept) < len(STEPS), f"the signal did not land mid-run ({len(kept)} shards)"
+    assert not [p for p in store.iterdir() if p.name.endswith(".tmp")], list(store.iterdir())
+    for shard in kept:  # every kept shard is a complete, valid one-checkpoint cube
+        assert len(provenance_of(open_cube(shard))) == 1
+    mtimes = {p: p.stat().st_mtime_ns for p in kept}
+
+    done = subprocess.run(_extract_cmd(run_folder, out, "--resume"), cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == cli.EXIT_OK, done.stderr
+    assert {p: p.stat().st_mtime_ns for p in kept} == mtimes, "resume redid finished shards"
+    resumed = open_cube(out)
+    assert resumed[schema.STEP].values.tolist() == STEPS
+
+    ref_out = tmp_path / "ref" / "ref.nc"
+    assert cli.main(["extract", str(run_folder), "-o", str(ref_out), *ARGS]) == cli.EXIT_OK
+    reference = open_cube(ref_out)
+    xr.testing.assert_identical(_comparable(resumed), _comparable(reference))
+    strip = lambda p: {k: v for k, v in p.items() if k != "timing"}  # noqa: E731
+    assert [strip(p) for p in provenance_of(resumed)] == [strip(p) for p in provenance_of(reference)]
