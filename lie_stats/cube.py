@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -379,6 +380,12 @@ def write_cube(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     A failure (disk full, interrupt) leaves any earlier file at ``path`` untouched.
     The round trip through :func:`open_cube` is exact: values, dtypes, coordinates and
     attributes.
+
+    Raises
+    ------
+    CubeError
+        ``ds`` breaks the cube contract, or the file cannot be written (disk full, file
+        size limit): the message names ``path``.
     """
     path = Path(path)
     validate_cube(ds, where=str(path))
@@ -392,8 +399,16 @@ def write_cube(ds: xr.Dataset, path: str | os.PathLike) -> Path:
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes it private; a cube is meant to be shared
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, (OSError, RuntimeError)):  # disk full, quota, file size limit, ...
+            # netCDF4 reports ENOSPC as a bare "NetCDF: HDF error"; say what and where.
+            free = shutil.disk_usage(path.parent).free
+            raise CubeError(
+                f"{path}: could not write the cube ({type(e).__name__}: {e}); "
+                f"{free} bytes free on its file system. Expected enough space for the file; "
+                f"any earlier file at this path is left unchanged."
+            ) from e
         raise
     return path
 
