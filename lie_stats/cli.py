@@ -52,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--store-dtype", choices=("float64", "float32"), default="float64",
                    help="precision of the written cube's variables. Default: float64")
     e.add_argument("--resume", action="store_true", help="continue an interrupted run from its shards")
+    ex = e.add_mutually_exclusive_group()
+    ex.add_argument("--workers", type=int, default=1, metavar="N",
+                    help="run checkpoints in N local worker processes (a Dask LocalCluster, one "
+                    "thread each). Default: 1, in-process")
+    ex.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                    help="run checkpoints on the Dask cluster at ADDRESS (tcp://host:8786); workers "
+                    "must read the sources at the same paths; shards are written here")
     e.add_argument("--quiet", action="store_true", help="no progress output")
 
     i = sub.add_parser("info", help="what a cube holds, its provenance, its validity")
@@ -83,7 +90,8 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     )
     cube, failed = extract(args.sources, args.output, options=options, revisions=revisions,
                            resume=args.resume, progress=not args.quiet,
-                           store_dtype=args.store_dtype)
+                           store_dtype=args.store_dtype, workers=args.workers,
+                           scheduler=args.scheduler)
     n = len(provenance_of(cube))
     print(f"wrote {args.output}: {n} checkpoints, {cube.sizes['model']} model(s)")
     if failed:

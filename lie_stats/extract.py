@@ -10,13 +10,14 @@ restarted with ``resume=True`` redoes no finished checkpoint. A checkpoint that 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,10 @@ from . import schema
 from .cube import checkpoint_shard, merge_shards, open_cube, write_cube
 from .errors import CheckpointError, CubeError, LieStatsError
 
-__all__ = ["ExtractOptions", "Task", "plan_tasks", "extract_checkpoint", "extract", "resolve_device"]
+__all__ = [
+    "ExtractOptions", "Task", "plan_tasks", "extract_checkpoint", "extract", "resolve_device",
+    "shard_dir", "lock_store",
+]
 
 log = logging.getLogger("lie_stats.extract")
 
@@ -268,8 +272,62 @@ def _shard_path(store: Path, task: Task) -> Path:
     return store / f"{task.key}.nc"
 
 
+_LOCK_NAME = "LOCK"
+
+
 def _options_file(store: Path) -> Path:
     return store / "options.json"
+
+
+@contextlib.contextmanager
+def lock_store(store: Path) -> Iterator[Path]:
+    """Hold an exclusive lock on a shard store for the duration of a run.
+
+    The lock is ``fcntl.flock`` on ``STORE/LOCK``, which names its holder (``pid@host``).
+    The kernel releases it when the holder exits, however it exits (a killed run leaves
+    no stale lock). ``flock`` is per host: two runs on different machines writing to one
+    store on a network filesystem are not guarded (use one driver per store).
+
+    Raises
+    ------
+    LieStatsError
+        When another process holds the lock: names the store and the holder's pid.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> store = Path(tempfile.mkdtemp()) / "c.nc.shards"
+    >>> with lock_store(store):
+    ...     with lock_store(store):  # doctest: +ELLIPSIS
+    ...         pass
+    Traceback (most recent call last):
+    ...
+    lie_stats.errors.LieStatsError: ...c.nc.shards is in use by another extraction (pid ...
+    """
+    import fcntl
+
+    store.mkdir(parents=True, exist_ok=True)
+    lock_path = store / _LOCK_NAME
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
+            raise LieStatsError(
+                f"{store} is in use by another extraction (pid {holder}, lock {lock_path}); "
+                f"two runs writing one shard store would corrupt it. Wait for that run to "
+                f"finish (then --resume), or write to another output."
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}@{os.uname().nodename}\n".encode(), 0)
+        try:
+            yield store
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def _prepare_store(store: Path, options: ExtractOptions, *, resume: bool) -> None:
@@ -330,54 +388,73 @@ def extract(
     resume: bool = False,
     progress: bool = True,
     store_dtype: str = "float64",
+    workers: int = 1,
+    scheduler: str | None = None,
 ) -> tuple[xr.Dataset, list[dict]]:
     """Extract the cube of every checkpoint of ``sources`` into ``out`` (NetCDF).
 
     Returns the merged cube and the list of failed checkpoints (also recorded in the cube).
     Finished checkpoints are stored as shards as they complete; an interruption loses at
-    most the checkpoint in flight, and ``resume=True`` continues where it stopped.
+    most the checkpoints in flight, and ``resume=True`` continues where it stopped.
     ``store_dtype="float32"`` stores the merged cube's variables in single precision (half
     the size, 7 significant digits; the shards keep float64), recorded in the global
     attribute ``store_dtype``.
 
+    The map over checkpoints runs in-process (``workers=1``), on a local Dask cluster of
+    ``workers`` single-threaded processes, or on the Dask cluster at ``scheduler``
+    (:mod:`lie_stats.executors`); workers return shards and this process writes them, so
+    the store needs no shared filesystem. The cube is bitwise the same whichever executor
+    ran it. The run holds an exclusive lock on the shard store (:func:`lie_stats.extract.lock_store`).
+
     Raises
     ------
     LieStatsError
-        When no checkpoint at all could be extracted, or the shard store conflicts.
+        When no checkpoint at all could be extracted, the shard store conflicts or is in
+        use by another run, or ``workers``/``scheduler`` are both given.
     """
+    from .executors import run_tasks
+
+    if store_dtype not in ("float64", "float32"):
+        raise ValueError(f"store_dtype={store_dtype!r}: expected 'float64' or 'float32'.")
+    if workers < 1 or (scheduler is not None and workers != 1):
+        raise LieStatsError(
+            f"workers={workers}, scheduler={scheduler!r}: give workers >= 1 (a local pool) or a "
+            f"scheduler address (an existing Dask cluster), not both."
+        )
     out = Path(out)
     tasks = plan_tasks(sources, revisions=revisions)
     store = shard_dir(out)
-    _prepare_store(store, options, resume=resume)
-    tick = _progress(len(tasks), enabled=progress)
-    failed: list[dict] = []
-    for task in tasks:
-        path = _shard_path(store, task)
-        if path.exists():
-            tick(f"{task.label} (done)")
-            continue
-        try:
-            shard = extract_checkpoint(task, options)
-        except LieStatsError as e:
-            c = task.checkpoint
-            failed.append({"source": str(c.path), "model": c.model, "step": c.step,
-                           "revision": c.revision, "error": f"{type(e).__name__}: {e}"})
-            log.error("checkpoint %s failed: %s", task.label, e)
-            tick(f"{task.label} FAILED")
-            continue
-        write_cube(shard, path)
-        tick(task.label)
-    shards = [open_cube(_shard_path(store, t)) for t in tasks if _shard_path(store, t).exists()]
-    if not shards:
-        raise LieStatsError(
-            "No checkpoint could be extracted: "
-            + "; ".join(f"{f['source']}: {f['error']}" for f in failed)
-        )
-    merged = merge_shards(shards, failed=failed)
-    if store_dtype not in ("float64", "float32"):
-        raise ValueError(f"store_dtype={store_dtype!r}: expected 'float64' or 'float32'.")
-    if store_dtype == "float32":
-        merged = merged.map(lambda v: v.astype(np.float32), keep_attrs=True)
-    merged.attrs["store_dtype"] = store_dtype
-    write_cube(merged, out)
+    with lock_store(store):
+        _prepare_store(store, options, resume=resume)
+        tick = _progress(len(tasks), enabled=progress)
+        todo = []
+        for task in tasks:
+            if _shard_path(store, task).exists():
+                tick(f"{task.label} (done)")
+            else:
+                todo.append(task)
+        failures: dict[str, dict] = {}
+        for outcome in run_tasks(todo, options, workers=workers, scheduler=scheduler):
+            task = outcome.task
+            if outcome.error is not None:
+                c = task.checkpoint
+                failures[task.key] = {"source": str(c.path), "model": c.model, "step": c.step,
+                                      "revision": c.revision, "error": outcome.error}
+                log.error("checkpoint %s failed: %s", task.label, outcome.error)
+                tick(f"{task.label} FAILED")
+                continue
+            write_cube(outcome.shard, _shard_path(store, task))
+            tick(task.label)
+        failed = [failures[t.key] for t in tasks if t.key in failures]  # task order, any executor
+        shards = [open_cube(_shard_path(store, t)) for t in tasks if _shard_path(store, t).exists()]
+        if not shards:
+            raise LieStatsError(
+                "No checkpoint could be extracted: "
+                + "; ".join(f"{f['source']}: {f['error']}" for f in failed)
+            )
+        merged = merge_shards(shards, failed=failed)
+        if store_dtype == "float32":
+            merged = merged.map(lambda v: v.astype(np.float32), keep_attrs=True)
+        merged.attrs["store_dtype"] = store_dtype
+        write_cube(merged, out)
     return merged, failed

@@ -1,0 +1,196 @@
+"""Executors of the extraction map: in-process, a local process pool, or a Dask cluster.
+
+Extraction is a map of :func:`lie_stats.extract.extract_checkpoint` over (model,
+checkpoint) tasks (DESIGN.md, scale). This module runs that map and yields each task's
+:class:`Outcome` as it completes; :func:`lie_stats.extract.extract` writes the shards.
+
+Three executors, one code path for the two parallel ones:
+
+``workers=1`` (default)
+    In-process, in task order.
+``workers=N`` (N > 1)
+    A local ``dask.distributed.LocalCluster(n_workers=N, threads_per_worker=1,
+    processes=True)``: N spawned worker processes on this machine, each with one
+    OpenMP/BLAS thread (``OMP_NUM_THREADS=MKL_NUM_THREADS=OPENBLAS_NUM_THREADS=1`` set
+    before the worker starts, so that results are deterministic and the N processes do
+    not oversubscribe the cores). It is the same Dask code path as ``scheduler=``, so the
+    multi-process test of the local pool also tests the cluster path.
+``scheduler="tcp://HOST:PORT"``
+    ``dask.distributed.Client(ADDRESS)`` on an existing cluster.
+
+Where the work and the files are: each worker reads its checkpoint (the checkpoint paths,
+or the hub cache of ``hf:`` sources, must be readable at the same paths on every worker)
+and *returns the shard* (an in-memory ``xarray.Dataset`` of one checkpoint, a few hundred
+kB) to the driver, which writes it into the shard store as the task completes. The shard
+store therefore needs no shared filesystem, and a killed driver loses only the tasks in
+flight. A task whose checkpoint fails with a :class:`~lie_stats.errors.LieStatsError`
+returns the error as data (recorded exactly as in-process); a task whose worker dies
+repeatedly (Dask's ``KilledWorker``, e.g. out of memory) is recorded as failed too; any
+other exception is a bug and propagates, as it does in-process.
+
+Results are bitwise identical whichever executor ran them, for the same device, torch
+build and number of BLAS threads (the metric engine is deterministic given its ``seed``;
+tests/test_executors.py checks it against a real 2-process LocalCluster).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import LieStatsError
+
+__all__ = ["Outcome", "run_task", "run_tasks", "WORKER_ENV"]
+
+log = logging.getLogger("lie_stats.executors")
+
+#: Environment of local worker processes: one OpenMP/BLAS thread each (deterministic
+#: results; N single-threaded processes instead of N x cores threads).
+WORKER_ENV: dict[str, str] = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one task produced: its shard, or the error that stopped it.
+
+    Attributes
+    ----------
+    task
+        The :class:`lie_stats.extract.Task` that ran.
+    shard
+        The one-checkpoint cube (``None`` when the task failed).
+    error
+        ``"ErrorClass: message"`` of the failure (``None`` on success).
+    """
+
+    task: Any
+    shard: Any = None
+    error: str | None = None
+
+
+def run_task(task: Any, options: Any) -> Outcome:
+    """Run one extraction task; a :class:`LieStatsError` becomes a failed :class:`Outcome`.
+
+    This is the function each executor runs (in-process or on a worker), so a failure is
+    recorded the same way whichever executor ran it.
+
+    Parameters
+    ----------
+    task
+        A :class:`lie_stats.extract.Task`.
+    options
+        The :class:`lie_stats.extract.ExtractOptions` of the run.
+
+    Examples
+    --------
+    >>> from lie_stats.extract import ExtractOptions, Task
+    >>> class Missing:  # a checkpoint whose files are gone
+    ...     model, step, revision, path = "m", 0, None, "/nowhere"
+    ...     def adapter(self):
+    ...         from lie_stats.errors import CheckpointError
+    ...         raise CheckpointError("/nowhere: no config.json")
+    >>> c = Missing()
+    >>> run_task(Task(checkpoint=c, init=c, key="k"), ExtractOptions()).error
+    'CheckpointError: /nowhere: no config.json'
+    """
+    from .extract import extract_checkpoint
+
+    try:
+        return Outcome(task=task, shard=extract_checkpoint(task, options))
+    except LieStatsError as e:
+        return Outcome(task=task, error=f"{type(e).__name__}: {e}")
+
+
+def run_tasks(
+    tasks: Sequence[Any],
+    options: Any,
+    *,
+    workers: int = 1,
+    scheduler: str | None = None,
+) -> Iterator[Outcome]:
+    """Run the tasks on the chosen executor and yield each :class:`Outcome` as it completes.
+
+    Parameters
+    ----------
+    tasks
+        :class:`lie_stats.extract.Task` objects (picklable, for the parallel executors).
+    options
+        The :class:`lie_stats.extract.ExtractOptions` of the run.
+    workers
+        1: in-process, in task order. N > 1: a local Dask ``LocalCluster`` of N
+        single-threaded worker processes, outcomes in completion order.
+    scheduler
+        Address of a running Dask scheduler (``tcp://host:8786``); excludes ``workers``.
+
+    Raises
+    ------
+    LieStatsError
+        Both ``workers > 1`` and ``scheduler`` given, ``workers < 1``, or the scheduler
+        cannot be reached.
+
+    Examples
+    --------
+    >>> from lie_stats.extract import ExtractOptions
+    >>> list(run_tasks([], ExtractOptions()))
+    []
+    """
+    if workers < 1:
+        raise LieStatsError(f"workers={workers}: expected 1 (in-process) or more (a local process pool).")
+    if scheduler is not None and workers != 1:
+        raise LieStatsError(
+            f"workers={workers} and scheduler={scheduler!r} exclude each other: --workers starts a "
+            f"local cluster, --scheduler uses an existing one; give one of them."
+        )
+    if not tasks:
+        return
+    if scheduler is None and workers == 1:
+        for task in tasks:
+            yield run_task(task, options)
+        return
+    yield from _run_dask(tasks, options, workers=workers, scheduler=scheduler)
+
+
+def _run_dask(tasks: Sequence[Any], options: Any, *, workers: int, scheduler: str | None) -> Iterator[Outcome]:
+    from distributed import Client, KilledWorker, LocalCluster, as_completed
+
+    cluster = None
+    client = None
+    try:
+        if scheduler is None:
+            cluster = LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, env=dict(WORKER_ENV),
+                dashboard_address=None, silence_logs=logging.WARNING,
+            )
+            client = Client(cluster)
+        else:
+            try:
+                client = Client(scheduler, timeout="30s")
+            except (OSError, TimeoutError) as e:
+                raise LieStatsError(
+                    f"--scheduler {scheduler}: cannot connect to a Dask scheduler there ({e}). "
+                    f"Start one (`dask scheduler`) and its workers, or use --workers N for a local pool."
+                ) from e
+        run_id = uuid.uuid4().hex[:8]
+        futures = {
+            client.submit(run_task, task, options, key=f"lie-stats-{run_id}-{task.key}", pure=False): task
+            for task in tasks
+        }
+        for future in as_completed(futures):
+            task = futures.pop(future)
+            try:
+                outcome = future.result()
+            except KilledWorker as e:
+                outcome = Outcome(task=task, error=f"KilledWorker: the worker running this checkpoint died "
+                                  f"repeatedly (out of memory?): {e}")
+            finally:
+                future.release()
+            yield outcome
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+

@@ -1,0 +1,163 @@
+"""Executors of the extraction map and the shard-store lock (issue 7, items 1-2).
+
+The parallel executor is a real multi-process Dask LocalCluster (spawned worker
+processes); the lock is contended by a real second Python process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from lie_stats import cli, schema
+from lie_stats.cube import open_cube, provenance_of
+from lie_stats.errors import LieStatsError
+from lie_stats.extract import ExtractOptions, extract, lock_store, shard_dir
+
+from ._checkpoints import make_run
+
+OPTIONS = ExtractOptions(families=("Q",), projections=("none", "fixed:16"), null_draws=64)
+TIMING = "timing"  # provenance field that legitimately differs between runs (wall times)
+CREATED = "created"  # the cube's write time, a global attribute
+
+
+@pytest.fixture(scope="module")
+def neox_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("neox_exec") / "run"
+    make_run(root, "gpt_neox", [0, 4, 32], n_layers=2)
+    return root
+
+
+@pytest.fixture(scope="module")
+def in_process(neox_run, tmp_path_factory):
+    out = tmp_path_factory.mktemp("inproc") / "a.nc"
+    cube, failed = extract([str(neox_run)], out, options=OPTIONS, progress=False)
+    assert failed == []
+    return out, cube
+
+
+def _without_timing(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != TIMING} for r in records]
+
+
+def _assert_identical(a, b) -> None:
+    """Every variable and coordinate bitwise equal, provenance equal but for wall times."""
+    assert sorted(a.data_vars) == sorted(b.data_vars)
+    assert sorted(a.coords) == sorted(b.coords)
+    for name in a.coords:
+        np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
+    for name in a.data_vars:
+        assert a[name].dims == b[name].dims, name
+        np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
+    pa, pb = provenance_of(a), provenance_of(b)
+    assert len(pa) == 3 and all(TIMING in r for r in pa)
+    assert _without_timing(pa) == _without_timing(pb)
+    assert set(a.attrs) == set(b.attrs)
+    for key in set(a.attrs) - {schema.ATTR_PROVENANCE, CREATED}:
+        assert a.attrs[key] == b.attrs[key], key
+
+
+def test_two_process_local_cluster_is_bitwise_the_in_process_cube(neox_run, in_process, tmp_path):
+    out_a, cube_a = in_process
+    out_b = tmp_path / "b.nc"
+    cube_b, failed = extract([str(neox_run)], out_b, options=OPTIONS, progress=False, workers=2)
+    assert failed == []
+    _assert_identical(cube_a, cube_b)
+    _assert_identical(open_cube(out_a), open_cube(out_b))  # and as written to disk
+    # the work really ran in other processes: shards were computed off the driver
+    assert len(list(shard_dir(out_b).glob("*.nc"))) == 3
+
+
+def test_cli_workers_2_matches_in_process_and_records_failures(neox_run, in_process, tmp_path, capsys):
+    """`--workers 2` through the CLI: same cube; a corrupt checkpoint is recorded, not fatal."""
+    import shutil
+
+    out = tmp_path / "w.nc"
+    args = ["extract", str(neox_run), "-o", str(out), "--families", "Q", "--projection", "none",
+            "--projection", "fixed:16", "--null-draws", "64", "--quiet"]
+    assert cli.main([*args, "--workers", "2"]) == 0
+    _assert_identical(in_process[1], open_cube(out))
+
+    # a corrupt checkpoint in a worker is a recorded failure, exactly as in-process
+    bad = tmp_path / "bad"
+    shutil.copytree(neox_run, bad)
+    (bad / "step_4" / "model.safetensors").write_bytes(b"not a safetensors file")
+    capsys.readouterr()
+    assert cli.main(["extract", str(bad), "-o", str(tmp_path / "p.nc"), "--families", "Q",
+                     "--null-draws", "64", "--quiet", "--workers", "2"]) == 3
+    assert "FAILED" in capsys.readouterr().err
+    assert cli.main(["extract", str(bad), "-o", str(tmp_path / "s.nc"), "--families", "Q",
+                     "--null-draws", "64", "--quiet"]) == 3
+    par = json.loads(open_cube(tmp_path / "p.nc").attrs[schema.ATTR_FAILED])
+    seq = json.loads(open_cube(tmp_path / "s.nc").attrs[schema.ATTR_FAILED])
+    assert [f["step"] for f in par] == [4]
+    assert par == seq
+
+
+def test_workers_and_scheduler_exclude_each_other(neox_run, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["extract", str(neox_run), "-o", str(tmp_path / "x.nc"),
+                  "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"])
+    assert "not allowed with argument" in capsys.readouterr().err
+    with pytest.raises(LieStatsError, match="not both"):
+        extract([str(neox_run)], tmp_path / "x.nc", options=OPTIONS, workers=2,
+                scheduler="tcp://127.0.0.1:1")
+    with pytest.raises(LieStatsError, match="workers=0"):
+        extract([str(neox_run)], tmp_path / "x.nc", options=OPTIONS, workers=0)
+    assert not (tmp_path / "x.nc").exists()
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from lie_stats.extract import lock_store
+    with lock_store(Path(sys.argv[1])):
+        print("locked", flush=True)
+        sys.stdin.read()  # hold until the test closes our stdin
+    """
+)
+
+
+def test_a_second_run_on_a_locked_store_is_a_clear_error(neox_run, tmp_path):
+    out = tmp_path / "l.nc"
+    store = shard_dir(out)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(store)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(LieStatsError) as err:
+            extract([str(neox_run)], out, options=OPTIONS, progress=False)
+        msg = str(err.value)
+        assert str(store) in msg and f"pid {holder.pid}@" in msg
+        assert not list(store.glob("*.nc")) and not out.exists()  # nothing was written
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert holder.returncode == 0
+    # released: the same run now goes through, and its own lock is released at the end
+    cube, failed = extract([str(neox_run)], out, options=OPTIONS, progress=False)
+    assert failed == [] and cube.sizes[schema.STEP] == 3
+    with lock_store(store):
+        pass
+
+
+def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
+    store = tmp_path / "k.nc.shards"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(store)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    with pytest.raises(LieStatsError, match=f"pid {holder.pid}@"):
+        with lock_store(store):
+            pass
+    holder.kill()  # SIGKILL: no cleanup code runs in the holder
+    holder.wait(timeout=30)
+    holder.stdin.close()
+    with lock_store(store):
+        assert (store / "LOCK").read_text().startswith(f"{os.getpid()}@")
