@@ -161,3 +161,47 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
     holder.stdin.close()
     with lock_store(store):
         assert (store / "LOCK").read_text().startswith(f"{os.getpid()}@")
+
+
+def test_a_worker_killed_mid_task_loses_nothing_on_a_scheduler(neox_run, in_process, tmp_path):
+    """`scheduler=ADDRESS` on a running cluster; SIGKILL a worker while it runs a checkpoint.
+
+    Dask's nanny restarts the worker and the scheduler reruns its task; the cube is still
+    bitwise the in-process cube and nothing is recorded as failed.
+    """
+    import logging
+    import signal
+    import threading
+    import time
+
+    from distributed import Client, LocalCluster
+
+    from lie_stats.executors import WORKER_ENV
+
+    killed: dict[str, object] = {}
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, env=dict(WORKER_ENV),
+                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+            Client(cluster) as client:
+        pids = client.run(os.getpid)
+
+        def killer() -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not killed:
+                for addr, keys in client.processing().items():
+                    running = [k for k in keys if str(k).startswith("lie-stats-")]
+                    if running:
+                        os.kill(pids[addr], signal.SIGKILL)
+                        killed.update(addr=addr, key=running[0], pid=pids[addr])
+                        return
+                time.sleep(0.02)
+
+        thread = threading.Thread(target=killer, daemon=True)
+        thread.start()
+        cube, failed = extract([str(neox_run)], tmp_path / "k.nc", options=OPTIONS, progress=False,
+                               scheduler=cluster.scheduler_address)
+        thread.join(timeout=5)
+        new_pids = set(client.run(os.getpid).values())
+    assert killed, "no task was seen running on a worker"
+    assert killed["pid"] not in new_pids  # that worker process really died (and was replaced)
+    assert failed == []
+    _assert_identical(in_process[1], cube)
