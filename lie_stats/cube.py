@@ -189,6 +189,8 @@ def provenance_of(ds: xr.Dataset) -> list[dict]:
     >>> provenance_of(xr.Dataset(attrs={"provenance": '[{"step": 1}]'}))
     [{'step': 1}]
     """
+    if not isinstance(ds, xr.Dataset):
+        raise CubeError(f"expected an xarray.Dataset cube, got {type(ds).__name__}.")
     text = ds.attrs.get(schema.ATTR_PROVENANCE, "[]")
     try:
         out = json.loads(text)
@@ -238,7 +240,8 @@ def merge_shards(shards: Sequence[xr.Dataset], *, failed: Sequence[Mapping] = ()
     per_model: dict[str, list[xr.Dataset]] = {}
     prov: dict[tuple[str, int], dict] = {}
     all_failed = [dict(f) for f in failed]
-    for ds in shards:
+    for i, ds in enumerate(shards):
+        validate_cube(ds, where=f"shard {i} of {len(shards)} passed to merge_shards")
         all_failed += _failed_of(ds)
         records = provenance_of(ds)
         for mi, model in enumerate(ds[schema.MODEL].values.tolist()):
@@ -414,7 +417,21 @@ def write_cube(ds: xr.Dataset, path: str | os.PathLike) -> Path:
 
 
 def describe_cube(ds: xr.Dataset, *, where: str = "<cube>") -> str:
-    """A human summary of a cube for ``lie-stats info``: models, steps, variables, provenance."""
+    """A human summary of a cube for ``lie-stats info``: models, steps, variables, provenance.
+
+    A cube that breaks the contract is still described (its last line says why it is not
+    valid), as long as it is a Dataset with ``model`` and ``step`` dimensions and JSON
+    provenance; otherwise :class:`~lie_stats.errors.CubeError` naming ``where``.
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise CubeError(f"{where}: expected an xarray.Dataset cube, got {type(ds).__name__}.")
+    for dim in (schema.MODEL, schema.STEP):
+        if dim not in ds.dims:
+            raise CubeError(f"{where}: missing dimension {dim!r}; a cube has dims {schema.CUBE_DIMS}.")
+    try:
+        provenance_of(ds)
+    except CubeError as e:
+        raise CubeError(f"{where}: {e}") from e
     lines = [f"cube: {where}"]
     lines.append(
         f"  metrics_version {ds.attrs.get(schema.ATTR_METRICS_VERSION)}, lie_stats "
