@@ -47,6 +47,9 @@ __all__ = ["Outcome", "run_task", "run_tasks", "WORKER_ENV"]
 
 log = logging.getLogger("lie_stats.executors")
 
+#: Seconds to wait for a ``--scheduler`` to answer before giving up with a clear error.
+CONNECT_TIMEOUT_S: float = 30.0
+
 #: Environment of local worker processes: one OpenMP/BLAS thread each (deterministic
 #: results; N single-threaded processes instead of N x cores threads).
 WORKER_ENV: dict[str, str] = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
@@ -167,7 +170,7 @@ def _run_dask(tasks: Sequence[Any], options: Any, *, workers: int, scheduler: st
             client = Client(cluster)
         else:
             try:
-                client = Client(scheduler, timeout="30s")
+                client = Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
             except (OSError, TimeoutError) as e:
                 raise LieStatsError(
                     f"--scheduler {scheduler}: cannot connect to a Dask scheduler there ({e}). "

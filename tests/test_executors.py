@@ -113,6 +113,17 @@ def test_workers_and_scheduler_exclude_each_other(neox_run, tmp_path, capsys):
     assert not (tmp_path / "x.nc").exists()
 
 
+def test_an_unreachable_scheduler_is_a_clear_error(neox_run, tmp_path, monkeypatch, capsys):
+    from lie_stats import executors
+
+    monkeypatch.setattr(executors, "CONNECT_TIMEOUT_S", 1.0)
+    assert cli.main(["extract", str(neox_run), "-o", str(tmp_path / "u.nc"), "--families", "Q",
+                     "--quiet", "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert "--scheduler tcp://127.0.0.1:1: cannot connect to a Dask scheduler" in err
+    assert not (tmp_path / "u.nc").exists()
+
+
 HOLDER = textwrap.dedent(
     """
     import sys
