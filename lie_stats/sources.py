@@ -583,18 +583,17 @@ def _sorted(ckpts: list[Checkpoint]) -> list[Checkpoint]:
     return sorted(ckpts, key=lambda c: (c.step is None, c.step or 0, c.revision or ""))
 
 
-def _bad_link(path: pathlib.Path) -> str:
-    """Why a symbolic link does not lead to a regular file (loop, dangling, not a file)."""
+def _bad_link(path: pathlib.Path, expected: str = "a regular file") -> str:
+    """Why a symbolic link does not lead to ``expected`` (loop, dangling, other kind)."""
     try:
         os.stat(path)
     except OSError as e:
         import errno
 
         if e.errno == errno.ELOOP:
-            return "a symbolic link loop; expected a regular file (or a link to one)"
-        return (f"a dangling symbolic link to {os.readlink(path)!r}; expected a regular file "
-                f"(or a link to one)")
-    return "a symbolic link to something that is not a regular file; expected a regular file"
+            return f"a symbolic link loop; expected {expected} (or a link to one)"
+        return f"a dangling symbolic link to {os.readlink(path)!r}; expected {expected} (or a link to one)"
+    return f"a symbolic link to something else; expected {expected}"
 
 
 def _open_local(source: str, revisions) -> list[Checkpoint]:
@@ -606,7 +605,11 @@ def _open_local(source: str, revisions) -> list[Checkpoint]:
         raise CheckpointError(f"{source}: no such folder.{hint}")
     if not root.is_dir():
         raise CheckpointError(f"{source}: expected a checkpoint folder (config.json + weights) or a run folder, got a file")
-    subdirs = {p.name: p for p in root.iterdir() if p.is_dir() and parse_step(p.name) is not None}
+    entries = [p for p in root.iterdir() if parse_step(p.name) is not None]
+    for p in entries:  # a step folder that is a broken link would silently drop out of the run
+        if p.is_symlink() and not p.exists():
+            raise CheckpointError(f"{p}: {_bad_link(p, 'a checkpoint folder')}")
+    subdirs = {p.name: p for p in entries if p.is_dir()}
     revs = _as_list(revisions)
     if subdirs:
         steps: dict[int, str] = {}

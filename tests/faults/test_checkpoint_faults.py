@@ -207,3 +207,33 @@ def test_cli_one_broken_among_good_exits_3_and_lists_it(good, tmp_path, capsys, 
     assert failed["step"] == 10
     assert failed["error"].startswith(cls.__name__ + ":")
     assert str(run / "step_10" / culprit) in failed["error"]
+
+
+# ---------------------------------------------------------------------------- run folders
+@pytest.mark.parametrize("link", ["self_loop", "dangling"])
+def test_run_with_a_broken_step_link_is_refused_not_silently_shortened(good, tmp_path, capsys, link):
+    """``run/step_10`` a symlink loop or dangling link: it must not silently drop out of the run."""
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copytree(good, run / "step_0")
+    target = "step_10" if link == "self_loop" else "gone"
+    os.symlink(target, run / "step_10")
+    with pytest.raises(CheckpointError) as e:
+        open_source(str(run))
+    msg = str(e.value)
+    assert msg.startswith(f"{run / 'step_10'}: ") and "expected a checkpoint folder" in msg, msg
+    assert ("symbolic link loop" if link == "self_loop" else "dangling symbolic link to 'gone'") in msg
+    out = tmp_path / "out.nc"
+    assert cli.main(["extract", str(run), "-o", str(out), *FAST]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert str(run / "step_10") in err and "Traceback" not in err and not out.exists()
+
+
+@pytest.mark.parametrize("content", [b"", b"\x89HDF\r\n\x1a\n" + b"\0" * 64, b"not a cube\n"])
+def test_cli_info_on_a_broken_cube_file_exits_2_naming_it(tmp_path, capsys, content):
+    path = tmp_path / "mailed.nc"
+    path.write_bytes(content)
+    assert cli.main(["info", str(path)]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f"lie-stats info: error: {path}: not a readable NetCDF4 cube"), err
+    assert "Traceback" not in err
