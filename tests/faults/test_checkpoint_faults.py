@@ -25,7 +25,7 @@ from lie_stats.cube import open_cube
 from lie_stats.errors import ArchitectureError, CheckpointError, LieStatsError
 from lie_stats.sources import open_source
 
-from .._checkpoints import make_checkpoint
+from .._checkpoints import make_checkpoint, to_pytorch_bin
 
 FAST = ["--families", "Q", "--null-draws", "64", "--quiet"]
 ST = "model.safetensors"
@@ -113,6 +113,14 @@ def config_symlink_loop(folder: pathlib.Path) -> str:
     return "config.json"
 
 
+def truncated_bin(folder: pathlib.Path) -> str:
+    """A ``pytorch_model.bin`` (zip) cut in half."""
+    to_pytorch_bin(folder)
+    data = (folder / "pytorch_model.bin").read_bytes()
+    (folder / "pytorch_model.bin").write_bytes(data[: len(data) // 2])
+    return "pytorch_model.bin"
+
+
 def emptied(folder: pathlib.Path) -> str:
     for p in folder.iterdir():
         p.unlink()
@@ -137,6 +145,7 @@ FAULTS = {
                              ["symbolic link loop", "expected a regular file"], "adapter"),
     "config_symlink_loop": (config_symlink_loop, CheckpointError,
                             ["symbolic link loop", "expected a regular file"], "open"),
+    "truncated_bin": (truncated_bin, CheckpointError, ["not a readable PyTorch checkpoint"], "adapter"),
     "empty_folder": (emptied, CheckpointError, ["neither a checkpoint folder", "config.json missing"], "open"),
 }
 
@@ -237,3 +246,31 @@ def test_cli_info_on_a_broken_cube_file_exits_2_naming_it(tmp_path, capsys, cont
     err = capsys.readouterr().err
     assert err.startswith(f"lie-stats info: error: {path}: not a readable NetCDF4 cube"), err
     assert "Traceback" not in err
+
+
+class _Payload:
+    """Unpickling this runs ``exec``: the payload of a malicious ``pytorch_model.bin``."""
+
+    def __init__(self, marker: pathlib.Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (exec, (f"open({str(self.marker)!r}, 'w').write('pwned')",))
+
+
+def test_cli_refuses_a_code_executing_pickle_and_the_payload_never_runs(good, tmp_path, capsys):
+    """Through ``lie-stats extract`` (the library path is in tests/test_sources.py)."""
+    folder = tmp_path / "evil"
+    folder.mkdir()
+    shutil.copy(good / "config.json", folder / "config.json")
+    marker = tmp_path / "PWNED"
+    state = dict(load_file(good / ST))
+    state["h.0.attn.c_attn.weight"] = _Payload(marker)
+    torch.save(state, folder / "pytorch_model.bin")
+    out = tmp_path / "out.nc"
+    assert cli.main(["extract", str(folder), "-o", str(out), *FAST]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"{folder / 'pytorch_model.bin'}: refused to load" in err and "weights_only=True" in err
+    assert not marker.exists() and not out.exists()
+    torch.load(folder / "pytorch_model.bin", weights_only=False)  # the payload is real
+    assert marker.read_text() == "pwned"
