@@ -25,7 +25,7 @@ from lie_stats.cube import open_cube
 from lie_stats.errors import ArchitectureError, CheckpointError, LieStatsError
 from lie_stats.sources import open_source
 
-from .._checkpoints import make_checkpoint, to_pytorch_bin
+from .._checkpoints import make_checkpoint, reshard, to_pytorch_bin
 
 FAST = ["--families", "Q", "--null-draws", "64", "--quiet"]
 ST = "model.safetensors"
@@ -121,6 +121,13 @@ def truncated_bin(folder: pathlib.Path) -> str:
     return "pytorch_model.bin"
 
 
+def index_missing_shard(folder: pathlib.Path) -> str:
+    """Sharded safetensors (layer 1 in its own shard) whose layer-1 shard was never downloaded."""
+    reshard(folder, lambda name: "layer1.safetensors" if name.startswith("h.1.") else "rest.safetensors")
+    (folder / "layer1.safetensors").unlink()
+    return "layer1.safetensors"
+
+
 def emptied(folder: pathlib.Path) -> str:
     for p in folder.iterdir():
         p.unlink()
@@ -146,6 +153,7 @@ FAULTS = {
     "config_symlink_loop": (config_symlink_loop, CheckpointError,
                             ["symbolic link loop", "expected a regular file"], "open"),
     "truncated_bin": (truncated_bin, CheckpointError, ["not a readable PyTorch checkpoint"], "adapter"),
+    "index_missing_shard": (index_missing_shard, CheckpointError, ["file not found"], "layers"),
     "empty_folder": (emptied, CheckpointError, ["neither a checkpoint folder", "config.json missing"], "open"),
 }
 
@@ -195,6 +203,7 @@ def test_cli_exits_2_with_the_message_and_writes_no_cube(good, tmp_path, capsys,
 
 
 @pytest.mark.parametrize("fault", ["truncated", "header_overclaims", "wrong_shape", "missing_attention",
+                                   "index_missing_shard", "truncated_bin",
                                    "config_malformed", "config_unsupported", "weights_symlink_loop"])
 def test_cli_one_broken_among_good_exits_3_and_lists_it(good, tmp_path, capsys, fault):
     """A run folder of two good checkpoints and one broken one: the good ones are in the
