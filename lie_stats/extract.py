@@ -412,8 +412,6 @@ def extract(
         When no checkpoint at all could be extracted, the shard store conflicts or is in
         use by another run, or ``workers``/``scheduler`` are both given.
     """
-    from .executors import run_tasks
-
     if store_dtype not in ("float64", "float32"):
         raise ValueError(f"store_dtype={store_dtype!r}: expected 'float64' or 'float32'.")
     if workers < 1 or (scheduler is not None and workers != 1):
@@ -424,37 +422,54 @@ def extract(
     out = Path(out)
     tasks = plan_tasks(sources, revisions=revisions)
     store = shard_dir(out)
-    with lock_store(store):
-        _prepare_store(store, options, resume=resume)
-        tick = _progress(len(tasks), enabled=progress)
-        todo = []
-        for task in tasks:
-            if _shard_path(store, task).exists():
-                tick(f"{task.label} (done)")
-            else:
-                todo.append(task)
-        failures: dict[str, dict] = {}
-        for outcome in run_tasks(todo, options, workers=workers, scheduler=scheduler):
-            task = outcome.task
-            if outcome.error is not None:
-                c = task.checkpoint
-                failures[task.key] = {"source": str(c.path), "model": c.model, "step": c.step,
-                                      "revision": c.revision, "error": outcome.error}
-                log.error("checkpoint %s failed: %s", task.label, outcome.error)
-                tick(f"{task.label} FAILED")
-                continue
-            write_cube(outcome.shard, _shard_path(store, task))
-            tick(task.label)
-        failed = [failures[t.key] for t in tasks if t.key in failures]  # task order, any executor
-        shards = [open_cube(_shard_path(store, t)) for t in tasks if _shard_path(store, t).exists()]
-        if not shards:
-            raise LieStatsError(
-                "No checkpoint could be extracted: "
-                + "; ".join(f"{f['source']}: {f['error']}" for f in failed)
-            )
-        merged = merge_shards(shards, failed=failed)
-        if store_dtype == "float32":
-            merged = merged.map(lambda v: v.astype(np.float32), keep_attrs=True)
-        merged.attrs["store_dtype"] = store_dtype
-        write_cube(merged, out)
+    try:
+        with lock_store(store):
+            return _extract_locked(tasks, store, out, options=options, resume=resume,
+                                   progress=progress, store_dtype=store_dtype,
+                                   workers=workers, scheduler=scheduler)
+    except OSError as e:  # disk full, read-only or vanished folder: say where, lose nothing
+        raise LieStatsError(
+            f"{out}: could not write the cube or its shard store {store} ({e}); the finished "
+            f"shards and any earlier cube are kept: free space and rerun with --resume."
+        ) from e
+
+
+def _extract_locked(tasks: list[Task], store: Path, out: Path, *, options: ExtractOptions,
+                    resume: bool, progress: bool, store_dtype: str, workers: int,
+                    scheduler: str | None) -> tuple[xr.Dataset, list[dict]]:
+    """The body of :func:`extract`, run while the store's lock is held."""
+    from .executors import run_tasks  # executors imports this module
+
+    _prepare_store(store, options, resume=resume)
+    tick = _progress(len(tasks), enabled=progress)
+    todo = []
+    for task in tasks:
+        if _shard_path(store, task).exists():
+            tick(f"{task.label} (done)")
+        else:
+            todo.append(task)
+    failures: dict[str, dict] = {}
+    for outcome in run_tasks(todo, options, workers=workers, scheduler=scheduler):
+        task = outcome.task
+        if outcome.error is not None:
+            c = task.checkpoint
+            failures[task.key] = {"source": str(c.path), "model": c.model, "step": c.step,
+                                  "revision": c.revision, "error": outcome.error}
+            log.error("checkpoint %s failed: %s", task.label, outcome.error)
+            tick(f"{task.label} FAILED")
+            continue
+        write_cube(outcome.shard, _shard_path(store, task))
+        tick(task.label)
+    failed = [failures[t.key] for t in tasks if t.key in failures]  # task order, any executor
+    shards = [open_cube(_shard_path(store, t)) for t in tasks if _shard_path(store, t).exists()]
+    if not shards:
+        raise LieStatsError(
+            "No checkpoint could be extracted: "
+            + "; ".join(f"{f['source']}: {f['error']}" for f in failed)
+        )
+    merged = merge_shards(shards, failed=failed)
+    if store_dtype == "float32":
+        merged = merged.map(lambda v: v.astype(np.float32), keep_attrs=True)
+    merged.attrs["store_dtype"] = store_dtype
+    write_cube(merged, out)
     return merged, failed

@@ -654,6 +654,20 @@ class _Skip(Exception):
     """The data needed are not in this cube: the result is skipped, with this reason."""
 
 
+def _check_cube(cube: Any, where: str) -> None:
+    """The part of the cube contract a selection relies on: a Dataset with model and step."""
+    import xarray as xr
+
+    from .errors import CubeError
+
+    if not isinstance(cube, xr.Dataset):
+        raise CubeError(f"{where}: expected an xarray.Dataset cube, got {type(cube).__name__}.")
+    for dim in (schema.MODEL, schema.STEP):
+        if dim not in cube.dims:
+            raise CubeError(f"{where}: the cube has no {dim!r} dimension; a cube has dims "
+                            f"{schema.CUBE_DIMS} (DESIGN.md, cube).")
+
+
 def select(sel: Select, cube: Any, *, where: str = "selection") -> Any:
     """Apply one :class:`Select` to a cube.
 
@@ -681,6 +695,7 @@ def select(sel: Select, cube: Any, *, where: str = "selection") -> Any:
     """
     import xarray as xr
 
+    _check_cube(cube, where)
     if sel.metric not in cube.data_vars:
         raise _Skip(f"the cube has no variable {sel.metric!r} (has: {', '.join(map(str, cube.data_vars))})")
     da = cube[sel.metric]
@@ -1636,6 +1651,7 @@ def evaluate_cube(spec: HypothesisSpec, cube: Any, *, dataset: str = "<cube>") -
     >>> evaluate_cube(s, cube).verdict
     'supported'
     """
+    _check_cube(cube, dataset)
     main = _run_once(spec, cube, dataset)
     for choice in spec.choice_grid():
         sub = _run_once(spec.with_choice(choice), cube, dataset)

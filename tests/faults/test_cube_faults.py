@@ -143,10 +143,6 @@ def _spec() -> HypothesisSpec:
         gate="report")
 
 
-@pytest.mark.xfail(strict=True, raises=(AttributeError, KeyError), reason=(
-    "BUG in lie_stats/spec.py (not this suite's to fix): evaluate_cube / select do not "
-    "validate their cube: a DataArray, dict or None fails with AttributeError "
-    "('... has no attribute data_vars') and a cube without a step dimension with KeyError"))
 @pytest.mark.parametrize("bad", ["dataarray", "dict", "none", "no_step_dim"])
 def test_evaluate_cube_refuses_a_non_cube(good, bad):
     make, texts = BAD[bad]

@@ -81,11 +81,7 @@ def test_write_cube_on_a_full_tmpfs_keeps_the_good_cube(small_fs):
 
 @pytest.mark.parametrize("leave", [
     32 * 1024,  # nearly full: the lock and options.json fit, the cube does not
-    pytest.param(0, marks=pytest.mark.xfail(
-        strict=True, raises=OSError,
-        reason="BUG (not in this suite's files): on a completely full disk lie_stats.extract."
-               "lock_store / _prepare_store raise a raw OSError (ENOSPC) that lie-stats shows "
-               "as a traceback instead of exit 2 with the shard store named")),
+    0,  # completely full: the lock file and options.json cannot be written either
 ])
 def test_cli_extract_on_a_full_tmpfs_exits_2_and_keeps_the_good_cube(small_fs, tmp_path, capsys, leave):
     run = tmp_path / "run"
