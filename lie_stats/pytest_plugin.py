@@ -45,7 +45,6 @@ import fnmatch
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -358,16 +357,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
 
 
 def _write_json_atomic(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from .report import _write_text  # the one atomic writer (temp file + rename)
+
+    _write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
