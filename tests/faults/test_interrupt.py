@@ -41,6 +41,16 @@ def _extract_cmd(run, out, *extra):
     return [sys.executable, "-m", "lie_stats", "extract", str(run), "-o", str(out), *ARGS, *extra]
 
 
+def _sigint_default() -> None:
+    """In the child, before exec: SIGINT back to its default disposition.
+
+    A shell starts background jobs with SIGINT ignored, and an ignored SIGINT is inherited
+    across exec, in which case Python installs no KeyboardInterrupt handler: the test would
+    send a signal the child cannot see (as when CI itself runs in the background).
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _env():
     env = dict(os.environ)
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
@@ -60,7 +70,8 @@ def test_sigint_keeps_shards_exits_130_and_resume_completes(run_folder, tmp_path
     out = tmp_path / "out.nc"
     store = shard_dir(out)
     proc = subprocess.Popen(_extract_cmd(run_folder, out), cwd=tmp_path, env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_sigint_default)
     try:
         deadline = time.monotonic() + 240
         while not list(store.glob("*.nc")):
