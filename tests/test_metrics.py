@@ -7,7 +7,6 @@ relative (METRICS.md §2).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -24,6 +23,7 @@ from lie_stats.metrics import (
     compute_checkpoint,
     compute_layer,
 )
+from lie_stats.architectures import LayerWeights
 from lie_stats.operators import projection_matrix
 from lie_stats.schema import FAMILIES, HEAD, HEAD_J, LAYER, MATRICES, MATRIX, FAMILY, PROJECTION, VARIABLES, variable_info
 
@@ -31,19 +31,8 @@ D64 = torch.float64
 V = {name: name for name in VARIABLES}  # names checked against the schema (a typo is a KeyError)
 
 
-@dataclass
-class LW:
-    """Stand-in for lie_stats.architectures.LayerWeights (same fields; the engine duck-types)."""
-
-    layer: int
-    W_Q: torch.Tensor
-    W_K: torch.Tensor
-    W_V: torch.Tensor
-    W_O: torch.Tensor
-    b_Q: torch.Tensor | None = None
-    b_K: torch.Tensor | None = None
-    b_V: torch.Tensor | None = None
-    b_O: torch.Tensor | None = None
+# the engine's real input type (positional order: layer, W_Q, W_K, W_V, W_O)
+LW = LayerWeights
 
 
 def make_layer(H: int, d: int, r: int, seed: int, *, layer: int = 0, std: float = 1.0) -> LW:
