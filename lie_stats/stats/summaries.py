@@ -1,0 +1,318 @@
+"""Clustered summaries and paired equivalence: shares and means of head data with a
+stratified cluster-bootstrap interval, and the paired TOST with an absolute bound.
+
+Used by claim A10 (the projection-artifact control: the same per-layer metric under two
+compressions, METRICS.md §2, §4.2, §4.6) and claim B4 (attention sinks: the share of heads
+whose ``sink_argmax_fraction`` exceeds one half, and the size of ``sink_value_ratio``,
+METRICS.md §7.2, §7.4).
+
+Heads are nested in layers and layers in models. :func:`cluster_mean` resamples whole
+layers (clusters) with replacement *within each model* (stratum): Davison & Hinkley (1997),
+*Bootstrap Methods and their Application*, §3.8, strategy 1 (resample clusters, keep their
+units), stratified as in §3.7. Each model keeps its number of layers, so a pooled estimate
+keeps its weights.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+from scipy import stats as sps
+
+from lie_stats.errors import StatsInputError
+from lie_stats.stats import _validate as v
+from lie_stats.stats import columns as C
+
+__all__ = [
+    "tost_paired",
+    "cluster_mean",
+    "share_above",
+    "TRANSFORMS",
+    "N_CLUSTERS",
+    "N_BOOT",
+    "NULL_VALUE",
+    "TOST_PAIRED_COLUMNS",
+    "CLUSTER_MEAN_COLUMNS",
+]
+
+#: Scales on which :func:`cluster_mean` averages: the values themselves, or their logs
+#: (a geometric mean, for positive ratios such as ``sink_value_ratio``).
+TRANSFORMS = ("identity", "log")
+
+#: Extra result columns of :func:`cluster_mean` / :func:`share_above`.
+N_CLUSTERS = "n_clusters"  # clusters (layers) in the estimate
+N_BOOT = "n_boot"  # bootstrap replicates drawn
+NULL_VALUE = "null_value"  # the value the bootstrap p-value tests against
+
+TOST_PAIRED_COLUMNS = C.TOST_RELATIVE_COLUMNS  # n, statistic, p, effect, ci, bound, df, t/p lower/upper
+CLUSTER_MEAN_COLUMNS = (*C.STAT_COLUMNS, N_CLUSTERS, C.N_STRATA, N_BOOT, NULL_VALUE)
+
+_CHUNK = 1 << 20  # elements of one [chunk, n_clusters] block of bootstrap draws
+
+
+def tost_paired(a: ArrayLike, b: ArrayLike, *, bound: float, alpha: float = 0.05) -> pd.DataFrame:
+    """Paired TOST that the mean difference ``b - a`` lies within ``(-bound, bound)``.
+
+    Parameters
+    ----------
+    a, b : array-like, shape ``[n]``
+        Paired values (the same layers measured two ways, e.g. under two compressions);
+        NaN pairs are dropped.
+    bound : float
+        Absolute equivalence bound, on the scale of the values (> 0).
+    alpha : float, default 0.05
+        Level of each one-sided test.
+
+    Returns
+    -------
+    pandas.DataFrame, one row, columns :data:`TOST_PAIRED_COLUMNS`:
+
+    - ``n``: pairs used; ``df`` = n - 1;
+    - ``statistic``: the t of the one-sided test with the larger p;
+    - ``p_value``: ``max(p_lower, p_upper)``; equivalence is declared when ``p < alpha``;
+    - ``effect``: the mean difference ``mean(b - a)``;
+    - ``ci_low``, ``ci_high``: its ``1 - 2 alpha`` t interval; ``p < alpha`` exactly when the
+      interval lies inside ``(-bound, bound)``;
+    - ``bound``; ``t_lower``, ``t_upper``, ``p_lower``, ``p_upper``: the tests of
+      ``mean(d) > -bound`` and ``mean(d) < bound``.
+
+    When every difference is identical (standard deviation 0) the t statistics are
+    infinite: each one-sided p is its limit (0 or 1) and the interval collapses to the point.
+
+    Raises
+    ------
+    StatsInputError
+        Lengths differ, fewer than 2 complete pairs, bad bound or alpha.
+
+    Notes
+    -----
+    Schuirmann (1987), doi:10.1007/BF01068419; the paired form of Lakens (2017),
+    doi:10.1177/1948550617697177. With :math:`d = b - a`, :math:`se = s_d/\\sqrt{n}`:
+    :math:`t_{lo} = (\\bar d + \\Delta)/se`, :math:`p_{lo} = 1 - F_{n-1}(t_{lo})`;
+    :math:`t_{hi} = (\\bar d - \\Delta)/se`, :math:`p_{hi} = F_{n-1}(t_{hi})`.
+    The pairs are treated as independent (layers of one model are not, quite: the layer is
+    the unit, as in :func:`lie_stats.stats.tost_relative`).
+
+    Examples
+    --------
+    >>> a = np.array([0.10, 0.20, 0.15, 0.30, 0.25])
+    >>> res = tost_paired(a, a + np.array([0.004, -0.003, 0.001, 0.0, -0.002]), bound=0.025)
+    >>> bool(res["p_value"].iloc[0] < 0.05), round(float(res["effect"].iloc[0]), 4)
+    (True, 0.0)
+    """
+    where = "tost_paired"
+    alpha = v.level(alpha, name="alpha", where=where)
+    try:
+        bound = float(bound)
+    except (TypeError, ValueError):
+        bound = float("nan")
+    if not (bound > 0 and np.isfinite(bound)):
+        raise StatsInputError(f"{where}: bound must be a positive finite number, got {bound!r}.")
+    x = v.vector(a, name="a", where=where)
+    y = v.vector(b, name="b", where=where)
+    v.same_length(("a", x), ("b", y), where=where)
+    keep = ~(np.isnan(x) | np.isnan(y))
+    d = y[keep] - x[keep]
+    v.min_n(d.size, 2, where=where, what="complete pairs")
+    n, df = d.size, d.size - 1
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    se = sd / np.sqrt(n)
+    tcrit = float(sps.t.ppf(1.0 - alpha, df))
+    if se > 0:
+        t_lo, t_hi = (mean + bound) / se, (mean - bound) / se
+        p_lo, p_hi = float(sps.t.sf(t_lo, df)), float(sps.t.cdf(t_hi, df))
+    else:
+        t_lo = np.inf if mean + bound > 0 else -np.inf
+        t_hi = -np.inf if mean - bound < 0 else np.inf
+        p_lo, p_hi = (0.0 if mean + bound > 0 else 1.0), (0.0 if mean - bound < 0 else 1.0)
+    stat = t_lo if p_lo >= p_hi else t_hi
+    return v.frame(TOST_PAIRED_COLUMNS, {
+        C.N: n, C.STATISTIC: stat, C.P_VALUE: max(p_lo, p_hi), C.EFFECT: mean,
+        C.CI_LOW: mean - tcrit * se, C.CI_HIGH: mean + tcrit * se, C.BOUND: bound, C.DF: df,
+        C.T_LOWER: t_lo, C.T_UPPER: t_hi, C.P_LOWER: p_lo, C.P_UPPER: p_hi,
+    })
+
+
+def _stratified_cluster_draws(strata_of_cluster: np.ndarray, n_boot: int, seed: int):
+    """Yield ``[chunk, K]`` blocks of cluster indices: for each stratum, its clusters drawn
+    with replacement into its own slots (each stratum keeps its number of clusters)."""
+    rng = np.random.default_rng(seed)
+    k = strata_of_cluster.size
+    members = [np.flatnonzero(strata_of_cluster == s) for s in np.unique(strata_of_cluster)]
+    step = max(1, _CHUNK // max(1, k))
+    for start in range(0, n_boot, step):
+        m = min(step, n_boot - start)
+        block = np.empty((m, k), dtype=np.intp)
+        for idx in members:
+            block[:, idx] = idx[rng.integers(0, idx.size, size=(m, idx.size))]
+        yield block
+
+
+def cluster_mean(
+    values: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    strata: ArrayLike | None = None,
+    transform: str = "identity",
+    null_value: float | None = None,
+    n_boot: int = 2000,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Mean of unit values (heads) with a stratified cluster-bootstrap interval.
+
+    Parameters
+    ----------
+    values : array-like, shape ``[n]``
+        One value per unit (head); NaN units are dropped. With ``transform="log"`` every
+        value must be positive.
+    clusters : array-like, shape ``[n]``
+        Cluster label of each unit (its layer, unique across models).
+    strata : array-like, shape ``[n]``, optional
+        Stratum of each unit (its model); clusters are resampled within strata. A cluster
+        must lie in one stratum. ``None``: one stratum.
+    transform : {"identity", "log"}
+        Average the values (``identity``) or their logs and report ``exp`` of the mean (a
+        geometric mean, for ratios).
+    null_value : float, optional
+        Value the bootstrap p-value tests (on the original scale). ``None``: no p-value (NaN).
+    n_boot : int, default 2000
+    ci : float, default 0.95
+    seed : int, default 0
+
+    Returns
+    -------
+    pandas.DataFrame, one row, columns :data:`CLUSTER_MEAN_COLUMNS`:
+
+    - ``n``: units used; ``n_clusters``, ``n_strata``; ``n_boot``; ``null_value`` (NaN if none);
+    - ``effect``: the mean over all units (``exp`` of the mean log for ``log``): each unit
+      weighs the same, so a stratum weighs by its number of units;
+    - ``ci_low``, ``ci_high``: percentile interval of the bootstrap replicates;
+    - ``statistic``: ``(effect - null_value) / sd(replicates)`` on the transformed scale
+      (a bootstrap z; NaN without ``null_value`` or when the replicates do not vary);
+    - ``p_value``: two-sided percentile-bootstrap p against ``null_value``,
+      ``min(1, 2 min(#(r <= v) + 1, #(r >= v) + 1) / (B + 1))`` over replicates ``r``: the
+      interval at level ``1 - p`` just reaches ``v``. NaN without ``null_value``.
+
+    Raises
+    ------
+    StatsInputError
+        Lengths differ, a cluster spans two strata, fewer than 2 clusters, a non-positive
+        value under ``log``, bad options.
+
+    Notes
+    -----
+    Davison & Hinkley (1997), §3.8 (strategy 1, clusters resampled whole) and §3.7
+    (stratified resampling); the percentile interval, their §5.3.1. With few clusters per
+    stratum the percentile interval is too narrow (coverage below the nominal level; see
+    the calibration test in ``tests/stats/test_summaries.py``).
+
+    Examples
+    --------
+    >>> vals = np.array([1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0])
+    >>> res = cluster_mean(vals, clusters=[0, 0, 1, 1, 2, 2, 3, 3], null_value=0.5, n_boot=999)
+    >>> float(res["effect"].iloc[0]), int(res["n_clusters"].iloc[0])
+    (0.75, 4)
+    """
+    where = "cluster_mean"
+    v.choice(transform, TRANSFORMS, name="transform", where=where)
+    ci = v.level(ci, name="ci", where=where)
+    n_boot = v.positive_int(n_boot, name="n_boot", where=where)
+    seed = v.seed_value(seed, where=where)
+    x = v.vector(values, name="values", where=where)
+    n_all = x.size
+    cl = v.labels(clusters, n=n_all, name="clusters", where=where)
+    st = (np.zeros(n_all, dtype=np.intp) if strata is None
+          else v.labels(strata, n=n_all, name="strata", where=where))
+    keep = ~np.isnan(x)
+    x, cl, st = x[keep], cl[keep], st[keep]
+    v.min_n(x.size, 2, where=where, what="non-NaN values")
+    if transform == "log":
+        if (x <= 0).any():
+            raise StatsInputError(f"{where}: values hold {int((x <= 0).sum())} non-positive numbers; "
+                                  f"transform='log' (a geometric mean) needs positive values.")
+        x = np.log(x)
+    _, cl = np.unique(cl, return_inverse=True)
+    k = int(cl.max()) + 1
+    sums = np.bincount(cl, weights=x, minlength=k)
+    counts = np.bincount(cl, minlength=k).astype(np.float64)
+    stratum_of = np.full(k, -1, dtype=np.intp)
+    stratum_of[cl] = st
+    if (np.bincount(cl, weights=(st != stratum_of[cl]).astype(float), minlength=k) > 0).any():
+        raise StatsInputError(f"{where}: a cluster spans two strata; label clusters uniquely "
+                              f"within strata (e.g. (model, layer)).")
+    v.min_n(k, 2, where=where, what="clusters")
+    back = np.exp if transform == "log" else (lambda t: t)
+    estimate = float(sums.sum() / counts.sum())
+    boot = np.concatenate([sums[b].sum(axis=1) / counts[b].sum(axis=1)
+                           for b in _stratified_cluster_draws(stratum_of, n_boot, seed)])
+    lo, hi = v.percentile_ci(boot, ci)
+    stat = p = float("nan")
+    nv = float("nan") if null_value is None else float(null_value)
+    if null_value is not None:
+        if not np.isfinite(nv) or (transform == "log" and nv <= 0):
+            raise StatsInputError(f"{where}: null_value must be finite (and positive under log), "
+                                  f"got {null_value!r}.")
+        t0 = np.log(nv) if transform == "log" else nv
+        sd = float(boot.std(ddof=1))
+        stat = (estimate - t0) / sd if sd > 0 else float("nan")
+        below = int(np.count_nonzero(boot <= t0))
+        above = int(np.count_nonzero(boot >= t0))
+        p = min(1.0, 2.0 * (min(below, above) + 1) / (n_boot + 1))
+    return v.frame(CLUSTER_MEAN_COLUMNS, {
+        C.N: int(x.size), C.STATISTIC: stat, C.P_VALUE: p, C.EFFECT: float(back(estimate)),
+        C.CI_LOW: float(back(lo)), C.CI_HIGH: float(back(hi)), N_CLUSTERS: k,
+        C.N_STRATA: int(np.unique(stratum_of).size), N_BOOT: n_boot, NULL_VALUE: nv,
+    })
+
+
+def share_above(
+    values: ArrayLike,
+    threshold: float,
+    clusters: ArrayLike,
+    *,
+    strata: ArrayLike | None = None,
+    null_value: float | None = None,
+    n_boot: int = 2000,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Share of units (heads) whose value exceeds ``threshold``, with a stratified
+    cluster-bootstrap interval: :func:`cluster_mean` of the indicator ``value > threshold``.
+
+    Parameters
+    ----------
+    values : array-like, shape ``[n]``
+        NaN units are dropped (not counted as below the threshold).
+    threshold : float
+        Strict threshold (``>``): e.g. 0.5 on ``sink_argmax_fraction`` (METRICS.md §7.2)
+        marks a head whose largest attention weight is on position 0 for most queries.
+    clusters, strata, null_value, n_boot, ci, seed
+        As :func:`cluster_mean` (``null_value`` a share, e.g. 0.5 for "most heads").
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`cluster_mean`; ``effect`` is the share.
+
+    Examples
+    --------
+    >>> res = share_above([0.9, 0.8, 0.2, 0.99, 0.7, 0.6], 0.5, clusters=[0, 0, 1, 1, 2, 2],
+    ...                   null_value=0.5, n_boot=499)
+    >>> round(float(res["effect"].iloc[0]), 3)
+    0.833
+    """
+    where = "share_above"
+    try:
+        t = float(threshold)
+    except (TypeError, ValueError):
+        t = float("nan")
+    if not np.isfinite(t):
+        raise StatsInputError(f"{where}: threshold must be a finite number, got {threshold!r}.")
+    x = v.vector(values, name="values", where=where)
+    indicator = np.where(np.isnan(x), np.nan, (x > t).astype(np.float64))
+    if null_value is not None and not 0.0 <= float(null_value) <= 1.0:
+        raise StatsInputError(f"{where}: null_value is a share in [0, 1], got {null_value!r}.")
+    return cluster_mean(indicator, clusters, strata=strata, transform="identity",
+                        null_value=null_value, n_boot=n_boot, ci=ci, seed=seed)
