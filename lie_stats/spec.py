@@ -1732,3 +1732,294 @@ def evaluate(spec: HypothesisSpec, datasets_dir: str | Path = "datasets", *,
             res.build = card.build
         out.append(res)
     return out
+
+
+# ---- test kinds for A10 / B4 (helper H4) ----
+# Paired equivalence of a metric between two compressions (tost_paired), clustered shares
+# and means of head data with a stratified cluster-bootstrap interval (share_above,
+# head_mean), and the agreement of another hypothesis's verdict across compressions
+# (verdict_agreement, built with compression_agreement). Numerics in
+# lie_stats.stats.summaries; claims A10 and B4 of CLAIMS.md.
+
+#: Verdict codes of ``verdict_agreement`` (its effect is the range of these codes).
+VERDICT_CODES = {"supported": 1.0, "inconclusive": 0.0, "refuted": -1.0}
+#: Prefix of ``verdict_agreement``'s extra columns holding each compression's verdict code;
+#: the target's effect, interval and p follow as ``effect_<tag>``, ``ci_low_<tag>``, ...
+#: (``<tag>``: the compression with ':' as '_', e.g. ``fixed_64``).
+AGREE_VERDICT = "verdict"
+#: Extra column: pairs of compressions whose verdicts are opposite decisions.
+N_OPPOSITE = "n_opposite"
+_AGREE_SEP = "__c"
+_AGREE_MAX = 4
+_AGREE_ROLES = tuple(sorted({r for k in _REGISTRY.values() for r in (*k.roles, *k.optional_roles)}))
+
+
+def _h4_summaries() -> Any:
+    import importlib
+
+    return importlib.import_module("lie_stats.stats.summaries")
+
+
+def _run_tost_paired(data: TestInput) -> Any:
+    p = data.params
+    table = data.table("a", "b")
+    bound = data.prediction.bound if data.prediction.bound is not None else p["bound"]
+    return _h4_summaries().tost_paired(table["a"].to_numpy(float), table["b"].to_numpy(float),
+                                       bound=bound, alpha=p["alpha"])
+
+
+def _h4_clusters(table: Any, test: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """Clusters (model, layer) and strata (model) of a tidy table of head or layer data."""
+    import pandas as pd
+
+    if schema.LAYER not in table.columns:
+        raise SpecError(f"{test}: the selection has no {schema.LAYER!r} dimension; clusters are "
+                        f"layers (select a per-head or per-layer variable).")
+    cols = [c for c in (schema.MODEL, schema.LAYER) if c in table.columns]
+    clusters = pd.factorize(pd.MultiIndex.from_frame(table[cols]))[0]
+    strata = pd.factorize(table[schema.MODEL])[0] if schema.MODEL in table.columns else None
+    return clusters, strata
+
+
+def _run_share_above(data: TestInput) -> Any:
+    p = data.params
+    table = data.table("values")
+    clusters, strata = _h4_clusters(table, "share_above")
+    return _h4_summaries().share_above(table["values"].to_numpy(float), p["threshold"], clusters,
+                                       strata=strata, null_value=float(data.prediction.value),
+                                       n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
+
+
+def _run_cluster_mean(data: TestInput) -> Any:
+    p = data.params
+    summaries = _h4_summaries()
+    if p["transform"] not in summaries.TRANSFORMS:
+        raise SpecError(f"params['transform']: unknown transform {p['transform']!r}."
+                        f"{did_you_mean(str(p['transform']), summaries.TRANSFORMS)} Expected one of: "
+                        f"{', '.join(summaries.TRANSFORMS)}.")
+    masked = "mask" in data.arrays
+    if masked != (p.get("mask_above") is not None):
+        raise SpecError("selection['mask'] and params['mask_above'] go together: the mask keeps "
+                        "the heads whose mask value is above mask_above.")
+    table = data.table("values", "mask") if masked else data.table("values")
+    if masked:
+        table = table[table["mask"].to_numpy(float) > float(p["mask_above"])]
+        if table.empty:
+            raise StatsInputError(f"head_mean: no head has a mask value above {p['mask_above']}.")
+    clusters, strata = _h4_clusters(table, "head_mean")
+    return summaries.cluster_mean(table["values"].to_numpy(float), clusters, strata=strata,
+                                  transform=p["transform"], null_value=float(data.prediction.value),
+                                  n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
+
+
+def _agreement_role(role: str, i: int) -> str:
+    return f"{role}{_AGREE_SEP}{i}"
+
+
+def _compression_tag(compression: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9]+", "_", str(compression)).strip("_")
+
+
+def _run_verdict_agreement(data: TestInput) -> Any:
+    """Evaluate the target's test under each compression on the units every compression
+    has (same models, layers, heads and steps), and compare the verdicts."""
+    import pandas as pd
+    import xarray as xr
+
+    p = data.params
+    comps = [str(c) for c in p["compressions"]]
+    if p["target_test"] not in _REGISTRY:
+        raise SpecError(f"params['target_test']: unknown test {p['target_test']!r}."
+                        f"{did_you_mean(str(p['target_test']), _REGISTRY)}")
+    kind = _REGISTRY[p["target_test"]]
+    roles = sorted({r.rsplit(_AGREE_SEP, 1)[0] for r in data.arrays})
+    per_comp: list[dict[str, Any]] = [{} for _ in comps]
+    for role in roles:
+        arrays = xr.align(*(data.arrays[_agreement_role(role, i)] for i in range(len(comps))),
+                          join="inner")
+        ok = np.logical_and.reduce([np.isfinite(a.values) for a in arrays])
+        if not ok.any():
+            raise StatsInputError(f"verdict_agreement: no unit of selection {role!r} has data under "
+                                  f"every compression ({', '.join(comps)}).")
+        first = arrays[0]
+        mask = xr.DataArray(ok, dims=first.dims,
+                            coords={d: first[d] for d in first.dims if d in first.indexes})
+        for i, a in enumerate(arrays):
+            per_comp[i][role] = a.where(mask)
+    prediction = Prediction(**p["target_prediction"])
+    tparams = dict(p["target_params"])
+    reference = dict(p["target_reference"] or {})
+    alpha = float(tparams.get("alpha", 0.05))
+    out: dict[str, float] = {}
+    codes = []
+    for i, comp in enumerate(comps):
+        sub = TestInput(arrays=per_comp[i], params=tparams, prediction=prediction, reference=reference)
+        try:
+            row = _frame_row(kind.fn(sub), kind.name)
+            verdict, _ = kind.decide(row, Decision(prediction, alpha, reference, tparams))
+        except StatsInputError:
+            row, verdict = {}, "inconclusive"
+        tag = _compression_tag(comp)
+        codes.append(VERDICT_CODES[verdict])
+        out[f"{AGREE_VERDICT}_{tag}"] = VERDICT_CODES[verdict]
+        for col in (C.EFFECT, C.CI_LOW, C.CI_HIGH, C.P_VALUE):
+            out[f"{col}_{tag}"] = float(row.get(col, math.nan))
+    opposite = sum(1 for a, b in itertools.combinations(codes, 2) if a * b < 0)
+    head = {C.N: len(comps), C.STATISTIC: float(len(set(codes))), C.P_VALUE: math.nan,
+            C.EFFECT: float(max(codes) - min(codes)), C.CI_LOW: math.nan, C.CI_HIGH: math.nan}
+    return pd.DataFrame([{**head, **out, N_OPPOSITE: float(opposite)}])
+
+
+def decide_agreement(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """Verdict-agreement rule: the target's verdict codes (supported +1, inconclusive 0,
+    refuted -1) under the compressions may differ by at most the prediction's bound.
+
+    *supported* when the range of the codes is within the bound and some verdict is
+    decisive; *refuted* when the range exceeds the bound (the conclusion depends on the
+    compression); *inconclusive* when every compression is inconclusive (no conclusion to
+    compare) or a code is missing.
+
+    >>> ctx = Decision(Prediction("equivalent", bound=0.5), 0.05, {}, {"compressions": ["none", "fixed:64"]})
+    >>> decide_agreement({"effect": 0.0, "verdict_none": 1.0, "verdict_fixed_64": 1.0}, ctx)[0]
+    'supported'
+    >>> decide_agreement({"effect": 1.0, "verdict_none": 1.0, "verdict_fixed_64": 0.0}, ctx)[0]
+    'refuted'
+    """
+    comps = [str(c) for c in ctx.params.get("compressions") or ()]
+    codes = [row.get(f"{AGREE_VERDICT}_{_compression_tag(c)}") for c in comps]
+    if not codes or not _finite(row.get(C.EFFECT), *codes):
+        return "inconclusive", "the target's verdict is missing under some compression"
+    names = {code: name for name, code in VERDICT_CODES.items()}
+    text = "; ".join(f"{c}: {names.get(float(code), code)}" for c, code in zip(comps, codes))
+    bound = float(ctx.prediction.bound if ctx.prediction.bound is not None else 0.5)
+    if float(row[C.EFFECT]) > bound:
+        return "refuted", f"the verdict depends on the compression ({text})"
+    if all(float(code) == 0.0 for code in codes):
+        return "inconclusive", f"every compression is inconclusive ({text}): no conclusion to compare"
+    return "supported", f"the same conclusion under every compression ({text})"
+
+
+def compression_agreement(
+    target: HypothesisSpec,
+    *,
+    id: str,
+    claim: str,
+    source: str,
+    compressions: Sequence[str] = ("none", "adaptive", "fixed:64"),
+    tolerance: float = 0.5,
+    gate: str = "pinned",
+    datasets: Sequence[str] | None = None,
+    notes: str = "",
+) -> HypothesisSpec:
+    """A spec testing that ``target``'s verdict is the same under every compression (claim A10).
+
+    The target's selection is repeated once per compression (roles ``<role>__c<i>``, the
+    variable's projection set to the compression); evaluation keeps the units every
+    compression has data for, runs the target's test and decision rule on each, and
+    compares the verdicts (:func:`decide_agreement`). The target's whole declaration (test,
+    resolved parameters, prediction, reference) is part of this spec's parameters, so its
+    pre-registration hash changes when the target's does.
+
+    Parameters
+    ----------
+    target : HypothesisSpec
+        The hypothesis whose conclusion must not depend on the compression.
+    id, claim, source, gate, notes
+        As :class:`HypothesisSpec`.
+    compressions : sequence of str
+        Two to four compressions (METRICS.md §2); the first is listed first in reports.
+    tolerance : float, default 0.5
+        Largest allowed range of the verdict codes (supported +1, inconclusive 0, refuted
+        -1): 0.5 demands identical verdicts; 1.5 only forbids opposite decisions.
+    datasets : sequence of str, optional
+        Default: the target's.
+
+    Returns
+    -------
+    HypothesisSpec
+        Test ``verdict_agreement``, prediction ``equivalent`` within ``tolerance``; the
+        target's choices other than ``projection`` become its specification curve.
+
+    Raises
+    ------
+    SpecError
+        The target selects no variable with a projection dimension, too few or too many
+        compressions, an unknown compression.
+
+    Examples
+    --------
+    >>> t = HypothesisSpec(id="T1", claim="c", source="s", datasets=("toy",), test="trend",
+    ...     selection={"values": Select("abelian_fraction", step="all", family="Q", projection="none")},
+    ...     prediction=Prediction("positive"), gate="report")
+    >>> a = compression_agreement(t, id="T1-agree", claim="same verdict", source="s")
+    >>> sorted(a.selection), a.test
+    (['values__c0', 'values__c1', 'values__c2'], 'verdict_agreement')
+    """
+    if not isinstance(target, HypothesisSpec):
+        raise SpecError(f"compression_agreement({id!r}): target must be a HypothesisSpec, got "
+                        f"{type(target).__name__}.")
+    comps = tuple(str(c) for c in compressions)
+    if not 2 <= len(comps) <= _AGREE_MAX or len(set(comps)) != len(comps):
+        raise SpecError(f"compression_agreement({id!r}): expected 2 to {_AGREE_MAX} distinct "
+                        f"compressions, got {comps!r}.")
+    for c in comps:
+        _check_projection(c, target, "compressions")
+    if not any(schema.PROJECTION in schema.VARIABLES[s.metric].dims for s in target.selection.values()):
+        raise SpecError(f"compression_agreement({id!r}): target {target.id!r} selects no variable "
+                        f"with a projection dimension; its verdict cannot depend on the compression.")
+    selection = {}
+    for role, sel in target.selection.items():
+        if role not in _AGREE_ROLES:
+            raise SpecError(f"compression_agreement({id!r}): role {role!r} of target {target.id!r} "
+                            f"is not one verdict_agreement knows ({', '.join(_AGREE_ROLES)}).")
+        has = schema.PROJECTION in schema.VARIABLES[sel.metric].dims
+        for i, comp in enumerate(comps):
+            selection[_agreement_role(role, i)] = _replace(sel, projection=comp) if has else sel
+    params = {
+        "target_id": target.id, "target_test": target.test,
+        "target_params": _jsonable(target.resolved_params()),
+        "target_prediction": target.prediction.declaration(),
+        "target_reference": _jsonable(target.reference), "compressions": list(comps),
+    }
+    choices = {k: v for k, v in target.choices.items()
+               if k in _SWEEP_SELECT and k != schema.PROJECTION}
+    return HypothesisSpec(
+        id=id, claim=claim, source=source,
+        datasets=tuple(datasets) if datasets is not None else target.datasets,
+        selection=selection, test="verdict_agreement", params=params,
+        prediction=Prediction("equivalent", bound=float(tolerance)),
+        reference={"claim": "identical", "target": target.id}, gate=gate, choices=choices,
+        notes=notes,
+    )
+
+
+register_test("tost_paired", _run_tost_paired, decide_equivalence, roles=("a", "b"),
+              params={"bound": None}, directions=("equivalent",),
+              description="paired TOST that mean(b - a) lies within ±bound (absolute; units "
+                          "aligned by model and layer, e.g. one metric under two compressions; "
+                          "lie_stats.stats.summaries.tost_paired)")
+register_test("share_above", _run_share_above, decide_interval, roles=("values",),
+              params={"threshold": None, "n_boot": 2000, "ci": 0.95},
+              required_params=("threshold",), directions=("above", "below"),
+              description="share of heads whose value exceeds params threshold, percentile "
+                          "interval resampling layers within models, bootstrap p against the "
+                          "prediction's value (lie_stats.stats.summaries.share_above)")
+register_test("head_mean", _run_cluster_mean, decide_interval, roles=("values",),
+              optional_roles=("mask",),
+              params={"transform": "identity", "mask_above": None, "n_boot": 2000, "ci": 0.95},
+              directions=("above", "below"),
+              description="mean (transform 'log': geometric mean) of head values, optionally "
+                          "over the heads whose mask exceeds mask_above, percentile interval "
+                          "resampling layers within models (lie_stats.stats.summaries.cluster_mean)")
+register_test("verdict_agreement", _run_verdict_agreement, decide_agreement, roles=(),
+              optional_roles=tuple(_agreement_role(r, i) for r in _AGREE_ROLES for i in range(_AGREE_MAX)),
+              params={"target_id": None, "target_test": None, "target_params": None,
+                      "target_prediction": None, "target_reference": None, "compressions": None},
+              required_params=("target_id", "target_test", "target_params", "target_prediction",
+                               "target_reference", "compressions"),
+              directions=("equivalent",),
+              description="the target hypothesis's verdict under each compression, on the units "
+                          "every compression has; supported when the verdict codes agree within "
+                          "the bound (build with compression_agreement; claim A10)")
