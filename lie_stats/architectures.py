@@ -51,6 +51,9 @@ __all__ = [
     "LayerWeights",
     "Adapter",
     "adapter_for",
+    "LAYER_CATEGORIES",
+    "param_category",
+    "parameter_parts",
 ]
 
 #: What each entry of :attr:`ModelShape.attention_extras` means: an operation the architecture
@@ -866,3 +869,181 @@ def adapter_for(config: dict, tensor_names: Sequence[str], *, source: str,
             f"{', '.join(SUPPORTED_ARCHITECTURES)}.{hint}"
         )
     return cls(config, tensor_names, source=source, locate=locate)
+
+
+# --------------------------------------------------------------------------- parameter categories
+# The parameter-delta map (METRICS.md §6.4) needs every tensor's category, not only the
+# attention tensors'. Attention tensors are split by the adapters' own layer_weights (so a
+# fused QKV tensor is cut into Q, K and V exactly as the proven adapters cut it); every other
+# tensor is named by the patterns below (regular expressions over the full stored name; the
+# group ``l`` is the layer). Categories are lie_stats.schema.PARAM_CATEGORIES.
+
+_L = r"\.(?P<l>\d+)\."
+#: Non-parameter buffers some checkpoints store (causal masks, rotary frequencies): skipped.
+_BUFFERS = (r"(^|\.)attention\.(bias|masked_bias)$", r"(^|\.)attn\.(bias|masked_bias)$",
+            r"rotary_emb\.inv_freq$", r"(^|\.)position_ids$")
+_PARAM_PATTERNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "gpt_neox": (
+        (r"(^|\.)embed_in\.", "embedding"),
+        (r"layers" + _L + r"input_layernorm\.", "norm_attn"),
+        (r"layers" + _L + r"post_attention_layernorm\.", "norm_mlp"),
+        (r"layers" + _L + r"mlp\.dense_h_to_4h\.", "mlp_in"),
+        (r"layers" + _L + r"mlp\.dense_4h_to_h\.", "mlp_out"),
+        (r"(^|\.)final_layer_norm\.", "norm_final"),
+        (r"(^|\.)embed_out\.", "unembedding"),
+    ),
+    "gpt2": (
+        (r"(^|\.)(wte|wpe)\.", "embedding"),
+        (r"(^|\.)h" + _L + r"ln_1\.", "norm_attn"),
+        (r"(^|\.)h" + _L + r"ln_2\.", "norm_mlp"),
+        (r"(^|\.)h" + _L + r"mlp\.c_fc\.", "mlp_in"),
+        (r"(^|\.)h" + _L + r"mlp\.c_proj\.", "mlp_out"),
+        (r"(^|\.)ln_f\.", "norm_final"),
+        (r"(^|\.)lm_head\.", "unembedding"),
+    ),
+    "llama": (  # also mistral, qwen2, qwen3
+        (r"(^|\.)embed_tokens\.", "embedding"),
+        (r"layers" + _L + r"input_layernorm\.", "norm_attn"),
+        (r"layers" + _L + r"post_attention_layernorm\.", "norm_mlp"),  # the MLP's input norm
+        (r"layers" + _L + r"mlp\.(gate_proj|up_proj)\.", "mlp_in"),
+        (r"layers" + _L + r"mlp\.down_proj\.", "mlp_out"),
+        (r"(^|\.)norm\.", "norm_final"),
+        (r"(^|\.)lm_head\.", "unembedding"),
+    ),
+    "gemma3_text": (  # Gemma3's post_attention_layernorm normalizes the attention output
+        (r"(^|\.)embed_tokens\.", "embedding"),
+        (r"layers" + _L + r"(input_layernorm|post_attention_layernorm)\.", "norm_attn"),
+        (r"layers" + _L + r"(pre|post)_feedforward_layernorm\.", "norm_mlp"),
+        (r"layers" + _L + r"mlp\.(gate_proj|up_proj)\.", "mlp_in"),
+        (r"layers" + _L + r"mlp\.down_proj\.", "mlp_out"),
+        (r"(^|\.)norm\.", "norm_final"),
+        (r"(^|\.)lm_head\.", "unembedding"),
+    ),
+    "bert": (  # also roberta, xlm-roberta, mpnet (post-LN encoders, MLM heads)
+        (r"(^|\.)embeddings\.(word|position|token_type)_embeddings\.", "embedding"),
+        (r"(^|\.)embeddings\.LayerNorm\.", "norm_embedding"),
+        (r"layer" + _L + r"attention\.(output\.)?LayerNorm\.", "norm_attn"),
+        (r"layer" + _L + r"output\.LayerNorm\.", "norm_mlp"),
+        (r"layer" + _L + r"intermediate\.dense\.", "mlp_in"),
+        (r"layer" + _L + r"output\.dense\.", "mlp_out"),
+        (r"(^|\.)(cls\.predictions\.(decoder\.|bias$)|lm_head\.(decoder\.|bias$))", "unembedding"),
+    ),
+}
+_PARAM_FAMILY = {"gpt_neox": "gpt_neox", "gpt2": "gpt2", "llama": "llama", "mistral": "llama",
+                 "qwen2": "llama", "qwen3": "llama", "gemma3_text": "gemma3_text",
+                 "bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "mpnet": "bert"}
+#: Categories that exist once per layer (the others exist once per model).
+LAYER_CATEGORIES = ("attn_q", "attn_k", "attn_v", "attn_o", "mlp_in", "mlp_out",
+                    "norm_attn", "norm_mlp")
+
+
+def param_category(adapter: Adapter, name: str) -> tuple[str, int | None] | None:
+    """Category and layer of one stored tensor that is not an attention tensor (METRICS.md §6.4).
+
+    Attention tensors (:meth:`Adapter.layer_tensor_names`) are categorized by
+    :func:`parameter_parts`, which splits fused ones; this maps the rest by the adapter
+    family's name patterns. A tensor no pattern claims is ``("other", None)``.
+
+    Parameters
+    ----------
+    adapter : Adapter
+        The checkpoint's adapter (its architecture picks the patterns).
+    name : str
+        The full stored tensor name.
+
+    Returns
+    -------
+    (category, layer) or None
+        ``layer`` is None for per-model categories; None for non-parameter buffers
+        (causal masks, rotary frequencies), which the map skips.
+
+    Examples
+    --------
+    >>> cfg = {"model_type": "gpt_neox", "hidden_size": 8, "num_attention_heads": 2,
+    ...        "num_hidden_layers": 1}
+    >>> a = adapter_for(cfg, ["gpt_neox.layers.0.attention.query_key_value.weight",
+    ...                       "gpt_neox.layers.0.attention.dense.weight"], source="c.json")
+    >>> param_category(a, "gpt_neox.layers.0.mlp.dense_4h_to_h.weight")
+    ('mlp_out', 0)
+    >>> param_category(a, "embed_out.weight")
+    ('unembedding', None)
+    """
+    import re
+
+    for pattern in _BUFFERS:
+        if re.search(pattern, name):
+            return None
+    family = _PARAM_FAMILY.get(adapter.architecture, "")
+    for pattern, category in _PARAM_PATTERNS.get(family, ()):
+        m = re.search(pattern, name)
+        if m:
+            layer = m.groupdict().get("l")
+            return category, (int(layer) if layer is not None else None)
+    return "other", None
+
+
+def parameter_parts(adapter: Adapter, names: Sequence[str], get: Getter
+                    ) -> list[tuple[str, int | None, str, torch.Tensor]]:
+    """Every parameter of a checkpoint as ``(category, layer, tensor name, values)`` (METRICS.md §6.4).
+
+    Attention tensors come from :meth:`Adapter.layer_weights`: ``attn_q`` is ``W_Q`` with
+    ``b_Q`` (likewise K, V, O), so fused tensors (GPT-NeoX ``query_key_value``, GPT-2
+    ``c_attn``) are split by the adapter's own, tested layout; under grouped-query attention
+    the K/V heads are taken once (not repeated per query head); per-head q/k norm gains are
+    ``norm_attn``. The name of a split part is the stored tensor's with ``[q]``/``[k]``/``[v]``.
+    Every other tensor goes through :func:`param_category`; buffers are skipped.
+
+    Parameters
+    ----------
+    adapter : Adapter
+    names : sequence of str
+        Every tensor name of the checkpoint.
+    get : callable
+        ``name -> torch.Tensor``.
+
+    Returns
+    -------
+    list of (category, layer, name, tensor)
+
+    Examples
+    --------
+    >>> cfg = {"model_type": "gpt2", "n_embd": 4, "n_head": 2, "n_layer": 1}
+    >>> t = {"h.0.attn.c_attn.weight": torch.arange(48.).reshape(4, 12),
+    ...      "h.0.attn.c_proj.weight": torch.eye(4), "wte.weight": torch.ones(10, 4)}
+    >>> parts = parameter_parts(adapter_for(cfg, list(t), source="c.json"), list(t), t.__getitem__)
+    >>> [(c, l, n) for c, l, n, _ in parts][:2]
+    [('attn_q', 0, 'h.0.attn.c_attn.weight[q]'), ('attn_k', 0, 'h.0.attn.c_attn.weight[k]')]
+    >>> parts[-1][:3]
+    ('embedding', None, 'wte.weight')
+    """
+    out: list[tuple[str, int | None, str, torch.Tensor]] = []
+    attention: set[str] = set()
+    s = adapter.shape
+    rep = s.n_heads // s.n_kv_heads
+    for layer in range(s.n_layers):
+        present = adapter._present(layer)
+        attention.update(present.values())
+        lw = adapter.layer_weights(layer, get)
+        for x, cat in zip("QKVO", ("attn_q", "attn_k", "attn_v", "attn_o")):
+            w, b = getattr(lw, "W_" + x), getattr(lw, "b_" + x)
+            if x in "KV" and rep > 1:  # one copy of each shared K/V head
+                w = w[::rep]
+                b = None if b is None else b[::rep]
+            for kind, tensor in (("w", w), ("b", b)):
+                if tensor is None:
+                    continue
+                own = present.get(f"{x.lower()}_{kind}")  # a tensor of its own (q_proj, dense)
+                fused = present.get(f"qkv_{kind}") if x != "O" else None
+                label = own if own is not None else f"{fused}[{x.lower()}]"
+                out.append((cat, layer, label, tensor))
+        for role, t in lw.extras.items():
+            out.append(("norm_attn", layer, present.get(role, role), t))
+    for name in names:
+        if name in attention:
+            continue
+        found = param_category(adapter, name)
+        if found is None:
+            continue
+        category, layer = found
+        out.append((category, layer, name, get(name)))
+    return out

@@ -18,6 +18,7 @@ from .errors import MetricError, did_you_mean
 __all__ = [
     "METRICS_VERSION",
     "MODEL", "STEP", "FAMILY", "PROJECTION", "LAYER", "HEAD", "HEAD_J", "MATRIX",
+    "CATEGORY", "PARAM_CATEGORIES",
     "CUBE_DIMS", "MODEL_COORDS", "FAMILIES", "MATRICES", "GRAM_FAMILIES", "CIRCUIT_FAMILIES",
     "PROJECTION_NONE", "PROJECTION_ADAPTIVE", "parse_projection", "format_projection",
     "VariableInfo", "VARIABLES", "variable_info",
@@ -40,7 +41,10 @@ HEAD_J = "head_j"
 #: One of the four canonical matrices Q, K, V, O (METRICS.md §5.2).
 MATRIX = "matrix"
 
-CUBE_DIMS = (MODEL, STEP, FAMILY, PROJECTION, MATRIX, LAYER, HEAD, HEAD_J)
+#: Parameter category of the parameter-delta map (METRICS.md §6.4); see PARAM_CATEGORIES.
+CATEGORY = "category"
+
+CUBE_DIMS = (MODEL, STEP, FAMILY, PROJECTION, MATRIX, LAYER, HEAD, HEAD_J, CATEGORY)
 
 #: Coordinates along ``model`` (DESIGN.md, cube).
 MODEL_COORDS = (
@@ -110,7 +114,7 @@ class VariableInfo:
     units: str
     long_name: str
     definition: str  # METRICS.md section, e.g. "METRICS.md §3.2"
-    kind: str = "weight"  # "weight" (from weights), "trajectory", "activation"
+    kind: str = "weight"  # "weight" (from weights), "trajectory", "activation", "delta" (§6.4)
 
 
 _PAIR = (FAMILY, PROJECTION, LAYER, HEAD, HEAD_J)
@@ -152,7 +156,20 @@ _VARS = [
     VariableInfo("grad_alignment", _HEAD, "1", "cosine between the layer-summary gradient and the LM-loss gradient", "METRICS.md §7.5", "activation"),
     VariableInfo("head_label", _HEAD, "1", "anchor / worker / mixed label (flag values)", "METRICS.md §8", "activation"),
     VariableInfo("killing_functional", _PAIR, "1", "Killing form weighted by normalized value norms", "METRICS.md §8", "activation"),
+    # §6.4 parameter-delta map (against the run's first checkpoint; built by lie_stats.delta,
+    # not by the per-head metric engine: kind "delta")
+    VariableInfo("param_delta", (CATEGORY,), "1", "relative Frobenius change of a parameter category since the first checkpoint", "METRICS.md §6.4", "delta"),
+    VariableInfo("param_delta_layer", (CATEGORY, LAYER), "1", "relative Frobenius change of a parameter category in one layer since the first checkpoint", "METRICS.md §6.4", "delta"),
+    VariableInfo("param_base_norm_layer", (CATEGORY, LAYER), "1", "Frobenius norm of a parameter category in one layer at the first checkpoint", "METRICS.md §6.4", "delta"),
 ]
+
+#: Parameter categories of the parameter-delta map (METRICS.md §6.4), in canonical order;
+#: tensor names -> category live in lie_stats.architectures (param_category). Biases belong
+#: to their layer's category; "other" holds any tensor no adapter pattern claims.
+PARAM_CATEGORIES = (
+    "embedding", "attn_q", "attn_k", "attn_v", "attn_o", "mlp_in", "mlp_out",
+    "norm_attn", "norm_mlp", "norm_embedding", "norm_final", "unembedding", "other",
+)
 
 VARIABLES: dict[str, VariableInfo] = {}
 for _v in _VARS:

@@ -2023,3 +2023,205 @@ register_test("verdict_agreement", _run_verdict_agreement, decide_agreement, rol
               description="the target hypothesis's verdict under each compression, on the units "
                           "every compression has; supported when the verdict codes agree within "
                           "the bound (build with compression_agreement; claim A10)")
+
+
+# ---- test kinds for A2 / A7 (helper H2) ----
+# category_rank, category_order: where a parameter category ranks in the parameter-delta
+# map (METRICS.md §6.4; lie_stats.delta), bootstrap over layers (lie_stats.stats.ranks).
+# change_ratio: mean change of one selection over the mean change of another over the same
+# units (pretraining vs post-training), stratified cluster bootstrap over layers.
+# Verdict rules:
+#   category_rank (directions above / below: the rank number, 1 = changed most): the interval
+#     rule (decide_interval) on the bootstrap interval of the rank.
+#   category_order (direction above, value v): supported when the declared order holds on the
+#     full data and in at least a share v of the bootstrap resamples; refuted when it fails
+#     on the full data and holds in at most 1 - v; inconclusive otherwise.
+#   change_ratio: above / below: the interval rule on the ratio; equivalent (value v, bound
+#     b in decades): supported when the interval lies inside [v / 10**b, v * 10**b], refuted
+#     when it lies entirely outside it, inconclusive otherwise (declare ci = 1 - 2 alpha for
+#     the TOST reading).
+
+_DELTA_ROLES = ("totals", "layers", "norms")
+
+
+def _delta_inputs(data: TestInput, test: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """totals [K], per-layer values and norms [K, L] of one model, categories without data dropped."""
+    for role in _DELTA_ROLES:
+        _one_model(data, role, test)
+    arrays = {}
+    for role in _DELTA_ROLES:
+        da = data.arrays[role].reset_coords(drop=True)
+        if schema.MODEL in da.dims:
+            da = da.isel({schema.MODEL: 0}, drop=True)
+        if schema.CATEGORY not in da.dims or (role != "totals" and schema.LAYER not in da.dims):
+            raise SpecError(f"selection[{role!r}] must keep the {schema.CATEGORY!r} dimension"
+                            f"{'' if role == 'totals' else ' and the layer dimension'} (select "
+                            f"param_delta for totals, param_delta_layer / param_base_norm_layer "
+                            f"for layers / norms, at one step).")
+        if schema.STEP in da.dims:
+            raise SpecError(f"selection[{role!r}] must pick one step (not step='all').")
+        arrays[role] = da
+    tot = arrays["totals"]
+    cats = [str(c) for c in tot[schema.CATEGORY].values.tolist()]
+    keep = [c for c, v in zip(cats, tot.values.tolist()) if np.isfinite(v)]
+    layers = arrays["layers"].sel({schema.CATEGORY: keep}).transpose(schema.CATEGORY, schema.LAYER)
+    norms = arrays["norms"].sel({schema.CATEGORY: keep}).transpose(schema.CATEGORY, schema.LAYER)
+    lv, nv = layers.values.astype(float), norms.values.astype(float)
+    present = np.isfinite(lv).any(axis=0)  # layers the model has (padding dropped)
+    return (tot.sel({schema.CATEGORY: keep}).values.astype(float), lv[:, present], nv[:, present], keep)
+
+
+def _run_category_rank(data: TestInput) -> Any:
+    from .stats import ranks
+
+    p = data.params
+    tot, lv, nv, cats = _delta_inputs(data, "category_rank")
+    return ranks.category_rank(tot, lv, nv, categories=cats, target=p["target"], n_boot=p["n_boot"],
+                               ci=p["ci"], seed=p["seed"])
+
+
+def _run_category_order(data: TestInput) -> Any:
+    from .stats import ranks
+
+    p = data.params
+    tot, lv, nv, cats = _delta_inputs(data, "category_order")
+    return ranks.category_order(tot, lv, nv, categories=cats, groups=[list(g) for g in p["order"]],
+                                n_boot=p["n_boot"], seed=p["seed"])
+
+
+def decide_category_order(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """Order rule: the declared order on the full data and its bootstrap share (block comment above).
+
+    >>> ctx = Decision(Prediction("above", value=0.95), 0.05, {}, {})
+    >>> decide_category_order({"order_holds": 1.0, "boot_share": 0.99}, ctx)[0]
+    'supported'
+    >>> decide_category_order({"order_holds": 0.0, "boot_share": 0.0}, ctx)[0]
+    'refuted'
+    """
+    from .stats import ranks
+
+    holds, share = row.get(ranks.ORDER_HOLDS), row.get(ranks.BOOT_SHARE)
+    if not _finite(holds, share):
+        return "inconclusive", "no order statistic on these data"
+    v = float(ctx.prediction.value)
+    if holds == 1 and share >= v:
+        return "supported", f"the declared order holds, and in {share:.1%} of bootstrap resamples (>= {v:.0%})"
+    if holds == 0 and share <= 1 - v:
+        return "refuted", (f"the declared order fails, and holds in only {share:.1%} of bootstrap "
+                           f"resamples (<= {1 - v:.0%})")
+    return "inconclusive", f"the order {'holds' if holds == 1 else 'fails'} but its bootstrap share is {share:.1%}"
+
+
+def _change_band(prediction: Prediction) -> tuple[float, float]:
+    v = float(prediction.value)
+    if prediction.direction == "equivalent":
+        b = float(prediction.bound)
+        return v / 10.0 ** b, v * 10.0 ** b
+    if prediction.direction == "below":
+        return -np.inf, v
+    return v, np.inf
+
+
+def _role_matrix(data: TestInput, role: str) -> tuple[np.ndarray, list[str], Any]:
+    """[n_models, n_units] values of a one-step selection, its models, and the unit coordinates."""
+    da = data.arrays[role].reset_coords(drop=True)
+    if schema.STEP in da.dims:
+        raise SpecError(f"selection[{role!r}] must pick one step (not step='all').")
+    rest = [d for d in da.dims if d != schema.MODEL]
+    da = da.transpose(schema.MODEL, *rest)
+    units = da.isel({schema.MODEL: 0}, drop=True)
+    layer = (units[schema.LAYER].broadcast_like(units).values.reshape(-1) if schema.LAYER in rest
+             else np.zeros(int(np.prod(units.shape)), dtype=int))
+    coords = [(d, [str(v) for v in da[d].values.tolist()]) for d in rest]
+    return (da.values.reshape(da.sizes[schema.MODEL], -1).astype(float),
+            [str(m) for m in da[schema.MODEL].values.tolist()], (coords, layer))
+
+
+def _run_change_ratio(data: TestInput) -> Any:
+    from .stats import ranks
+
+    p = data.params
+    mats = {}
+    for role in ("pre_first", "pre_last", "post_first", "post_last"):
+        if role in data.arrays:
+            mats[role] = _role_matrix(data, role)
+    if ("pre_first" in mats) != ("post_first" in mats):
+        raise SpecError("change_ratio: give both pre_first and post_first (changes |log(last / first)|) "
+                        "or neither (the last selections are changes already).")
+    shapes = {r: m[0].shape for r, m in mats.items()}
+    if len(set(shapes.values())) != 1:
+        raise SpecError(f"change_ratio: the selections must have the same number of models and units; "
+                        f"got {shapes}. Pair pretraining runs with their post-training runs in order.")
+    if len({str(m[2][0]) for m in mats.values()}) != 1:
+        raise SpecError("change_ratio: the selections cover different units (layers, categories).")
+    # models pair by position: pre model i with post model i (a first may be another model, e.g.
+    # the base a tuned model started from)
+
+    def change(side: str) -> np.ndarray:
+        last = mats[f"{side}_last"][0]
+        if f"{side}_first" not in mats:
+            return last
+        first = mats[f"{side}_first"][0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bad = np.isfinite(first) & np.isfinite(last) & ((first <= 0) | (last <= 0))
+            if bad.any():
+                raise StatsInputError(f"change_ratio: {int(bad.sum())} {side}-training value(s) are not "
+                                      f"positive; |log(last / first)| needs positive values.")
+            return np.abs(np.log(last / first))
+
+    pre, post = change("pre"), change("post")
+    layer = mats["pre_last"][2][1]
+    n_models, n_units = pre.shape
+    strata = np.repeat(np.arange(n_models), n_units)
+    clusters = np.tile(layer, n_models)
+    pre, post = pre.reshape(-1), post.reshape(-1)
+    ok = np.isfinite(pre) & np.isfinite(post)
+    return ranks.change_ratio(pre[ok], post[ok], strata=strata[ok], clusters=clusters[ok],
+                              n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"],
+                              reference=_change_band(data.prediction))
+
+
+def decide_change_ratio(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """Interval rule for above / below; band rule for equivalent (block comment above).
+
+    >>> ctx = Decision(Prediction("equivalent", value=500.0, bound=1.0), 0.05, {}, {})
+    >>> decide_change_ratio({"ci_low": 80.0, "ci_high": 900.0}, ctx)[0]
+    'supported'
+    >>> decide_change_ratio({"ci_low": 6.0, "ci_high": 20.0}, ctx)[0]
+    'refuted'
+    >>> decide_change_ratio({"ci_low": 6.0, "ci_high": 90.0}, ctx)[0]
+    'inconclusive'
+    """
+    if ctx.prediction.direction != "equivalent":
+        return decide_interval(row, ctx)
+    lo, hi = row.get(C.CI_LOW), row.get(C.CI_HIGH)
+    if lo is None or hi is None or math.isnan(float(lo)) or math.isnan(float(hi)):
+        return "inconclusive", "the ratio has no interval on these data"
+    a, b = _change_band(ctx.prediction)
+    band = f"[{a:g}, {b:g}] ({ctx.prediction.value:g} within {ctx.prediction.bound:g} decade(s))"
+    if lo > a and hi < b:
+        return "supported", f"the interval lies inside {band}"
+    if hi < a or lo > b:
+        return "refuted", f"the interval lies entirely outside {band}"
+    return "inconclusive", f"the interval overlaps the edge of {band}"
+
+
+register_test("category_rank", _run_category_rank, decide_interval, roles=_DELTA_ROLES,
+              params={"target": None, "n_boot": 2000, "ci": 0.95}, required_params=("target",),
+              directions=("above", "below"),
+              description="rank (1 = changed most) of one parameter category in the parameter-delta "
+                          "map of one model, bootstrap over layers (METRICS §6.4, "
+                          "lie_stats.stats.ranks.category_rank); roles: param_delta, "
+                          "param_delta_layer, param_base_norm_layer at one step")
+register_test("category_order", _run_category_order, decide_category_order, roles=_DELTA_ROLES,
+              params={"order": None, "n_boot": 2000}, required_params=("order",),
+              directions=("above",),
+              description="whether declared groups of parameter categories (params order: a list "
+                          "of lists of categories) hold the top ranks in order, with its bootstrap share over layers (METRICS §6.4, "
+                          "lie_stats.stats.ranks.category_order)")
+register_test("change_ratio", _run_change_ratio, decide_change_ratio, roles=("pre_last", "post_last"),
+              optional_roles=("pre_first", "post_first"),
+              params={"n_boot": 2000, "ci": 0.95}, directions=("above", "below", "equivalent"),
+              description="mean change of pre over mean change of post, paired by unit (|log(last / "
+                          "first)| when the firsts are selected), bootstrap of layers within runs "
+                          "(lie_stats.stats.ranks.change_ratio)")

@@ -1,0 +1,59 @@
+"""A2: post-training moves parameters unevenly; query projections rank 8th of 11 categories.
+
+Test design (CLAIMS.md A2, METRICS.md §6.4): the parameter-delta map of the matched pair,
+base = the fine-tune's step 0 (the parent's last checkpoint), tuned = its last checkpoint:
+the relative Frobenius change of each parameter category (GPT-NeoX has eleven, as the essay's
+count: embedding, attention Q, K, V, O, MLP in, MLP out, the pre-attention, pre-MLP and final
+norms, unembedding; biases with their layer's category; the fused QKV tensor split by the
+adapter). The bootstrap resamples the 12 layers with replacement (the same layers for every
+category) and recomputes each per-layer category's pooled change; per-model categories
+(embedding, final norm, unembedding) keep their value (lie_stats.stats.ranks).
+
+* ``A2``: the rank of ``attn_q`` (1 = changed most). Supported when the 95 % bootstrap
+  interval of the rank lies entirely above 6, i.e. in the lower half of the eleven (Q among
+  the least moved categories, as the essay's 8th); refuted when it lies entirely below 6
+  (Q among the most moved); inconclusive otherwise. The essay's 8 is reported beside it.
+* ``A2-order``: "embeddings change the most, then MLP, then output projections": the
+  embedding ranks first, MLP in and out next (in either order), attention O fourth.
+  Supported when that holds on the full data and in >= 95 % of the bootstrap resamples;
+  refuted when it fails and holds in <= 5 %; inconclusive otherwise.
+
+Each fine-tuned seed is one choice of the specification curve. No Pythia variant: Pythia has
+no post-trained twin (datasets/pythia/README.md).
+"""
+
+from lie_stats.spec import HypothesisSpec, Prediction, Select
+
+from ._common import GEOMETRY
+
+CLAIM = ("Post-training moves parameters unevenly: embeddings most, then MLP, then output "
+         "projections; query projections rank 8th of 11 categories")
+FT = (("p96_s0_ft",), ("p96_s1_ft",))
+NOTES = ("Stand-in pair: the bundled 96-head runs fine-tuned on the World English Bible at 1/10 of "
+         "the pretraining learning rate (not RLHF). Pre-registration note: while lie_stats.delta "
+         "was being written, its smoke check printed the point delta map of p96_s0_ft "
+         "(step 0 -> 128) before this declaration was committed; the design (ranks, bands, "
+         "bootstrap, 95 % share) had been chosen before and was not changed after.")
+
+
+def _delta(models: tuple[str, ...]) -> dict[str, Select]:
+    return {"totals": Select("param_delta", step="last", models=models),
+            "layers": Select("param_delta_layer", step="last", models=models),
+            "norms": Select("param_base_norm_layer", step="last", models=models)}
+
+
+A2 = HypothesisSpec(
+    id="A2", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_pair",),
+    selection=_delta(FT[0]), test="category_rank", params={"target": "attn_q"},
+    prediction=Prediction("above", value=6.0), reference={"rank": 8, "of": 11},
+    gate="pinned", choices={"models": FT}, notes=NOTES,
+)
+
+A2_order = HypothesisSpec(
+    id="A2-order", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_pair",),
+    selection=_delta(FT[0]), test="category_order",
+    params={"order": [["embedding"], ["mlp_in", "mlp_out"], ["attn_o"]]},
+    prediction=Prediction("above", value=0.95),
+    reference={"order": ["embedding", "mlp", "attn_o"]},
+    gate="pinned", choices={"models": FT}, notes=NOTES,
+)

@@ -1,0 +1,105 @@
+"""A7: the pretraining signal is ~500x the post-training signal.
+
+Test design (CLAIMS.md A7: "ratio of pretraining change to post-training change of the same
+metrics"), made precise:
+
+* **Change.** For a layer summary ``m`` (METRICS.md §4) of layer ``l``: pretraining change
+  ``|log(m_l(512) / m_l(0))|`` of a 96-head run (step 0 = random init, as the essay's step 1),
+  post-training change ``|log(m_l(128) / m_l(0))|`` of its own fine-tune (whose step 0 is the
+  parent's step 512). Log changes are scale-free and symmetric, so metrics with different
+  units and either direction of change compare, and a ratio of them is unit-free.
+* **Ratio.** ``R = mean pretraining change / mean post-training change`` over the same
+  units (the 12 layers of both seeds, each parent paired with its own fine-tune).
+* **Interval.** Stratified cluster bootstrap: layers resampled with replacement within each
+  seed, numerator and denominator from the same resampled layers (the pairing kept); 90 %
+  percentile interval (the TOST reading at alpha 0.05).
+* **Verdict (magnitude, not just direction).** Supported when the interval lies inside
+  ``[50, 5000]`` (500 within one decade: the essay itself says "five hundred times" and, a
+  sentence later, "five thousand times smaller"); refuted when it lies entirely outside;
+  inconclusive otherwise. ``A7-direction`` reports the weaker reading (R > 1, 95 % interval).
+* **Metrics.** One spec per metric: the Killing-form summaries of A1 (``killing_cv``,
+  ``killing_eig_spread``) and the commutator variances of A3 (``commutator_var``,
+  ``commutator_raw_var``); family Q exact as primary, families and compressions in the
+  specification curve. ``A7-params`` applies the same ratio to the parameters themselves:
+  the relative Frobenius change of every per-layer parameter category (METRICS.md §6.4,
+  ``param_delta_layer``), units = (category, layer).
+
+How this improves on CLAIMS.md's minimal design: it fixes what "change" and "the same
+metrics" mean (log changes of named summaries, same layers, same lineage), gives the ratio an
+interval that respects the layer structure and the pairing, pools the two seeds as strata
+rather than picking one, and turns "~500x" into a pre-declared band that can support or
+refute the magnitude, with the direction reported separately.
+
+``A7-pythia`` declares the essay's own setting (Pythia-410m pretraining, step 1 -> 143,000):
+skipped here; it needs the hub and a post-trained Pythia-410m in the pythia card's cube under
+the model name ``pythia-410m-tuned`` (no such twin is published by EleutherAI; the essay's
+RLHF pair is unnamed), see datasets/pythia/README.md.
+"""
+
+from lie_stats.spec import HypothesisSpec, Prediction, Select
+
+from ._common import FAMILIES, GEOMETRY, P96, PROJECTIONS
+
+CLAIM = "The pretraining signal is ~500x the post-training signal"
+REFERENCE = {"ratio": 500.0, "also_stated": 5000.0}
+FT = ("p96_s0_ft", "p96_s1_ft")
+BAND = Prediction("equivalent", value=500.0, bound=1.0)  # [50, 5000]: one decade around 500
+NOTES = ("Pretraining: p96_s0/p96_s1 steps 0 -> 512; post-training: their Bible fine-tunes steps "
+         "0 -> 128 (1/10 of the learning rate; not RLHF). Pre-registration note: the point "
+         "parameter-delta maps (not the metric changes) of p96_s0 0->512 and p96_s0_ft 0->128 "
+         "were printed by a smoke check of lie_stats.delta before this declaration was committed.")
+
+
+def _four(metric: str, **dims: str) -> dict[str, Select]:
+    return {"pre_first": Select(metric, step="first", models=P96, **dims),
+            "pre_last": Select(metric, step="last", models=P96, **dims),
+            "post_first": Select(metric, step="first", models=FT, **dims),
+            "post_last": Select(metric, step="last", models=FT, **dims)}
+
+
+def _spec(metric: str) -> HypothesisSpec:
+    return HypothesisSpec(
+        id=f"A7-{metric}", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_pair",),
+        selection=_four(metric, family="Q", projection="none"), test="change_ratio",
+        params={"ci": 0.90}, prediction=BAND, reference=REFERENCE, gate="pinned",
+        choices={"family": FAMILIES, "projection": PROJECTIONS}, notes=NOTES,
+    )
+
+
+A7_killing_cv = _spec("killing_cv")
+A7_killing_eig_spread = _spec("killing_eig_spread")
+A7_commutator_var = _spec("commutator_var")
+A7_commutator_raw_var = _spec("commutator_raw_var")
+
+A7_direction = HypothesisSpec(
+    id="A7-direction", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_pair",),
+    selection=_four("killing_cv", family="Q", projection="none"), test="change_ratio",
+    params={"ci": 0.95}, prediction=Prediction("above", value=1.0), reference=REFERENCE,
+    gate="pinned", choices={"family": FAMILIES, "projection": PROJECTIONS},
+    notes="The weak reading: pretraining changes the Killing summary more than post-training. " + NOTES,
+)
+
+A7_params = HypothesisSpec(
+    id="A7-params", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_pair",),
+    selection={"pre_last": Select("param_delta_layer", step="last", models=P96),
+               "post_last": Select("param_delta_layer", step="last", models=FT)},
+    test="change_ratio", params={"ci": 0.90}, prediction=BAND, reference=REFERENCE,
+    gate="pinned", notes="Relative Frobenius change of every per-layer parameter category "
+                         "(METRICS.md §6.4) since each run's first checkpoint. " + NOTES,
+)
+
+A7_pythia = HypothesisSpec(
+    id="A7-pythia", claim=CLAIM, source=GEOMETRY, datasets=("pythia",),
+    selection={"pre_first": Select("killing_cv", step="first", family="Q", projection="adaptive",
+                                   models=("EleutherAI/pythia-410m",)),
+               "pre_last": Select("killing_cv", step="last", family="Q", projection="adaptive",
+                                  models=("EleutherAI/pythia-410m",)),
+               "post_first": Select("killing_cv", step="last", family="Q", projection="adaptive",
+                                    models=("EleutherAI/pythia-410m",)),
+               "post_last": Select("killing_cv", step="last", family="Q", projection="adaptive",
+                                   models=("pythia-410m-tuned",))},
+    test="change_ratio", params={"ci": 0.90}, prediction=BAND, reference=REFERENCE,
+    gate="replication", choices={"family": FAMILIES, "projection": PROJECTIONS},
+    notes="The essay's setting and compression: post-training change from Pythia-410m's last "
+          "checkpoint to its tuned twin; needs the hub and that twin (see the module docstring).",
+)
