@@ -1,0 +1,436 @@
+"""``lie-stats export``: each result's selected data and verdict as plain, self-describing NetCDF.
+
+Every exported file is read back by a separate Python process that imports only numpy,
+xarray, netCDF4 and json (:func:`read_plain` checks that no lie_stats module was loaded), and
+compared with what lie_stats itself selected and reported: values bit for bit (NaN where
+NaN), dims, coordinates, units and definitions, and every field of the result's row of
+``results.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from lie_stats import cube as cube_mod
+from lie_stats import export, schema
+from lie_stats.datasets import load_dataset
+from lie_stats.errors import LieStatsError
+from lie_stats.spec import HypothesisSpec, OutOfScope, Prediction, Select, evaluate, evaluate_cube, select
+from tests._spec_cubes import make_datasets
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+FAST = {"n_perm": 199, "n_boot": 50}
+
+# A reader that knows nothing of lie_stats: what a collaborator would run.
+READER = r"""
+import json, sys
+import numpy as np, netCDF4, xarray as xr
+
+out = sys.argv[1]
+
+def plain(v):
+    return v.item() if isinstance(v, np.generic) else (v.tolist() if isinstance(v, np.ndarray) else v)
+
+def arr(v):
+    v = np.asarray(v)
+    return v.astype(str) if v.dtype.kind == "O" else v
+
+def read(path):
+    res, arrays = {}, {}
+    with xr.open_dataset(path) as ds:
+        ds = ds.load()
+        res["xr_attrs"] = {k: plain(v) for k, v in ds.attrs.items()}
+        res["xr_vars"] = {n: {"dims": list(v.dims), "dtype": str(v.dtype), "coords": sorted(map(str, v.coords)),
+                              "attrs": {k: plain(a) for k, a in v.attrs.items()}}
+                          for n, v in ds.data_vars.items()}
+        res["xr_coords"] = {n: list(v.dims) for n, v in ds.coords.items()}
+        for n, v in ds.variables.items():
+            arrays["xr/" + n] = arr(v.values)
+    with netCDF4.Dataset(path) as nc:
+        res["nc_attrs"] = {k: plain(nc.getncattr(k)) for k in nc.ncattrs()}
+        res["nc_groups"] = list(nc.groups)
+        res["nc_vars"] = {}
+        for n, v in nc.variables.items():
+            res["nc_vars"][n] = {"dims": list(v.dimensions), "dtype": str(v.dtype),
+                                 "attrs": {k: plain(v.getncattr(k)) for k in v.ncattrs()}}
+            data = v[:]
+            if np.ma.isMaskedArray(data):
+                data = data.filled(np.nan) if data.dtype.kind == "f" else data.data
+            arrays["nc/" + n] = arr(data)
+    return res, arrays
+
+metas, all_arrays = [], {}
+for i, path in enumerate(sys.argv[2:]):
+    res, arrays = read(path)
+    metas.append(res)
+    all_arrays.update({f"{i}:{k}": v for k, v in arrays.items()})
+modules = sorted(m for m in sys.modules if m.split(".")[0] == "lie_stats")
+np.savez(out + ".npz", **all_arrays)
+with open(out + ".json", "w") as fh:
+    json.dump({"files": metas, "lie_stats_modules": modules}, fh)
+"""
+
+
+def read_plain_all(paths: list[pathlib.Path], tmp: pathlib.Path) -> list[tuple[dict, dict]]:
+    """Read exported files in a fresh process with numpy, xarray and netCDF4 only."""
+    out = tmp / "read_plain"
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH="")
+    proc = subprocess.run([sys.executable, "-c", READER, str(out), *map(str, paths)], cwd=tmp, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    meta = json.loads(pathlib.Path(f"{out}.json").read_text())
+    assert meta["lie_stats_modules"] == []  # read without this package
+    with np.load(f"{out}.npz", allow_pickle=False) as z:  # no pickled object in the file
+        arrays = {k: z[k] for k in z.files}
+    return [(m, {k.split(":", 1)[1]: v for k, v in arrays.items() if k.split(":", 1)[0] == str(i)})
+            for i, m in enumerate(meta["files"])]
+
+
+def read_plain(path: pathlib.Path, tmp: pathlib.Path) -> tuple[dict, dict]:
+    return read_plain_all([path], tmp)[0]
+
+
+def assert_attrs_match_row(attrs: dict, row: dict) -> None:
+    """The file's global attributes hold every field of the results.json row, decodably."""
+    json_names = set(attrs["json_attributes"].split())
+    for key, value in row.items():
+        if key == "figure":
+            continue
+        assert key in attrs, key
+        got = attrs[key]
+        if key in export.NUMERIC_ATTRS:
+            assert isinstance(got, float), (key, got)
+            if value is None:
+                assert math.isnan(got), (key, got)
+            else:
+                assert got == value, (key, got, value)
+        elif isinstance(value, str):
+            assert got == value and key not in json_names, key
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            assert got == value, key
+        else:
+            assert key in json_names, key
+            assert json.loads(got) == value, key
+
+
+def same(a, b) -> bool:
+    """Exact equality with NaN equal to NaN, and the same dtype."""
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+
+
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory):
+    return make_datasets(tmp_path_factory.mktemp("datasets"))
+
+
+@pytest.fixture(scope="module")
+def cubes(datasets):
+    return {name: cube_mod.open_cube(datasets / name / f"{name}.nc") for name in ("synth", "pair")}
+
+
+def spec_xy(ident="X1", **kw):
+    return HypothesisSpec(
+        id=ident, claim="contribution predicts change", source="essay", datasets=("synth",),
+        selection={"x": Select("head_contribution", step="first", layers=(0, 1, -1)),
+                   "y": Select("change_from_init")},
+        test="correlation", params=FAST, prediction=Prediction("negative"), gate="report",
+        reference={"rho": -0.274, "n": 96}, choices={"method": ["spearman", "pearson"]}, **kw)
+
+
+def spec_pair():
+    sel = dict(step="last", family="Q", projection="none")
+    return HypothesisSpec(
+        id="E2", claim="tuning leaves killing_self unchanged", source="essay", datasets=("pair",),
+        selection={"base": Select("killing_self", models=("base",), **sel),
+                   "tuned": Select("killing_self", models=("tuned",), **sel)},
+        test="tost_relative", prediction=Prediction("equivalent", bound=0.001),
+        gate="report", reference={"max_relative_difference": 0.001})
+
+
+def spec_trend():
+    return HypothesisSpec(
+        id="E3", claim="abelian fraction rises", source="essay", datasets=("synth",),
+        selection={"values": Select("abelian_fraction", step="all", family="Q", projection="none")},
+        test="trend", params={"n_perm": 199}, prediction=Prediction("positive"), gate="report")
+
+
+def test_exported_files_read_back_with_plain_xarray_and_netcdf4(cubes, datasets, tmp_path):
+    specs = [spec_xy(), spec_pair(), spec_trend()]
+    results = [evaluate_cube(s, cubes[s.datasets[0]], dataset=s.datasets[0]) for s in specs]
+    assert [r.verdict for r in results] == ["supported", "supported", "supported"]
+    out = tmp_path / "exports"
+    entries = export.export_results(results, out, cubes=cubes)
+    from lie_stats.report import results_records
+
+    rows = {r["id"]: r for r in results_records(results)}
+    assert [e["file"] for e in entries] == ["E2__pair.nc", "E3__synth.nc", "X1__synth.nc"]
+    index = json.loads((out / export.INDEX_FILE).read_text())
+    assert index["exports"] == entries
+    paths = [out / export.export_name(spec.id, res.dataset) for spec, res in zip(specs, results)]
+    read = dict(zip([s.id for s in specs], read_plain_all(paths, tmp_path)))
+    for spec, res, path in zip(specs, results, paths):
+        meta, arrays = read[spec.id]
+        assert oct(path.stat().st_mode & 0o777) == "0o644"
+        entry = next(e for e in entries if e["id"] == spec.id)
+        assert entry["bytes"] == path.stat().st_size and len(entry["sha256"]) == 64
+        assert meta["nc_groups"] == []  # everything in the root group, where every reader looks
+        assert meta["xr_attrs"] == meta["nc_attrs"]
+        assert_attrs_match_row(meta["nc_attrs"], rows[spec.id])
+        attrs = meta["nc_attrs"]
+        assert attrs["verdict"] == res.verdict and attrs["spec_hash"] == spec.spec_hash()
+        assert attrs["Conventions"] == "CF-1.10" and attrs["metrics_version"] == schema.METRICS_VERSION
+        assert attrs["roles"].split() == list(spec.selection)
+        cube = cubes[res.dataset]
+        for role, sel in spec.selection.items():
+            expected = select(sel, cube)
+            info = schema.VARIABLES[sel.metric]
+            var = meta["nc_vars"][role]
+            assert {k: var["attrs"][k] for k in ("units", "long_name", "definition", "metric")} == {
+                "units": info.units, "long_name": info.long_name, "definition": info.definition,
+                "metric": sel.metric}
+            assert json.loads(var["attrs"]["selection"]) == sel.declaration()
+            assert same(arrays[f"nc/{role}"], expected.values)  # netCDF4: bit for bit
+            assert same(arrays[f"xr/{role}"], expected.values)  # xarray: bit for bit
+            prefix = f"{role}_" if role == "tuned" else ""  # the pair's models differ by role
+            assert meta["xr_vars"][role]["dims"] == [f"{prefix}{d}" if d == schema.MODEL else d
+                                                     for d in expected.dims]
+            for dim in expected.dims:
+                name = f"{prefix}{dim}" if dim == schema.MODEL else dim
+                assert same(arrays[f"nc/{name}"], np.asarray(expected[dim].values).astype(
+                    str if dim == schema.MODEL else expected[dim].dtype)), name
+            if schema.STEP not in expected.dims:  # the checkpoint the role was taken at
+                assert same(arrays[f"xr/{role}_step"], expected[schema.STEP].values)
+                assert f"{role}_step" in meta["xr_vars"][role]["coords"]
+            for c in schema.MODEL_COORDS:  # the model's shape travels with its values
+                name = f"{prefix}{c}"
+                assert same(arrays[f"nc/{name}"], np.asarray(expected[c].values).astype(
+                    str if expected[c].dtype.kind == "O" else expected[c].dtype)), name
+        models = {m for r in spec.selection for m in np.atleast_1d(select(spec.selection[r], cube)["model"].values)}
+        prov = json.loads(attrs["provenance"])
+        steps = sorted({int(s) for s in cube["step"].values}) if spec.id == "E3" else None
+        assert prov and {p["model"] for p in prov} == models
+        if steps:  # step="all": every checkpoint's record
+            assert sorted(p["step"] for p in prov) == steps
+        else:  # only the checkpoints the data come from
+            assert {p["step"] for p in prov} == {int(np.asarray(select(s, cube)["step"].values).reshape(-1)[0])
+                                                 for s in spec.selection.values()}
+    # the first/last roles of X1 come from different checkpoints, both recorded
+    arrays = read["X1"][1]
+    assert int(arrays["xr/x_step"]) == 0 and int(arrays["xr/y_step"]) == 3000
+    assert np.isnan(arrays["nc/x"][0, 2:7]).all() and np.isfinite(arrays["nc/x"][0, [0, 1, 7]]).all()
+
+
+def test_pairwise_variable_keeps_head_j_and_the_label_flags(cubes, tmp_path):
+    """head_label keeps its CF flags; values (a float code) come back exactly."""
+    s = HypothesisSpec(
+        id="E4", claim="workers change more", source="essay", datasets=("synth",),
+        selection={"x": Select("change_from_init"), "group": Select("head_label")},
+        test="group_difference", params={"groups": (1, 2), **FAST},
+        prediction=Prediction("nonzero"), gate="report")
+    res = evaluate_cube(s, cubes["synth"], dataset="synth")
+    export.export_results([res], tmp_path / "out", cubes=cubes)
+    meta, arrays = read_plain(tmp_path / "out" / "E4__synth.nc", tmp_path)
+    attrs = meta["nc_vars"]["group"]["attrs"]
+    assert attrs["flag_meanings"] == " ".join(schema.LABEL_CODES)
+    assert attrs["flag_values"] == list(schema.LABEL_CODES.values())
+    assert same(arrays["nc/group"], select(s.selection["group"], cubes["synth"]).values)
+
+
+def test_skipped_and_out_of_scope_results_are_indexed_without_a_file(datasets, cubes, tmp_path):
+    absent = HypothesisSpec(**{**spec_xy("S1").__dict__, "datasets": ("absent",)})
+    skipped = evaluate(absent, datasets)[0]
+    oos = OutOfScope(id="G1", claim="gating", source="essay", reason="needs training").result()
+    done = evaluate_cube(spec_xy(), cubes["synth"], dataset="synth")
+    out = tmp_path / "out"
+    entries = export.export_results([skipped, oos, done], out, datasets_dir=datasets)
+    by_id = {e["id"]: e for e in entries}
+    assert by_id["S1"]["file"] is None and by_id["S1"]["verdict"] == "skipped"
+    assert by_id["S1"]["build"] == "python -m build_absent --out absent.nc"
+    assert "missing absent.nc" in by_id["S1"]["reason"]
+    assert by_id["G1"]["file"] is None and by_id["G1"]["reason"].startswith("out of scope")
+    assert sorted(p.name for p in out.iterdir()) == ["X1__synth.nc", "index.json"]
+    with xr.open_dataset(out / "X1__synth.nc") as ds:  # datasets_dir: the cube files are named
+        files = json.loads(ds.attrs["dataset_cubes"])
+    assert [f["cube"] for f in files] == [f"{datasets.name}/synth/synth.nc"]
+    import hashlib
+
+    assert files[0]["sha256"] == hashlib.sha256((datasets / "synth" / "synth.nc").read_bytes()).hexdigest()
+    with pytest.raises(LieStatsError, match="skipped .*no selected data"):
+        export.result_dataset(skipped)
+
+
+def test_output_folder_that_is_a_file_is_refused_and_left_alone(cubes, tmp_path):
+    res = evaluate_cube(spec_xy(), cubes["synth"], dataset="synth")
+    target = tmp_path / "out"
+    target.write_text("not a folder")
+    with pytest.raises(LieStatsError, match="is an existing file, not a folder"):
+        export.export_results([res], target, cubes=cubes)
+    assert target.read_text() == "not a folder"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_failed_write_leaves_the_earlier_export_untouched(cubes, tmp_path, monkeypatch):
+    results = [evaluate_cube(s, cubes[s.datasets[0]], dataset=s.datasets[0])
+               for s in (spec_xy(), spec_pair())]
+    out = tmp_path / "out"
+    export.export_results(results, out, cubes=cubes)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    real = xr.Dataset.to_netcdf
+    calls = []
+
+    def fail_second(self, path, *a, **k):
+        calls.append(path)
+        if len(calls) == 2:
+            real(self, path, *a, **k)  # half a file on disk, then the failure
+            raise OSError(28, "No space left on device")
+        return real(self, path, *a, **k)
+
+    monkeypatch.setattr(xr.Dataset, "to_netcdf", fail_second)
+    results[1].p_value = 0.5  # this export would change the pair's file
+    with pytest.raises(LieStatsError, match=r"X1__synth\.nc: could not write the export .*No space left"):
+        export.export_results(results, out, cubes=cubes)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no staging folder left
+    fresh = tmp_path / "fresh" / "exports"
+    calls.clear()
+    with pytest.raises(LieStatsError):
+        export.export_results(results, fresh, cubes=cubes)
+    assert not fresh.exists()  # a folder created for the export is removed again
+
+
+def test_a_new_export_replaces_the_files_the_old_index_listed(cubes, tmp_path):
+    out = tmp_path / "out"
+    a = evaluate_cube(spec_xy(), cubes["synth"], dataset="synth")
+    b = evaluate_cube(spec_pair(), cubes["pair"], dataset="pair")
+    export.export_results([a, b], out, cubes=cubes)
+    (out / "notes.txt").write_text("mine")
+    (out / "other__thing.nc").write_bytes(b"not ours")
+    export.export_results([a], out, cubes=cubes)
+    assert sorted(p.name for p in out.iterdir()) == ["X1__synth.nc", "index.json", "notes.txt",
+                                                    "other__thing.nc"]
+    assert [e["id"] for e in json.loads((out / "index.json").read_text())["exports"]] == ["X1"]
+
+
+def test_results_without_data_or_cube_are_clear_errors(cubes, tmp_path):
+    res = evaluate_cube(spec_xy(), cubes["synth"], dataset="synth")
+    with pytest.raises(LieStatsError, match="its cube is needed for provenance; pass cubes="):
+        export.export_results([res], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    res.data = None
+    with pytest.raises(LieStatsError, match="carries no selected data"):
+        export.result_dataset(res, cube=cubes["synth"])
+
+
+# ----------------------------------------------------------------------------- the CLI
+
+MODULE = '''
+from lie_stats.spec import HypothesisSpec, Prediction, Select
+
+REP = HypothesisSpec(
+    id="B5", claim="contribution predicts change", source="essay", datasets=("synth", "absent"),
+    test="replication", selection={"x": Select("head_contribution", step="first"),
+                                   "y": Select("change_from_init")},
+    params={"n_perm": 199, "n_boot": 50}, prediction=Prediction("negative"),
+    reference={"rho": -0.274, "n": 96}, gate="report")
+NULL = HypothesisSpec(
+    id="B5-null", claim="ov_norm predicts change", source="essay", datasets=("synth",),
+    test="replication", selection={"x": Select("ov_norm"), "y": Select("change_from_init")},
+    params={"n_perm": 199, "n_boot": 50}, prediction=Prediction("negative"),
+    reference={"rho": -0.274, "n": 96}, gate="replication")
+'''
+
+
+def cli(*args, cwd):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "lie_stats", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_export_and_run_export_match_the_run_report(datasets, tmp_path):
+    (tmp_path / "hypotheses").mkdir()
+    (tmp_path / "hypotheses" / "claims.py").write_text(textwrap.dedent(MODULE))
+    # export: exit 0 although the replication gate of B5-null fails (that is run's business)
+    proc = cli("export", "hypotheses", "--datasets", datasets, "-o", "exp", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "exported 2 file(s)" in proc.stdout and "1 skipped result(s)" in proc.stdout
+    assert not (tmp_path / "reports").exists()  # export writes no reports of its own
+    # run --export: the reports and the exports of one evaluation
+    proc = cli("run", "hypotheses", "--datasets", datasets, "--reports", "rep", "--export", "exp2",
+               cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout[-3000:]  # the failed replication gate, as run
+    rows = {(r["id"], r["dataset"]): r for r in json.loads((tmp_path / "rep" / "results.json").read_text())}
+    index = json.loads((tmp_path / "exp2" / "index.json").read_text())["exports"]
+    assert [(e["id"], e["dataset"], e["file"]) for e in index] == [
+        ("B5", "absent", None), ("B5", "synth", "B5__synth.nc"), ("B5-null", "synth", "B5-null__synth.nc")]
+    for e, (meta, arrays) in zip(index[1:], read_plain_all([tmp_path / "exp2" / e["file"] for e in index[1:]],
+                                                         tmp_path)):
+        assert_attrs_match_row(meta["nc_attrs"], rows[(e["id"], e["dataset"])])
+    assert rows[("B5-null", "synth")]["outcome"] == "failed"
+    # the plain export's numbers are the run's (same evaluation, same seeds)
+    with xr.open_dataset(tmp_path / "exp" / "B5__synth.nc") as a, \
+            xr.open_dataset(tmp_path / "exp2" / "B5__synth.nc") as b:
+        when = ("created", "history")
+        assert {k: str(v) for k, v in a.attrs.items() if k not in when} == {
+            k: str(v) for k, v in b.attrs.items() if k not in when}
+        assert a.attrs["module"] == "hypotheses/claims.py"
+        xr.testing.assert_identical(a[["x", "y"]].load().drop_attrs(deep=False),
+                                    b[["x", "y"]].load().drop_attrs(deep=False))
+
+
+def test_cli_export_errors_are_clear_and_write_nothing(datasets, tmp_path):
+    folder = tmp_path / "hypotheses"
+    folder.mkdir()
+    (folder / "claims.py").write_text(textwrap.dedent(MODULE))
+    proc = cli("export", "hypotheses/claim.py", "--datasets", datasets, "-o", "exp", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "hypotheses/claim.py: no such hypothesis module or folder. Did you mean 'claims.py'?" in proc.stderr
+    (folder / "broken.py").write_text("from lie_stats.spec import Select\nBAD = Select('comutator')\n"
+                                      "def broken(:\n")
+    proc = cli("export", "hypotheses", "--datasets", datasets, "-o", "exp", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "cannot export: hypothesis module(s) could not be collected" in proc.stderr
+    assert "broken.py" in proc.stderr and "SyntaxError" in proc.stderr
+    assert not (tmp_path / "exp").exists()
+    (folder / "broken.py").unlink()
+    (tmp_path / "exp").write_text("a file")
+    proc = cli("export", "hypotheses", "--datasets", datasets, "-o", "exp", cwd=tmp_path)
+    assert proc.returncode == 2 and "is an existing file, not a folder" in proc.stderr
+    assert (tmp_path / "exp").read_text() == "a file"
+    empty = tmp_path / "empty" / "hypotheses"
+    empty.mkdir(parents=True)
+    proc = cli("export", empty, "--datasets", datasets, "-o", "exp2", cwd=tmp_path)
+    assert proc.returncode == 2 and "no hypothesis was evaluated" in proc.stderr
+    assert not (tmp_path / "exp2").exists()
+
+
+def test_a_real_bundled_hypothesis_exports_what_the_run_reports(tmp_path):
+    """B6 on the bundled pico_pythia cube: the run's row and the cube's own values."""
+    proc = cli("run", REPO / "hypotheses" / "B6_value_norm_predicts_change.py", "--datasets",
+               REPO / "datasets", "--reports", tmp_path / "rep", "--export", tmp_path / "exp", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = {r["id"]: r for r in json.loads((tmp_path / "rep" / "results.json").read_text())}
+    from hypotheses.B6_value_norm_predicts_change import B6
+
+    cube = load_dataset("pico_pythia", REPO / "datasets")  # its two cube files, merged
+    meta, arrays = read_plain(tmp_path / "exp" / "B6__pico_pythia.nc", tmp_path)
+    assert_attrs_match_row(meta["nc_attrs"], rows["B6"])
+    assert meta["nc_attrs"]["verdict"] == rows["B6"]["verdict"] and meta["nc_attrs"]["spec_hash"] == B6.spec_hash()
+    for role, sel in B6.selection.items():
+        expected = select(sel, cube)
+        assert expected.dtype == np.float32
+        assert same(arrays[f"nc/{role}"], expected.values)
+        assert meta["nc_vars"][role]["attrs"]["definition"] == schema.VARIABLES[sel.metric].definition
+    prov = json.loads(meta["nc_attrs"]["provenance"])
+    assert [(p["model"], p["step"]) for p in prov] == [("p96_s0", int(select(B6.selection["x"], cube)["step"]))]
+    files = json.loads(meta["nc_attrs"]["dataset_cubes"])
+    assert [f["cube"] for f in files] == ["datasets/pico_pythia/pico_pythia.nc", "datasets/pico_pythia/pico_sweep.nc"]
