@@ -2225,3 +2225,209 @@ register_test("change_ratio", _run_change_ratio, decide_change_ratio, roles=("pr
               description="mean change of pre over mean change of post, paired by unit (|log(last / "
                           "first)| when the firsts are selected), bootstrap of layers within runs "
                           "(lie_stats.stats.ranks.change_ratio)")
+
+
+# ---- test kinds for B7 / B9 / B10 / B11 (helper H3b) ----
+# Labelled heads (METRICS.md §8 anchor / worker codes, schema.LABEL_CODES) against head
+# metrics: the slope of one metric on another compared between two classes (class_interaction,
+# B7), a bidirectional threshold classifier's agreement with the labels (threshold_agreement,
+# B9), the time each head's trajectory takes to reach a fraction of its final value compared
+# between classes (stabilization_time, B10), and the AUC of a metric for one class against
+# others (class_auc, B11). Numerics in lie_stats.stats.classes; every p permutes within
+# layers. A class with too few heads (e.g. no anchors at the last checkpoint) makes the test
+# undefined: StatsInputError naming the label counts, hence the verdict inconclusive.
+
+#: Extra result columns of this block's test kinds.
+THRESHOLD_COSINE = "threshold_cosine"  # the classifier's t as a cosine
+N_ZONE_BELOW, N_ZONE_BETWEEN, N_ZONE_ABOVE = "n_zone_below", "n_zone_between", "n_zone_above"
+MEDIAN_TIME_GROUP0, MEDIAN_TIME_GROUP1 = "median_time_group0", "median_time_group1"
+N_UNDEFINED_TIME = "n_undefined_time"  # heads without a time (final change <= 0, NaN)
+#: Units of ``threshold_agreement``'s ``threshold``: a cosine, or multiples of 1/sqrt(D),
+#: the standard deviation of the cosine of two independent random directions in the
+#: D = 4 d_model d_head dimensions of a head's weights (METRICS.md §7.5).
+THRESHOLD_UNITS = ("random_sd", "cosine")
+_LABEL_NAMES = {code: name for name, code in schema.LABEL_CODES.items()}
+
+
+def _h3b_classes() -> Any:
+    import importlib
+
+    return importlib.import_module("lie_stats.stats.classes")
+
+
+def _label_counts(codes: np.ndarray) -> str:
+    vals, counts = np.unique(codes[np.isfinite(codes)], return_counts=True)
+    return ", ".join(f"{_LABEL_NAMES.get(int(v), int(v))} (code {int(v)}): {c}"
+                     for v, c in zip(vals, counts)) or "none"
+
+
+def _need_classes(codes: np.ndarray, wanted: Sequence[Any], minimum: int, what: str) -> None:
+    """StatsInputError (-> inconclusive) when a declared class has too few heads."""
+    for code in wanted:
+        k = int(np.count_nonzero(codes == float(code)))
+        if k < minimum:
+            c = int(code) if float(code).is_integer() else code
+            raise StatsInputError(
+                f"{what} needs at least {minimum} heads labelled "
+                f"{_LABEL_NAMES.get(c, c)!r} (code {c}); the selection has {k}. "
+                f"Label counts: {_label_counts(codes)}.")
+
+
+def _two_groups(data: TestInput, table: Any, role: str) -> tuple[Any, np.ndarray, Any]:
+    """Rows of the two declared groups, group-1 indicator (the second code), strata."""
+    a, b = (float(c) for c in data.params["groups"])
+    codes = table[role].to_numpy(dtype=float)
+    _need_classes(codes, (a, b), int(data.params.get("min_group", 2)),
+                  f"the comparison of groups {data.params['groups']!r}")
+    keep = np.isin(codes, (a, b))
+    sub = table.loc[keep].reset_index(drop=True)
+    strata = data.strata(sub)
+    return sub, codes[keep] == b, strata
+
+
+def _run_class_interaction(data: TestInput) -> Any:
+    p = data.params
+    table = data.table("y", "x", "group")
+    sub, g, strata = _two_groups(data, table, "group")
+    return _h3b_classes().interaction_test(
+        sub["y"].to_numpy(float), sub["x"].to_numpy(float), g, strata=strata, ranks=p["ranks"],
+        alternative=p["alternative"], n_perm=p["n_perm"], n_boot=p["n_boot"], ci=p["ci"],
+        seed=p["seed"], min_group=p["min_group"])
+
+
+def _model_scalar(da: Any, name: str) -> float:
+    if name not in da.coords:
+        raise StatsInputError(f"the selection has no {name!r} coordinate (a model coordinate of the "
+                              f"cube); needed for threshold_units='random_sd'.")
+    vals = np.unique(np.asarray(da[name].values, dtype=float).reshape(-1))
+    if vals.size != 1 or not np.isfinite(vals[0]):
+        raise StatsInputError(f"the selected models differ in {name!r} ({vals.tolist()}); select one "
+                              f"model for threshold_units='random_sd'.")
+    return float(vals[0])
+
+
+def _run_threshold_agreement(data: TestInput) -> Any:
+    p = data.params
+    units, thr = p["threshold_units"], p["threshold"]
+    if units not in THRESHOLD_UNITS:
+        raise SpecError(f"params['threshold_units']: {units!r} is not one of {THRESHOLD_UNITS}."
+                        f"{did_you_mean(str(units), THRESHOLD_UNITS)}")
+    if isinstance(thr, bool) or not isinstance(thr, (int, float)) or not thr >= 0:
+        raise SpecError(f"params['threshold']: expected a number >= 0, got {thr!r}.")
+    classes = tuple(p["classes"])
+    if len(classes) != 3 or len(set(classes)) != 3:
+        raise SpecError(f"params['classes']: expected three distinct label codes (below -t, between, "
+                        f"above +t), got {classes!r}.")
+    t = float(thr)
+    if units == "random_sd":
+        da = data.arrays["score"]
+        t = t / math.sqrt(4.0 * _model_scalar(da, _D_MODEL) * _model_scalar(da, _D_HEAD))
+    table = data.table("score", "label")
+    labels = table["label"].to_numpy(float)
+    _need_classes(labels, (classes[0], classes[2]), int(p["min_class"]),
+                  "the threshold classifier's agreement")
+    zone_of = {float(c): float(z) for z, c in enumerate(classes)}
+    observed = np.array([zone_of.get(float(c), np.nan) for c in labels])
+    zones = _h3b_classes().threshold_zones(table["score"].to_numpy(float), t)
+    row = _h3b_classes().agreement_test(zones, observed, strata=data.strata(table),
+                                        alternative=p["alternative"], n_perm=p["n_perm"],
+                                        n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
+    return row.assign(**{THRESHOLD_COSINE: t, N_ZONE_BELOW: int(np.sum(zones == 0)),
+                         N_ZONE_BETWEEN: int(np.sum(zones == 1)), N_ZONE_ABOVE: int(np.sum(zones == 2))})
+
+
+def _run_stabilization_time(data: TestInput) -> Any:
+    import pandas as pd
+    import xarray as xr
+
+    p = data.params
+    da = data.arrays["values"].reset_coords(drop=True)
+    if schema.STEP not in da.dims:
+        raise SpecError("selection['values'] must keep the step dimension (step='all') for "
+                        "stabilization_time.")
+    lab = data.arrays["group"].reset_coords(drop=True)
+    if schema.STEP in lab.dims:
+        raise SpecError("selection['group'] must pick one step (e.g. step='last'), not step='all'.")
+    units = [d for d in da.dims if d != schema.STEP]
+    if sorted(lab.dims) != sorted(units):
+        raise SpecError(f"selection['group'] has dims {lab.dims}; expected the per-head dims "
+                        f"{tuple(units)} of selection['values'].")
+    da, lab = xr.align(da, lab, join="inner", exclude=[schema.STEP])
+    flat = da.transpose(schema.STEP, *units).stack(unit=units)
+    labf = lab.transpose(*units).stack(unit=units)
+    vals = flat.values
+    steps_keep = np.isfinite(vals).any(axis=1)
+    times = _h3b_classes().time_to_fraction(vals[steps_keep], flat[schema.STEP].values[steps_keep],
+                                            fraction=p["fraction"], scale=p["scale"])
+    index = flat.indexes["unit"].to_frame(index=False)
+    table = index.assign(time=times, group=labf.values)
+    table = table[np.isfinite(table["group"].to_numpy(float))].reset_index(drop=True)
+    n_undefined = int(np.count_nonzero(~np.isfinite(table["time"].to_numpy(float))
+                                       & np.isin(table["group"], np.asarray(p["groups"], float))))
+    table = table[np.isfinite(table["time"].to_numpy(float))].reset_index(drop=True)
+    sub, g, strata = _two_groups(data, table, "group")
+    t = sub["time"].to_numpy(float)
+    row = _stats().group_difference(t, g, strata=strata, alternative=p["alternative"],
+                                    n_perm=p["n_perm"], n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
+    return row.assign(**{MEDIAN_TIME_GROUP0: float(np.median(t[~g])),
+                         MEDIAN_TIME_GROUP1: float(np.median(t[g])), N_UNDEFINED_TIME: n_undefined})
+
+
+def _run_class_auc(data: TestInput) -> Any:
+    p = data.params
+    if float(data.prediction.value) != 0.5:
+        raise SpecError(f"class_auc: the prediction's null value must be 0.5 (an AUC's), got "
+                        f"{data.prediction.value}; declare Prediction(..., value=0.5).")
+    table = data.table("x", "label")
+    labels = table["label"].to_numpy(float)
+    pos = float(p["positive"])
+    neg = p["negative"]
+    _need_classes(labels, (pos,), 2, f"the AUC of class {int(pos)}")
+    if neg is None:
+        keep = np.isfinite(labels)
+    else:
+        neg_codes = np.asarray(tuple(neg) if not isinstance(neg, (int, float)) else (neg,), float)
+        _need_classes(labels, tuple(neg_codes), 1, f"the AUC of class {int(pos)} against {tuple(neg)}")
+        keep = np.isin(labels, np.concatenate([[pos], neg_codes]))
+    sub = table.loc[keep].reset_index(drop=True)
+    return _h3b_classes().auc_test(sub["x"].to_numpy(float), labels[keep] == pos,
+                                   strata=data.strata(sub), alternative=p["alternative"],
+                                   n_perm=p["n_perm"], n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
+
+
+_ANCHOR_WORKER = (schema.LABEL_CODES["anchor"], schema.LABEL_CODES["worker"])
+
+register_test("class_interaction", _run_class_interaction, decide_directional,
+              roles=("y", "x", "group"),
+              params={"groups": _ANCHOR_WORKER, "ranks": True, "min_group": 3,
+                      "alternative": "two-sided", **_RESAMPLING},
+              description="difference between two label classes (params groups=(a, b); effect: "
+                          "b's slope minus a's) in the slope of y on x, on standardized ranks, "
+                          "OLS with layer fixed effects, Freedman-Lane permutation within layers "
+                          "(lie_stats.stats.classes.interaction_test)")
+register_test("threshold_agreement", _run_threshold_agreement, decide_directional,
+              roles=("score", "label"),
+              params={"threshold": 3.0, "threshold_units": "random_sd",
+                      "classes": (schema.LABEL_CODES["anchor"], schema.LABEL_CODES["mixed"],
+                                  schema.LABEL_CODES["worker"]),
+                      "min_class": 3, "alternative": "two-sided", **_RESAMPLING},
+              description="bidirectional threshold classifier (score below -t, between, above +t; "
+                          "t in cosine or random-direction SD units) against the label codes "
+                          "params classes=(below, between, above): kappa with within-layer "
+                          "chance agreement, permutation within layers "
+                          "(lie_stats.stats.classes.agreement_test)")
+register_test("stabilization_time", _run_stabilization_time, decide_directional,
+              roles=("values", "group"),
+              params={"groups": _ANCHOR_WORKER, "fraction": 0.9, "scale": "log", "min_group": 2,
+                      "alternative": "two-sided", **_RESAMPLING},
+              description="per head, the time its trajectory (step='all') first reaches a fraction "
+                          "of its final value (interpolated in log10 step or step), compared "
+                          "between two label classes by group_difference, permuting within layers "
+                          "(lie_stats.stats.classes.time_to_fraction)")
+register_test("class_auc", _run_class_auc, decide_directional, roles=("x", "label"),
+              params={"positive": schema.LABEL_CODES["anchor"], "negative": None,
+                      "alternative": "two-sided", **_RESAMPLING},
+              description="AUC of x for the label code params positive against params negative "
+                          "(codes; None: every other head), pairs within layers, labels permuted "
+                          "within layers; declare Prediction(..., value=0.5) "
+                          "(lie_stats.stats.classes.auc_test)")

@@ -1,0 +1,242 @@
+"""Spec-level tests of the test kinds for B7 / B9 / B10 / B11 (class_interaction,
+threshold_agreement, stabilization_time, class_auc) on synthetic cubes: a planted effect is
+supported, a null is not, a cube without anchors is inconclusive with the label counts as
+the reason, and the registry's B7-B11 declarations are valid and skip the absent Pythia data.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from lie_stats import cube, schema
+from lie_stats.errors import SpecError
+from lie_stats.spec import HypothesisSpec, Prediction, Select, evaluate, evaluate_cube
+from tests._spec_cubes import make_datasets
+
+FAST = {"n_perm": 999, "n_boot": 200}
+L, H = 12, 8
+STEPS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+ANCHOR, WORKER, MIXED = (schema.LABEL_CODES[k] for k in ("anchor", "worker", "mixed"))
+SHAPE = dict(n_layers=L, n_heads=H, n_kv_heads=H, d_head=16, d_model=128, architecture="gpt_neox",
+             rotary_fraction=0.25, attention_extras="rotary", init_step=0)
+
+
+def labelled_cube(seed: int = 0, *, planted: bool = True, anchors: bool = True, model: str = "m0"):
+    """12 x 8 heads; per layer 3 anchors, 3 workers, 2 mixed (or no anchors: 5 workers).
+
+    planted: anchors start with a larger contribution (B11), their change falls with it while
+    workers' rises (B7), their gradient alignment is negative and workers' positive (B9), and
+    they reach 90 % of their final change early (B10). Not planted: every variable independent
+    of the labels.
+    """
+    rng = np.random.default_rng(seed)
+    pattern = ([ANCHOR] * 3 if anchors else [WORKER] * 3) + [WORKER] * 3 + [MIXED] * 2
+    label = np.stack([rng.permutation(pattern) for _ in range(L)]).astype(float)
+    layer_level = rng.normal(size=(L, 1))
+    is_a, is_w = label == ANCHOR, label == WORKER
+    contrib0 = np.abs(1.0 / H + 0.03 * rng.normal(size=(L, H)) + (0.04 * is_a if planted else 0.0))
+    if planted:
+        change = 1.0 + 0.3 * layer_level + np.where(is_a, -8.0, 8.0) * (contrib0 - 1.0 / H) \
+            + 0.1 * rng.normal(size=(L, H))
+        galign = np.where(is_a, -0.2, np.where(is_w, 0.2, 0.0)) + 0.03 * rng.normal(size=(L, H))
+        mid = np.where(is_a, 0.6, 2.0) + 0.2 * rng.normal(size=(L, H))
+    else:
+        change = 1.0 + 0.3 * layer_level + 0.3 * rng.normal(size=(L, H))
+        galign = 0.2 * rng.normal(size=(L, H))
+        mid = 1.3 + 0.4 * rng.normal(size=(L, H))
+    change = np.abs(change) + 0.1
+    shards = []
+    for step in STEPS:
+        ls = np.log10(max(step, 1))
+        frac = 0.0 if step == 0 else 1.0 / (1.0 + np.exp(-4.0 * (ls - mid)))
+        frac_last = 1.0 / (1.0 + np.exp(-4.0 * (np.log10(STEPS[-1]) - mid)))
+        arrays = {
+            "head_contribution": contrib0 if step == 0 else contrib0 + 0.001 * rng.normal(size=(L, H)),
+            "change_from_init": change * frac / frac_last,
+            "grad_alignment": galign + 0.01 * rng.normal(size=(L, H)),
+            "head_label": label,
+        }
+        shards.append(cube.checkpoint_shard(arrays, model=model, step=step, shape=SHAPE, families=("Q",),
+                                            projections=("none",), provenance={"step": step}))
+    return cube.merge_shards(shards)
+
+
+@pytest.fixture(scope="module")
+def planted():
+    return labelled_cube(0)
+
+
+@pytest.fixture(scope="module")
+def null():
+    return labelled_cube(1, planted=False)
+
+
+@pytest.fixture(scope="module")
+def no_anchors():
+    return labelled_cube(2, anchors=False)
+
+
+def spec(test, selection, prediction, **params):
+    return HypothesisSpec(id="X", claim="c", source="s", datasets=("toy",), test=test,
+                          selection=selection, params={**FAST, **params}, prediction=prediction,
+                          gate="report")
+
+
+def b7(**params):
+    return spec("class_interaction",
+                {"y": Select("change_from_init", step="last"),
+                 "x": Select("head_contribution", step="first"),
+                 "group": Select("head_label", step="last")}, Prediction("nonzero"), **params)
+
+
+def b9(**params):
+    return spec("threshold_agreement",
+                {"score": Select("grad_alignment", step="last"), "label": Select("head_label", step="last")},
+                Prediction("positive"), **params)
+
+
+def b10(**params):
+    return spec("stabilization_time",
+                {"values": Select("change_from_init", step="all"), "group": Select("head_label", step="last")},
+                Prediction("positive"), **params)
+
+
+def b11(direction="positive", **params):
+    return spec("class_auc",
+                {"x": Select("head_contribution", step="first"), "label": Select("head_label", step="last")},
+                Prediction(direction, value=0.5), **params)
+
+
+# ------------------------------------------------------------------ planted effects
+def test_b7_interaction_planted_supported_null_not(planted, null):
+    res = evaluate_cube(b7(), planted)
+    assert res.verdict == "supported", res.reason
+    assert res.effect > 0.5 and res.extra["slope_group0"] < 0 < res.extra["slope_group1"]
+    assert res.n == 72 and res.extra["n_group0"] == 36  # mixed heads left out
+    assert evaluate_cube(b7(), null).verdict != "supported"
+
+
+def test_b9_classifier_planted_supported_null_not(planted, null):
+    res = evaluate_cube(b9(), planted)
+    assert res.verdict == "supported", res.reason
+    assert res.effect > 0.8
+    # t = 3 / sqrt(4 * 128 * 16)
+    assert res.extra["threshold_cosine"] == pytest.approx(3.0 / np.sqrt(4 * 128 * 16))
+    assert res.extra["n_zone_below"] >= 30 and res.extra["n_zone_above"] >= 30
+    cos = evaluate_cube(b9(threshold=0.1, threshold_units="cosine"), planted)
+    assert cos.extra["threshold_cosine"] == 0.1 and cos.verdict == "supported"
+    assert evaluate_cube(b9(), null).verdict != "supported"
+
+
+def test_b10_stabilization_planted_supported_null_not(planted, null):
+    for scale in ("log", "linear"):
+        res = evaluate_cube(b10(scale=scale), planted)
+        assert res.verdict == "supported", (scale, res.reason)
+        assert res.extra["median_time_group0"] < res.extra["median_time_group1"]
+    res = evaluate_cube(b10(), planted)
+    # log10 of the step where a logistic with midpoint m (in log10 step) reaches 90 % of its
+    # value at step 512: anchors (m = 0.6) near 0.9, workers (m = 2.0) near 2.4
+    assert 0.6 < res.extra["median_time_group0"] < 1.3 and 2.0 < res.extra["median_time_group1"] < 2.71
+    assert evaluate_cube(b10(), null).verdict != "supported"
+
+
+def test_b11_auc_planted_supported_null_not(planted, null):
+    res = evaluate_cube(b11(), planted)
+    assert res.verdict == "supported", res.reason
+    assert res.effect > 0.8 and res.n == 96
+    res_w = evaluate_cube(b11("negative", positive=WORKER), planted)  # workers: lower start
+    assert res_w.verdict == "supported", res_w.reason
+    res_aw = evaluate_cube(b11(negative=(WORKER,)), planted)  # anchors vs workers only
+    assert res_aw.n == 72 and res_aw.verdict == "supported"
+    assert evaluate_cube(b11(), null).verdict != "supported"
+
+
+def test_wrong_direction_refutes(planted):
+    res = evaluate_cube(b11("negative"), planted)
+    assert res.verdict == "refuted"
+
+
+# ------------------------------------------------------------------ no anchors
+@pytest.mark.parametrize("make", [b7, b9, b10, b11])
+def test_no_anchors_inconclusive_with_label_counts(make, no_anchors):
+    res = evaluate_cube(make(), no_anchors)
+    assert res.verdict == "inconclusive"
+    assert "'anchor' (code 1)" in res.reason and "worker (code 2): 72" in res.reason, res.reason
+
+
+def test_workers_vs_mixed_defined_without_anchors(no_anchors):
+    res = evaluate_cube(b7(groups=(MIXED, WORKER)), no_anchors)
+    assert res.verdict in ("inconclusive", "supported", "refuted") and res.n == 96
+    assert res.extra["n_group0"] == 24
+
+
+# ------------------------------------------------------------------ declaration errors
+def test_auc_needs_null_value_half(planted):
+    bad = spec("class_auc", {"x": Select("head_contribution", step="first"),
+                             "label": Select("head_label", step="last")}, Prediction("positive"))
+    with pytest.raises(SpecError, match="0.5"):
+        evaluate_cube(bad, planted)
+
+
+def test_threshold_units_typo(planted):
+    with pytest.raises(SpecError, match="random_sd"):
+        evaluate_cube(b9(threshold_units="random_SD"), planted)
+
+
+def test_stabilization_needs_all_steps(planted):
+    bad = spec("stabilization_time", {"values": Select("change_from_init", step="last"),
+                                      "group": Select("head_label", step="last")}, Prediction("positive"))
+    with pytest.raises(SpecError, match="step='all'"):
+        evaluate_cube(bad, planted)
+
+
+# ------------------------------------------------------------------ the registry's declarations
+MODULES = ("hypotheses.B7_anchor_worker_decomposition", "hypotheses.B9_gradient_alignment",
+           "hypotheses.B10_stabilization_timing", "hypotheses.B11_initial_configuration")
+
+
+def _specs():
+    out = []
+    for name in MODULES:
+        mod = importlib.import_module(name)
+        out += [v for v in vars(mod).values() if isinstance(v, HypothesisSpec)]
+    return out
+
+
+def test_registry_declarations(tmp_path):
+    specs = _specs()
+    ids = {s.id for s in specs}
+    assert {"B7", "B9", "B9-classifier", "B10", "B11"} <= ids
+    root = make_datasets(tmp_path)
+    for s in specs:
+        assert s.gate == "pinned" and s.notes
+        if s.datasets == ("pythia",):  # the card exists, its cube does not: skipped with the build
+            assert s.id.endswith("-pythia")
+            (r,) = evaluate(s, root)
+            assert r.verdict == "skipped" and r.build
+        else:
+            assert s.datasets == ("pico_pythia",)
+            assert {tuple(c["models"]) for c in s.choice_grid()} == {("p96_s0",), ("p96_s1",)}
+
+
+def test_registry_declarations_run_on_a_cube_shaped_like_the_bundled_one():
+    """Each pico_pythia declaration evaluates end to end (fewer resamples) on planted
+    two-run data named like the bundled runs: the primaries are supported, and every
+    analysis choice of the curve gives a verdict."""
+    shards = [labelled_cube(10 + i, model=m) for i, m in enumerate(("p96_s0", "p96_s1"))]
+    both = cube.merge_shards(shards)
+    for s in _specs():
+        if s.datasets != ("pico_pythia",):
+            continue
+        fast = HypothesisSpec(**{**{f: getattr(s, f) for f in ("id", "claim", "source", "datasets",
+                                                                 "selection", "test", "prediction",
+                                                                 "gate", "reference", "choices", "notes")},
+                                 "params": {**s.params, "n_perm": 199, "n_boot": 50}})
+        res = evaluate_cube(fast, both)
+        assert len(res.spec_curve) == len(s.choice_grid())
+        assert all(c["verdict"] in ("supported", "refuted", "inconclusive") for c in res.spec_curve)
+        if s.id in ("B7", "B9", "B9-classifier", "B10", "B11", "B11-workers"):
+            assert res.verdict == "supported", (s.id, res.reason)
