@@ -1,6 +1,6 @@
 """The ``lie-stats`` command line (DESIGN.md, CLI): a thin shell over the library.
 
-Verbs: ``extract``, ``info``, ``run``, ``datasets``. Exit status: 0 success; 1 a failed
+Verbs: ``extract``, ``info``, ``run``, ``export``, ``datasets``. Exit status: 0 success; 1 a failed
 hypothesis (as pytest); 2 usage or input error; 3 some checkpoints failed to extract (the
 others are in the cube); 130 interrupted.
 """
@@ -69,6 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--datasets", default="datasets", metavar="DIR", help="Default: datasets")
     r.add_argument("--reports", default="reports", metavar="DIR", help="Default: reports")
     r.add_argument("--update-verdicts", action="store_true", help="re-pin the verdicts of pinned gates")
+    r.add_argument("--export", default=None, metavar="DIR",
+                   help="also write each result's data and verdict as NetCDF to DIR (as lie-stats export)")
+
+    x = sub.add_parser("export", help="each hypothesis's selected data and result as NetCDF, for "
+                       "collaborators")
+    x.add_argument("paths", nargs="*", default=["hypotheses"], metavar="PATH")
+    x.add_argument("--datasets", default="datasets", metavar="DIR", help="Default: datasets")
+    x.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="folder of <id>__<dataset>.nc files and index.json (created if absent)")
 
     d = sub.add_parser("datasets", help="each dataset card with its state")
     d.add_argument("--datasets", default="datasets", metavar="DIR", help="Default: datasets")
@@ -111,8 +120,26 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from .pytest_plugin import run
 
+    if args.export is not None:
+        from .export import export_hypotheses
+
+        done = export_hypotheses(args.paths, args.export, datasets_dir=args.datasets,
+                                 reports_dir=args.reports, update_verdicts=args.update_verdicts,
+                                 strict=False)
+        print(f"exported {sum(1 for e in done.entries if e['file'])} file(s) to {args.export}")
+        return done.status
     return int(run(args.paths, datasets_dir=args.datasets, reports_dir=args.reports,
                    update_verdicts=args.update_verdicts))
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from .export import INDEX_FILE, export_hypotheses
+
+    done = export_hypotheses(args.paths, args.output, datasets_dir=args.datasets, pytest_args=["-q"])
+    files = [e for e in done.entries if e["file"]]
+    print(f"exported {len(files)} file(s) ({sum(e['bytes'] for e in files)} bytes) to {args.output}; "
+          f"{len(done.entries) - len(files)} skipped result(s) listed in {INDEX_FILE}")
+    return EXIT_OK
 
 
 def _cmd_datasets(args: argparse.Namespace) -> int:
@@ -128,7 +155,8 @@ def _cmd_datasets(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-_COMMANDS = {"extract": _cmd_extract, "info": _cmd_info, "run": _cmd_run, "datasets": _cmd_datasets}
+_COMMANDS = {"extract": _cmd_extract, "info": _cmd_info, "run": _cmd_run, "export": _cmd_export,
+             "datasets": _cmd_datasets}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
