@@ -59,7 +59,14 @@ are a third arm, so an artifact shared by both compressions (which "identical" b
 adaptive and fixed:64 would hide) shows; the random-init arm separates what compression
 does to the null level (expected for tau, not for the calibrated metrics) from what it does
 to trained structure; and the panel's comparisons exclude models where the two compressions
-coincide by construction.
+coincide by construction (checked on the cube: mpnet and SmolLM2's adaptive and fixed:64
+values differ by exactly 0).
+
+Amendment after the first evaluation (labels only): two panel tau specs had been committed with
+the ids ``A10-tau-init-tau-adaptive-fixed64-panel`` and ``A10-tau-trained-tau-adaptive-fixed64-panel``
+(a slip in renaming); they are now ``A10-init-tau-adaptive-fixed64-panel`` and
+``A10-eq-tau-adaptive-fixed64-panel`` like their pico_pythia twins. Selection, test, bound and
+data are unchanged.
 """
 
 from lie_stats.spec import HypothesisSpec, Prediction, Select, compression_agreement
@@ -180,8 +187,8 @@ A10_tau_trained_adaptive_fixed64 = _tost("eq", "abelian_fraction_tau", "adaptive
 A10_tau_init_none_fixed64_panel = _tost("init", "abelian_fraction_tau", "none", "fixed:64",
                                         step="first", dataset="panel", models=PANEL, notes=_INIT)
 A10_tau_init_adaptive_fixed64_panel = _tost(
-    "tau-init", "abelian_fraction_tau", "adaptive", "fixed:64", step="first", dataset="panel",
+    "init", "abelian_fraction_tau", "adaptive", "fixed:64", step="first", dataset="panel",
     models=_models("panel", "adaptive", "fixed:64"), notes=_INIT)
 A10_tau_trained_adaptive_fixed64_panel = _tost(
-    "tau-trained", "abelian_fraction_tau", "adaptive", "fixed:64", step="last", dataset="panel",
+    "eq", "abelian_fraction_tau", "adaptive", "fixed:64", step="last", dataset="panel",
     models=_models("panel", "adaptive", "fixed:64"), notes=_TRAINED)
