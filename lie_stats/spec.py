@@ -2227,6 +2227,235 @@ register_test("change_ratio", _run_change_ratio, decide_change_ratio, roles=("pr
                           "(lie_stats.stats.ranks.change_ratio)")
 
 
+# ---- test kinds for B2 / B3 / B8 (helper H3a) ----
+# Enrichment of pairwise Killing-form quantities, head level vs layer level and over depth
+# (CLAIMS.md B2, B3, B8); the numbers come from lie_stats.stats.killing_profiles. The
+# parameter ``layer_summary`` ("cv": std / mean |.| over a layer's pairs i < j, which on
+# killing_norm is killing_cv, METRICS.md §4.4; "mean_abs": mean |.|) is checked when the spec
+# is evaluated. The one-sided direction of each p-value follows the prediction.
+
+_H3A_SUMMARIES = ("cv", "mean_abs")
+#: Result column of the one-sided p opposite to the prediction (killing_profiles.P_OPPOSITE).
+_H3A_P_OPPOSITE = "p_opposite"
+
+
+def _h3a_kp() -> Any:
+    from .stats import killing_profiles
+
+    return killing_profiles
+
+
+def _h3a_summary(data: TestInput) -> str:
+    value = data.params.get("layer_summary", "cv")
+    if value not in _H3A_SUMMARIES:
+        raise SpecError(f"params['layer_summary']: unknown summary {value!r}."
+                        f"{did_you_mean(str(value), _H3A_SUMMARIES)} Expected one of: "
+                        f"{', '.join(_H3A_SUMMARIES)}.")
+    return value
+
+
+def _h3a_symmetric(x: np.ndarray) -> np.ndarray:
+    """A selection keeps pairs i < j only (see :func:`select`): fill in j > i."""
+    return np.where(np.isnan(x), np.swapaxes(x, -1, -2), x)
+
+
+def _h3a_pairs(data: TestInput, role: str) -> tuple[np.ndarray, Any]:
+    """[layer, head, head_j] of a one-model, one-checkpoint pairwise selection, and its step."""
+    da = data.arrays[role]
+    _one_model(data, role, "this test")
+    if schema.STEP in da.dims or schema.HEAD_J not in da.dims:
+        raise SpecError(f"selection[{role!r}] must be a pairwise variable (head, head_j) at one "
+                        f"checkpoint ('first', 'last' or a step), not step='all'.")
+    sub = da.isel({schema.MODEL: 0}) if schema.MODEL in da.dims else da
+    step = sub[schema.STEP].values.item() if schema.STEP in sub.coords else None
+    x = sub.transpose(schema.LAYER, schema.HEAD, schema.HEAD_J).values.astype(np.float64)
+    return _h3a_symmetric(x), step
+
+
+def _h3a_heads(data: TestInput, role: str) -> tuple[np.ndarray, Any]:
+    da = data.arrays[role]
+    _one_model(data, role, "this test")
+    if schema.STEP in da.dims or schema.HEAD not in da.dims or schema.HEAD_J in da.dims:
+        raise SpecError(f"selection[{role!r}] must be a per-head variable (layer, head) at one "
+                        f"checkpoint.")
+    sub = da.isel({schema.MODEL: 0}) if schema.MODEL in da.dims else da
+    step = sub[schema.STEP].values.item() if schema.STEP in sub.coords else None
+    return sub.transpose(schema.LAYER, schema.HEAD).values.astype(np.float64), step
+
+
+def _h3a_present(*pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Layers and heads with data in every given [layer, head, head_j] array (drops padding)."""
+    fin = np.ones(pairs[0].shape, dtype=bool)
+    for p in pairs:
+        fin &= np.isfinite(p)
+    layers = fin.any(axis=(1, 2))
+    heads = fin[layers].any(axis=(0, 2)) if layers.any() else np.zeros(pairs[0].shape[1], bool)
+    return layers, heads
+
+
+def _h3a_steps_differ(first_step: Any, last_step: Any) -> None:
+    if first_step is not None and first_step == last_step:
+        raise StatsInputError(f"the first and last checkpoint are the same (step {first_step}): "
+                              f"no enrichment to measure.")
+
+
+def _run_head_excess(data: TestInput) -> Any:
+    p = data.params
+    summary = _h3a_summary(data)
+    kp = _h3a_kp()
+    da = data.arrays["values"].reset_coords(drop=True)
+    if schema.STEP not in da.dims or schema.HEAD_J not in da.dims:
+        raise SpecError("selection['values'] must be a pairwise variable (head, head_j) with "
+                        "step='all' (the heads' trajectories over every checkpoint).")
+    da = da.transpose(schema.MODEL, schema.STEP, schema.LAYER, schema.HEAD, schema.HEAD_J)
+    heads, layers = [], []
+    for m in range(da.sizes[schema.MODEL]):
+        x = _h3a_symmetric(da.isel({schema.MODEL: m}).values.astype(np.float64))  # [S, L, H, H]
+        for layer in range(x.shape[1]):
+            xl = x[:, layer]
+            fin = np.isfinite(xl)
+            hk = fin.any(axis=(0, 2))
+            if not hk.any():
+                continue  # padding or a layer not selected
+            xl = xl[:, hk][:, :, hk]
+            off = ~np.eye(xl.shape[-1], dtype=bool)
+            sk = np.isfinite(xl[:, off]).all(axis=1)  # checkpoints this model has
+            xl = xl[sk]
+            if xl.shape[-1] < 3:
+                raise StatsInputError(f"model {m}, layer {layer}: {xl.shape[-1]} heads; a head's own "
+                                      f"pair summary needs at least 2 partners (3 heads).")
+            heads.append(kp.row_summary(xl, summary=summary))
+            layers.append(kp.pair_summary(xl, summary=summary))
+    if not layers:
+        raise StatsInputError("no layer of the selection has pair data.")
+    alternative = "greater" if data.prediction.direction == "above" else "less"
+    return kp.head_enrichment_excess(heads, layers, n_perm=p["n_perm"], seed=p["seed"],
+                                     n_boot=p["n_boot"], ci=p["ci"], alternative=alternative)
+
+
+def decide_head_excess(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """Rule of ``head_enrichment_excess`` (prediction ``"above"`` a ratio, normally 1).
+
+    *supported* when the permutation p (the most enriched heads exceed what exchangeable
+    per-checkpoint changes give) is below alpha and the interval of the ratio max head /
+    layer enrichment lies above ``value``; *refuted* when ``p_opposite < alpha`` (the heads end
+    more alike than exchangeable changes would leave them: their differences are
+    transient); *inconclusive* otherwise.
+
+    >>> ctx = Decision(Prediction("above", value=1.0), 0.05, {}, {})
+    >>> decide_head_excess({"p_value": 0.001, "p_opposite": 0.99, "ci_low": 3.0, "ci_high": 9.0}, ctx)[0]
+    'supported'
+    >>> decide_head_excess({"p_value": 0.99, "p_opposite": 0.001, "ci_low": 1.5, "ci_high": 2.0}, ctx)[0]
+    'refuted'
+    """
+    p, p_less = row.get(C.P_VALUE), row.get(_H3A_P_OPPOSITE)
+    lo = row.get(C.CI_LOW)
+    a, value = ctx.alpha, float(ctx.prediction.value)
+    if not _finite(p, p_less):
+        return "inconclusive", "the permutation test gave no p-value on these data"
+    if p < a and _finite(lo) and lo > value:
+        return "supported", (f"the most enriched heads exceed the exchangeable-heads null (p < "
+                             f"alpha {a}) and the ratio's interval lies above {value}")
+    if p_less < a:
+        return "refuted", (f"the most enriched heads fall short of the exchangeable-heads null "
+                           f"(p_opposite < alpha {a}): head differences do not persist")
+    if p < a:
+        return "inconclusive", f"p < alpha ({a}) but the ratio's interval reaches {value}"
+    return "inconclusive", f"p >= alpha ({a}): no evidence either way"
+
+
+def decide_interval_and_p(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """Interval and p rule of ``enrichment_profile`` and ``functional_boundary_shift``.
+
+    *supported* when the interval lies entirely on the predicted side of ``value`` **and**
+    the (one-sided, predicted direction) p is below alpha; *refuted* when the interval lies
+    entirely on the other side **and** the one-sided p in that direction (``p_opposite``)
+    is below alpha; *inconclusive* otherwise.
+
+    >>> ctx = Decision(Prediction("below", value=1.0), 0.05, {}, {})
+    >>> decide_interval_and_p({"p_value": 0.01, "ci_low": 0.5, "ci_high": 0.9}, ctx)[0]
+    'supported'
+    >>> decide_interval_and_p({"p_value": 0.30, "ci_low": 0.5, "ci_high": 0.9}, ctx)[0]
+    'inconclusive'
+    >>> decide_interval_and_p({"p_value": 0.99, "p_opposite": 0.01, "ci_low": 1.1, "ci_high": 1.9}, ctx)[0]
+    'refuted'
+    >>> decide_interval_and_p({"p_value": 0.60, "p_opposite": 0.40, "ci_low": 1.1, "ci_high": 1.9}, ctx)[0]
+    'inconclusive'
+    """
+    verdict, reason = decide_interval(row, ctx)
+    p, a = row.get(C.P_VALUE), ctx.alpha
+    if verdict == "refuted":
+        p_opp = row.get(_H3A_P_OPPOSITE)
+        if _finite(p_opp) and p_opp < a:
+            return "refuted", f"{reason}, and the permutation p in that direction < alpha ({a})"
+        return "inconclusive", f"{reason}, but the permutation p in that direction >= alpha ({a})"
+    if verdict != "supported":
+        return verdict, reason
+    if _finite(p) and p < a:
+        return "supported", f"{reason}, and the permutation p < alpha ({a})"
+    return "inconclusive", f"{reason}, but the permutation p >= alpha ({a})"
+
+
+def _run_enrichment_profile(data: TestInput) -> Any:
+    p = data.params
+    summary = _h3a_summary(data)
+    first, s0 = _h3a_pairs(data, "first")
+    last, s1 = _h3a_pairs(data, "last")
+    _h3a_steps_differ(s0, s1)
+    lk, hk = _h3a_present(first, last)
+    first, last = first[lk][:, hk][:, :, hk], last[lk][:, hk][:, :, hk]
+    alternative = "greater" if data.prediction.direction == "above" else "less"
+    return _h3a_kp().boundary_enrichment(first, last, summary=summary, n_boot=p["n_boot"],
+                                         ci=p["ci"], seed=p["seed"], alternative=alternative)
+
+
+def _run_functional_shift(data: TestInput) -> Any:
+    p = data.params
+    summary = _h3a_summary(data)
+    k0, s0 = _h3a_pairs(data, "first")
+    k1, s1 = _h3a_pairs(data, "last")
+    w0, t0 = _h3a_heads(data, "w_first")
+    w1, t1 = _h3a_heads(data, "w_last")
+    _h3a_steps_differ(s0, s1)
+    if (s0, s1) != (t0, t1):
+        raise StatsInputError(f"the Killing form is selected at steps ({s0}, {s1}) but value_norm "
+                              f"at ({t0}, {t1}); the functional form needs both at the same "
+                              f"checkpoints.")
+    lk, hk = _h3a_present(k0, k1)
+    k0, k1 = k0[lk][:, hk][:, :, hk], k1[lk][:, hk][:, :, hk]
+    w0, w1 = w0[lk][:, hk], w1[lk][:, hk]
+    alternative = "less" if data.prediction.direction == "below" else "greater"
+    return _h3a_kp().functional_boundary_shift(k0, k1, w0, w1, summary=summary, n_perm=p["n_perm"],
+                                               n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"],
+                                               alternative=alternative)
+
+
+register_test("head_enrichment_excess", _run_head_excess, decide_head_excess, roles=("values",),
+              params={"layer_summary": "cv", "n_perm": 9999, "n_boot": 2000, "ci": 0.95},
+              directions=("above",),
+              description="per layer, the most enriched head's enrichment over the layer's "
+                          "(METRICS §6.1) of a pair form's summary (values: a pairwise variable, "
+                          "step='all'; head value = the summary over the head's own pairs), "
+                          "against a null permuting each checkpoint's per-head changes among the "
+                          "layer's heads (lie_stats.stats.killing_profiles.head_enrichment_excess)")
+register_test("enrichment_profile", _run_enrichment_profile, decide_interval_and_p,
+              roles=("first", "last"),
+              params={"layer_summary": "cv", "n_boot": 2000, "ci": 0.95},
+              directions=("above", "below"),
+              description="boundary layers' enrichment of a pair form's summary over the "
+                          "interior's (METRICS §6.1, §6.3; first/last: a pairwise variable of one "
+                          "model), exact layer-permutation p, heads bootstrapped within layers "
+                          "(lie_stats.stats.killing_profiles.boundary_enrichment)")
+register_test("functional_boundary_shift", _run_functional_shift, decide_interval_and_p,
+              roles=("first", "last", "w_first", "w_last"),
+              params={"layer_summary": "cv", "n_perm": 9999, "n_boot": 2000, "ci": 0.95},
+              directions=("below", "above"),
+              description="boundary enrichment of the functional Killing form (METRICS §8: "
+                          "K[i,j] w_i w_j, w = value_norm / layer mean) over the total form's; "
+                          "p permutes the value norms among a layer's heads "
+                          "(lie_stats.stats.killing_profiles.functional_boundary_shift)")
+
+
 # ---- test kinds for B7 / B9 / B10 / B11 (helper H3b) ----
 # Labelled heads (METRICS.md §8 anchor / worker codes, schema.LABEL_CODES) against head
 # metrics: the slope of one metric on another compared between two classes (class_interaction,

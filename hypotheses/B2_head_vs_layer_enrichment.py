@@ -1,0 +1,86 @@
+"""B2: head-level enrichment far exceeds layer-level enrichment (a head at 119.7x in a layer
+at 4.9x).
+
+Test design (CLAIMS.md B2: "per layer, max head enrichment / layer enrichment; permutation
+null"; made stricter as below). Test kind ``head_enrichment_excess``
+(:func:`lie_stats.stats.killing_profiles.head_enrichment_excess`).
+
+Metric. The essay's Killing-form metric is the Killing-form CV ("High Killing Form CV means
+the model has developed rich internal structure"): ``killing_cv`` (METRICS.md §4.4), the
+``std / mean |.|`` of the normalized Killing form ``Khat[i,j]`` over a layer's pairs
+``i < j``. Its per-head counterpart is the same statistic over the pairs the head belongs to,
+``Khat[h, j]``, ``j != h`` (the head's row): a layer summary is a statistic of its pairs, a
+head's share of the layer is its row, and when a layer's heads all behave alike each row
+statistic tracks the layer's. ``commutator_mean`` / ``killing_self`` were not chosen: the
+first is the heterogeneity metric of B1, the second a magnitude (``K[h,h]`` grows with the
+weights' norm alone), neither the essay's Killing-form CV. Both are computed from
+``killing_norm`` at every checkpoint, so the layer value reproduces the cube's
+``killing_cv`` (tests/test_spec_h3a.py checks it on the bundled cube).
+
+Estimate. Per layer, head enrichment ``e_h`` = last / first of the head's row CV, layer
+enrichment ``e_l`` of ``killing_cv`` (METRICS.md §6.1), ratio ``R_l = max_h e_h / e_l``;
+the effect is the geometric mean of ``R_l`` over the layers, with a bootstrap interval
+resampling layers; the layer with the largest ``R_l`` (the essay's example) is reported
+beside it (``max_ratio``, ``max_head_enrichment``, ``layer_enrichment_at_max``).
+
+Null. ``max_h e_h >= e_l`` happens by chance alone: a maximum over heads exceeds the
+layer's typical value. The null is that heads are exchangeable in how they change: at each
+transition between consecutive checkpoints the heads' log changes are exchangeable among
+the heads of the layer, independently across transitions. Each permutation reassigns every
+transition's changes among the layer's heads (keeping the layer's change at that
+transition), which breaks only the persistence of a head's own growth. Valid because the
+heads of a layer are symmetric in the architecture (only their initialization tells them
+apart). The p-value is one-sided (the observed maximum above the null).
+
+Verdict (stricter than an interval on the ratio, which lies above 1 by construction):
+supported when p < 0.05 and the ratio's interval lies above 1; refuted when the observed
+maximum is significantly *below* the null (``p_opposite`` < 0.05: head differences are
+transient, not head-level differentiation); inconclusive otherwise.
+
+Data. Dynamics need intermediate checkpoints: every pretraining run of pico_pythia (the two
+96-head runs pooled in the primary analysis, 24 layers; each run alone, and each operator
+family, in the specification curve; h2 has 2 heads per layer, too few for a row statistic,
+and is reported inconclusive there), the fine-tuning runs of pico_pythia_ft (B2-ft), and
+Pythia-160m (12 layers, as the essay's L0-L11) for the magnitude (B2-pythia, skipped here).
+The panel (random twin vs trained, one transition) is not declared: with one transition the
+permutation null is degenerate. Declared before any evaluation on the bundled data.
+"""
+
+from lie_stats.spec import HypothesisSpec, Prediction, Select
+
+from ._common import ANCHORS, FAMILIES, P96, PICO_RUNS
+
+CLAIM = ("Head-level enrichment far exceeds layer-level enrichment (a head at 119.7x in a layer "
+         "at 4.9x)")
+REFERENCE = {"head_enrichment": 119.7, "layer_enrichment": 4.9, "ratio": 24.43, "layer": "L1"}
+
+B2 = HypothesisSpec(
+    id="B2", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    selection={"values": Select("killing_norm", step="all", family="Q", projection="none",
+                                models=P96)},
+    test="head_enrichment_excess", params={"layer_summary": "cv"},
+    prediction=Prediction("above", value=1.0), reference=REFERENCE, gate="pinned",
+    choices={"models": [(m,) for m in PICO_RUNS], "family": FAMILIES},
+    notes="Primary: family Q, exact operators, the two 96-head runs pooled (24 layers). The "
+          "curve: each run alone x each family.",
+)
+
+B2_ft = HypothesisSpec(
+    id="B2-ft", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia_ft",),
+    selection={"values": Select("killing_norm", step="all", family="Q", projection="none")},
+    test="head_enrichment_excess", params={"layer_summary": "cv"},
+    prediction=Prediction("above", value=1.0), reference=REFERENCE, gate="pinned",
+    choices={"models": [("p96_s0_ft",), ("p96_s1_ft",)], "family": FAMILIES},
+    notes="The post-training phase (15 checkpoints from the pretrained weights): both runs pooled.",
+)
+
+B2_pythia = HypothesisSpec(
+    id="B2-pythia", claim=CLAIM, source=ANCHORS, datasets=("pythia",),
+    selection={"values": Select("killing_norm", step="all", family="Q", projection="adaptive",
+                                models=("EleutherAI/pythia-160m",))},
+    test="head_enrichment_excess", params={"layer_summary": "cv"},
+    prediction=Prediction("above", value=1.0), reference=REFERENCE, gate="replication",
+    choices={"family": FAMILIES},
+    notes="The essay's model is not named; Pythia-160m has its 12 layers. Adaptive compression "
+          "(k = d_head), the essays' method.",
+)

@@ -1,0 +1,83 @@
+"""B3: Killing-form enrichment is largest at the boundary layers (L0 76.5x, L11 42.1x).
+
+Test design (CLAIMS.md B3: "layer enrichment profile; boundary vs interior"; made stricter
+as below). Test kind ``enrichment_profile``
+(:func:`lie_stats.stats.killing_profiles.boundary_enrichment`).
+
+Metric. The essay's Killing-form metric is its CV: ``killing_cv`` (METRICS.md §4.4), the
+``std / mean |.|`` of ``Khat[i,j]`` over a layer's pairs ``i < j``, recomputed from the
+selected ``killing_norm`` pairs (so that heads can be resampled; the recomputation equals
+the cube's ``killing_cv``, tests/test_spec_h3a.py). Layer enrichment ``E_l`` = last / first
+(METRICS.md §6.1).
+
+Estimate. Boundary ratio (METRICS.md §6.3 applied to ``E_l``): the mean of ``E_0`` and
+``E_{L-1}`` over the mean of the interior layers, with a percentile bootstrap interval
+resampling heads within layers (the same heads at both checkpoints; a pair of two copies of
+one head left out). ``E_0`` and ``E_{L-1}`` are reported beside the essay's 76.5x and 42.1x,
+with ``boundary_top2`` (whether they are the two most enriched layers).
+
+Test. Exact layer-permutation p: each of the C(L, 2) pairs of layers taken as "boundary"
+(66 for 12 layers), one-sided (the boundary pair among the most enriched).
+
+Verdict (stricter than CLAIMS.md's profile): supported only when the interval lies above 1
+**and** the layer-permutation p < 0.05; refuted when the interval lies below 1 and the
+p in that direction < 0.05; inconclusive otherwise. With 4 layers (the sweep runs; 6 pairs)
+p cannot fall below 1/6, so those runs can only be inconclusive or refuted: reported as such.
+
+Data. pico_pythia: run p96_s0 primary; the specification curve sweeps every pretraining run
+x operator family x compression. panel (B3-panel): each real model's trained weights against
+its seeded random-init twin (mpnet primary: 12 layers as the essay's L0-L11). pico_pythia_ft
+(B3-ft): enrichment over the fine-tuning phase. Pythia-160m for the magnitude (B3-pythia,
+skipped here). Declared before any evaluation on the bundled data.
+"""
+
+from lie_stats.spec import HypothesisSpec, Prediction, Select
+
+from ._common import ANCHORS, FAMILIES, PICO_RUNS, PROJECTIONS
+
+CLAIM = "Killing-form enrichment is largest at the boundary layers (L0 76.5x, L11 42.1x)"
+REFERENCE = {"enrichment_first_layer": 76.5, "enrichment_last_layer": 42.1, "n_layers": 12}
+PANEL_MODELS = ("mpnet", "minilm_l6", "minilm_l3", "smollm2_135m", "gemma3_270m")
+
+
+def _pairs(step: str, model: str, projection: str = "none") -> Select:
+    return Select("killing_norm", step=step, family="Q", projection=projection, models=(model,))
+
+
+B3 = HypothesisSpec(
+    id="B3", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    selection={"first": _pairs("first", "p96_s0"), "last": _pairs("last", "p96_s0")},
+    test="enrichment_profile", params={"layer_summary": "cv"},
+    prediction=Prediction("above", value=1.0), reference=REFERENCE, gate="pinned",
+    choices={"models": [(m,) for m in PICO_RUNS], "family": FAMILIES, "projection": PROJECTIONS},
+    notes="Primary: p96_s0 (12 layers x 8 heads), family Q, exact operators.",
+)
+
+B3_panel = HypothesisSpec(
+    id="B3-panel", claim=CLAIM, source=ANCHORS, datasets=("panel",),
+    selection={"first": _pairs("first", "mpnet"), "last": _pairs("last", "mpnet")},
+    test="enrichment_profile", params={"layer_summary": "cv"},
+    prediction=Prediction("above", value=1.0), reference=REFERENCE, gate="pinned",
+    choices={"models": [(m,) for m in PANEL_MODELS], "family": FAMILIES, "projection": PROJECTIONS},
+    notes="Trained weights (step 1) against the seeded random-init twin (step 0). The 4-bit "
+          "MiniLM copies (noise-floor controls) are left out.",
+)
+
+B3_ft = HypothesisSpec(
+    id="B3-ft", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia_ft",),
+    selection={"first": _pairs("first", "p96_s0_ft"), "last": _pairs("last", "p96_s0_ft")},
+    test="enrichment_profile", params={"layer_summary": "cv"},
+    prediction=Prediction("above", value=1.0), reference=REFERENCE, gate="pinned",
+    choices={"models": [("p96_s0_ft",), ("p96_s1_ft",)], "family": FAMILIES},
+    notes="Enrichment over the fine-tuning phase (pretrained weights to tuned).",
+)
+
+B3_pythia = HypothesisSpec(
+    id="B3-pythia", claim=CLAIM, source=ANCHORS, datasets=("pythia",),
+    selection={"first": _pairs("first", "EleutherAI/pythia-160m", "adaptive"),
+               "last": _pairs("last", "EleutherAI/pythia-160m", "adaptive")},
+    test="enrichment_profile", params={"layer_summary": "cv"},
+    prediction=Prediction("above", value=1.0), reference=REFERENCE, gate="replication",
+    choices={"family": FAMILIES},
+    notes="The essay's model is not named; Pythia-160m has its 12 layers. Adaptive compression.",
+)

@@ -1,0 +1,215 @@
+"""Spec-level tests of the B2 / B3 / B8 test kinds (head_enrichment_excess,
+enrichment_profile, functional_boundary_shift) on synthetic cubes with planted effects and
+nulls, in the style of tests/_spec_cubes.py, plus consistency checks of the pair summaries
+against the bundled cube's own ``killing_cv`` and ``killing_functional``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lie_stats import cube, schema
+from lie_stats.errors import SpecError
+from lie_stats.spec import HypothesisSpec, Prediction, Select, evaluate_cube
+from lie_stats.stats import killing_profiles as kp
+
+L, H = 8, 8
+STEPS = (0, 1, 2, 4, 8, 16, 32, 64)
+FAMILIES = ("Q", "K")
+PROJECTIONS = ("none",)
+FAST = {"n_perm": 499, "n_boot": 400}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _shape() -> dict:
+    return dict(n_layers=L, n_heads=H, n_kv_heads=H, d_head=4, d_model=4 * H,
+                architecture="gpt_neox", rotary_fraction=0.25, attention_extras="rotary",
+                init_step=0)
+
+
+def _sym(x: np.ndarray) -> np.ndarray:
+    return (x + np.swapaxes(x, -1, -2)) / 2
+
+
+def _model(kind: str, seed: int) -> list:
+    """Shards of one synthetic run. ``kind``: ``"b2"`` (head 0 of every layer keeps growing
+    its Killing-row dispersion), ``"b3"`` (boundary layers' dispersion grows 4x), ``"b8"``
+    (boundary anchors: large Killing rows, tiny value norms at the end), ``"null"``."""
+    rng = np.random.default_rng(seed)
+    z_row = rng.normal(size=(L, H))
+    z_fixed = _sym(rng.normal(size=(L, H, H)))
+    shards = []
+    for i, step in enumerate(STEPS):
+        t = i / (len(STEPS) - 1)
+        # smooth trajectories: a fixed pattern plus small independent changes per checkpoint
+        khat = 0.5 + 0.1 * z_fixed + 0.01 * _sym(rng.normal(size=(L, H, H)))
+        if kind == "b2":  # head 0's row loses its common level: its CV keeps growing
+            row = 0.5 * np.exp(-2.0 * t) + 0.1 * z_row
+            khat[:, 0, :], khat[:, :, 0] = row, row
+        if kind == "b3":
+            grow = 1.0 + 3.0 * t
+            khat[[0, -1]] = 0.5 + 0.1 * grow * _sym(rng.normal(size=(2, H, H)))
+        killing = 10.0 * (1.0 + 0.2 * _sym(rng.normal(size=(L, H, H))))
+        value_norm = rng.uniform(0.8, 1.2, size=(L, H))
+        if kind == "b8" and i == len(STEPS) - 1:
+            for layer in (0, L - 1):
+                for a in range(3):
+                    row = 10.0 * (1.0 + 3.0 * rng.normal(size=H))
+                    killing[layer, a, :], killing[layer, :, a] = row, row
+            value_norm[[0, L - 1], :3] = 0.05
+        for m in (khat, killing):
+            for layer in range(L):
+                np.fill_diagonal(m[layer], 1.0)
+        arrays = {
+            "killing_norm": np.broadcast_to(khat, (len(FAMILIES), len(PROJECTIONS), L, H, H)).copy(),
+            "killing": np.broadcast_to(killing, (len(FAMILIES), len(PROJECTIONS), L, H, H)).copy(),
+            "value_norm": value_norm,
+        }
+        shards.append(cube.checkpoint_shard(
+            arrays, model=kind, step=step, shape=_shape(), families=FAMILIES,
+            projections=PROJECTIONS, provenance={"model": kind, "step": step, "seed": seed}))
+    return shards
+
+
+@pytest.fixture(scope="module")
+def synth():
+    shards = []
+    for k, kind in enumerate(("b2", "b3", "b8", "null")):
+        shards += _model(kind, seed=10 + k)
+    return cube.merge_shards(shards)
+
+
+def _b2(model: str, **kw) -> HypothesisSpec:
+    base = dict(id="B2", claim="head enrichment exceeds layer enrichment", source="anchors",
+                datasets=("synth",), test="head_enrichment_excess",
+                selection={"values": Select("killing_norm", step="all", family="Q",
+                                            projection="none", models=(model,))},
+                params=dict(FAST), prediction=Prediction("above", value=1.0), gate="report")
+    base.update(kw)
+    return HypothesisSpec(**base)
+
+
+def _b3(model: str, **kw) -> HypothesisSpec:
+    sel = dict(family="Q", projection="none", models=(model,))
+    base = dict(id="B3", claim="boundary layers enrich most", source="anchors",
+                datasets=("synth",), test="enrichment_profile",
+                selection={"first": Select("killing_norm", step="first", **sel),
+                           "last": Select("killing_norm", step="last", **sel)},
+                params={"n_boot": 400}, prediction=Prediction("above", value=1.0), gate="report")
+    base.update(kw)
+    return HypothesisSpec(**base)
+
+
+def _b8(model: str, **kw) -> HypothesisSpec:
+    sel = dict(family="Q", projection="none", models=(model,))
+    base = dict(id="B8", claim="functional weighting lowers boundary enrichment",
+                source="anchors", datasets=("synth",), test="functional_boundary_shift",
+                selection={"first": Select("killing", step="first", **sel),
+                           "last": Select("killing", step="last", **sel),
+                           "w_first": Select("value_norm", step="first", models=(model,)),
+                           "w_last": Select("value_norm", step="last", models=(model,))},
+                params=dict(FAST), prediction=Prediction("below", value=1.0), gate="report")
+    base.update(kw)
+    return HypothesisSpec(**base)
+
+
+# ------------------------------------------------------------------------ planted vs null
+
+
+def test_b2_planted_supported_null_not(synth):
+    res = evaluate_cube(_b2("b2"), synth, dataset="synth")
+    assert res.verdict == "supported", res.reason
+    assert res.p_value < 0.01 and res.ci_low > 1.0 and res.n == L
+    assert res.extra["max_head_enrichment"] > res.extra["layer_enrichment_at_max"]
+    null = evaluate_cube(_b2("null"), synth, dataset="synth")
+    assert null.verdict != "supported", null.reason
+    assert null.p_value > 0.05
+
+
+def test_b3_planted_supported_null_not(synth):
+    res = evaluate_cube(_b3("b3"), synth, dataset="synth")
+    assert res.verdict == "supported", res.reason
+    assert res.ci_low > 1.0 and res.p_value == pytest.approx(1 / 28)
+    assert res.extra["boundary_top2"] == 1 and res.extra["enrichment_first_layer"] > 2.0
+    null = evaluate_cube(_b3("null"), synth, dataset="synth")
+    assert null.verdict != "supported", null.reason
+    assert null.ci_low < 1.0 < null.ci_high
+
+
+def test_b8_planted_supported_null_not(synth):
+    res = evaluate_cube(_b8("b8", params={**FAST, "layer_summary": "mean_abs"}), synth, dataset="synth")
+    assert res.verdict == "supported", res.reason
+    assert res.effect < 1.0 and res.ci_high < 1.0 and res.p_value < 0.01
+    assert res.extra["ratio_functional"] < res.extra["ratio_total"]
+    cv = evaluate_cube(_b8("b8"), synth, dataset="synth")  # the default summary, killing_cv's
+    assert cv.p_value < 0.05 and cv.effect < 1.0
+    for summary in ("cv", "mean_abs"):
+        null = evaluate_cube(_b8("null", params={**FAST, "layer_summary": summary}), synth, dataset="synth")
+        assert null.verdict != "supported", (summary, null.reason)
+
+
+def test_spec_curve_over_families_and_summaries(synth):
+    res = evaluate_cube(_b3("b3", choices={"family": FAMILIES, "layer_summary": ("cv", "mean_abs")}),
+                        synth, dataset="synth")
+    assert len(res.spec_curve) == 4
+    verdicts = {(c["choice"]["family"], c["choice"]["layer_summary"]): c["verdict"] for c in res.spec_curve}
+    # the dispersion of the boundary layers grows, their mean |Khat| hardly moves
+    assert verdicts[("Q", "cv")] == verdicts[("K", "cv")] == "supported"
+    assert verdicts[("Q", "mean_abs")] != "supported"
+
+
+# ------------------------------------------------------------------------ data and declarations
+
+
+def test_missing_value_norm_is_skipped(synth):
+    res = evaluate_cube(_b8("b8"), synth.drop_vars("value_norm"), dataset="synth")
+    assert res.verdict == "skipped" and "value_norm" in res.reason
+
+
+def test_declaration_errors(synth):
+    with pytest.raises(SpecError, match="step='all'"):
+        evaluate_cube(_b2("b2", selection={"values": Select("killing_norm", step="last", family="Q",
+                                                            projection="none", models=("b2",))}),
+                      synth, dataset="synth")
+    with pytest.raises(SpecError, match="layer_summary"):
+        evaluate_cube(_b3("b3", params={"layer_summary": "cv2"}), synth, dataset="synth")
+    with pytest.raises(SpecError, match="one model"):
+        evaluate_cube(_b3("b3", selection={
+            "first": Select("killing_norm", step="first", family="Q", projection="none"),
+            "last": Select("killing_norm", step="last", family="Q", projection="none")}),
+            synth, dataset="synth")
+    with pytest.raises(SpecError, match="direction"):
+        _b2("b2", prediction=Prediction("below", value=1.0))
+
+
+def test_same_first_and_last_checkpoint_is_inconclusive(synth):
+    one = synth.sel({schema.STEP: [64]})
+    res = evaluate_cube(_b3("b3"), one, dataset="synth")
+    assert res.verdict == "inconclusive" and "same" in res.reason
+
+
+# ------------------------------------------------------------------------ bundled cube
+
+
+def _bundled():
+    path = ROOT / "datasets" / "pico_pythia" / "pico_pythia.nc"
+    if not path.exists():
+        pytest.skip("the bundled pico_pythia cube is not built")
+    return cube.open_cube(path)
+
+
+def test_pair_summary_reproduces_bundled_killing_cv_and_functional_form():
+    c = _bundled()
+    sub = c.sel({schema.MODEL: "p96_s0", schema.FAMILY: "Q", schema.PROJECTION: "none"}).isel(
+        {schema.STEP: -1})
+    khat = sub["killing_norm"].transpose(schema.LAYER, schema.HEAD, schema.HEAD_J).values
+    khat = khat[:12, :8, :8].astype(np.float64)
+    cv = sub["killing_cv"].values[:12].astype(np.float64)
+    # float32 storage: relative 1e-4
+    np.testing.assert_allclose(kp.pair_summary(khat), cv, rtol=1e-4)
+    K = sub["killing"].transpose(schema.LAYER, schema.HEAD, schema.HEAD_J).values[:12, :8, :8]
+    w = sub["value_norm"].transpose(schema.LAYER, schema.HEAD).values[:12, :8]
+    kf = sub["killing_functional"].transpose(schema.LAYER, schema.HEAD, schema.HEAD_J).values[:12, :8, :8]
+    np.testing.assert_allclose(kp._functional(K.astype(np.float64), w.astype(np.float64)), kf, rtol=1e-4)
