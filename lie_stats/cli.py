@@ -45,8 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="none | adaptive | fixed:K; repeat for several. Default: none")
     e.add_argument("--null-draws", type=int, default=64, help="random-orientation null draws per layer. Default: 64")
     e.add_argument("--seed", type=int, default=0, help="seed of the null and projections. Default: 0")
-    e.add_argument("--probe", default=None, metavar="FILE",
-                   help="probe token file (.npz): also compute the activation metrics (METRICS.md §7-§8)")
+    e.add_argument("--probe", action="append", default=None, metavar="FILE|MODEL=FILE",
+                   help="probe token file (.npz): also compute the activation metrics (METRICS.md "
+                   "§7-§8). One FILE for every source, or MODEL=FILE repeated, one per model (the "
+                   "name a source gets in the cube), for models with different tokenizers")
     e.add_argument("--fold-ln", action="store_true", help="fold the pre-attention norm gain (METRICS.md §1)")
     e.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="Default: auto")
     e.add_argument("--store-dtype", choices=("float64", "float32"), default="float64",
@@ -84,6 +86,34 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _probe_arg(values: list[str] | None) -> str | dict[str, str] | None:
+    """``--probe`` values -> one file, or ``{model: file}`` from ``MODEL=FILE`` (repeatable).
+
+    A value is ``MODEL=FILE`` when it holds ``=`` and is not itself an existing file.
+    """
+    import os
+
+    if not values:
+        return None
+    single = [v for v in values if "=" not in v or os.path.isfile(v)]
+    if single:
+        if len(values) > 1:
+            raise LieStatsError(
+                f"--probe {' '.join(values)}: give one --probe FILE for every source, or "
+                f"--probe MODEL=FILE for each model, not several files or a mix of both."
+            )
+        return single[0]
+    mapping: dict[str, str] = {}
+    for v in values:
+        model, _, path = v.partition("=")
+        if not model or not path:
+            raise LieStatsError(f"--probe {v}: expected MODEL=FILE (or one FILE for every source).")
+        if model in mapping:
+            raise LieStatsError(f"--probe: model {model!r} is given two probes ({mapping[model]}, {path}).")
+        mapping[model] = path
+    return mapping
+
+
 def _cmd_extract(args: argparse.Namespace) -> int:
     from .cube import provenance_of
     from .extract import ExtractOptions, extract
@@ -95,7 +125,7 @@ def _cmd_extract(args: argparse.Namespace) -> int:
         families=tuple(args.families),
         projections=tuple(args.projections or ("none",)),
         null_draws=args.null_draws, seed=args.seed, fold_ln=args.fold_ln, device=args.device,
-        probe=args.probe,
+        probe=_probe_arg(args.probe),
     )
     cube, failed = extract(args.sources, args.output, options=options, revisions=revisions,
                            resume=args.resume, progress=not args.quiet,

@@ -58,9 +58,21 @@ class ExtractOptions:
     device
         ``"auto"``, ``"cpu"`` or ``"cuda"``.
     probe
-        A probe file (:func:`lie_stats.probe.save_probe`): when given, the activation metrics
-        of METRICS.md §7-§8 are computed for every checkpoint too (forward and backward
-        passes through the model's own implementation; needs the full checkpoint).
+        A probe file (:func:`lie_stats.probe.save_probe`) for every source, or one probe per
+        model: a mapping (or pairs) ``{model: file}``, ``model`` being the name a source gets
+        in the cube (models with different tokenizers need their own token ids). When given,
+        the activation metrics of METRICS.md §7-§8 are computed for every checkpoint too
+        (forward and backward passes through the model's own implementation; needs the full
+        checkpoint). A mapping must name every model of the run and no other
+        (:meth:`check_probe_models`); it is stored as sorted ``(model, file)`` pairs.
+
+    Examples
+    --------
+    >>> o = ExtractOptions(probe={"b": "pb.npz", "a": "pa.npz"})
+    >>> o.probe, o.probe_for("a")
+    ((('a', 'pa.npz'), ('b', 'pb.npz')), 'pa.npz')
+    >>> ExtractOptions(probe="p.npz").probe_for("any model")
+    'p.npz'
     """
 
     families: tuple[str, ...] = schema.FAMILIES
@@ -71,9 +83,10 @@ class ExtractOptions:
     tau: float = 0.5
     fold_ln: bool = False
     device: str = "auto"
-    probe: str | None = None
+    probe: str | tuple[tuple[str, str], ...] | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "probe", _normalize_probe(self.probe))
         for fam in self.families:
             if fam not in schema.FAMILIES:
                 from .errors import did_you_mean
@@ -97,11 +110,102 @@ class ExtractOptions:
         d["projections"] = list(self.projections)
         if self.probe is None:
             d.pop("probe")
-        else:  # the probe's identity is its hash, not its path
+        else:  # a probe's identity is its hash, not its path
             from .probe import load_probe
 
-            d["probe"] = load_probe(self.probe).sha256
+            if isinstance(self.probe, str):
+                d["probe"] = load_probe(self.probe).sha256
+            else:  # one probe per model: {model: sha256}
+                d["probe"] = {m: load_probe(f).sha256 for m, f in self.probe}
         return d
+
+    def probe_for(self, model: str) -> str | None:
+        """The probe file of ``model``: the single probe, its entry in the mapping, or None.
+
+        Raises
+        ------
+        LieStatsError
+            A per-model mapping is given and does not name ``model``.
+
+        Examples
+        --------
+        >>> ExtractOptions(probe={"minilm_l6": "l6.npz"}).probe_for("minilm_l3")
+        Traceback (most recent call last):
+        ...
+        lie_stats.errors.LieStatsError: No probe for model 'minilm_l3': the per-model probes name minilm_l6. Did you mean 'minilm_l6'? Give --probe minilm_l3=FILE (each model needs token ids of its own tokenizer).
+        """
+        if self.probe is None or isinstance(self.probe, str):
+            return self.probe
+        mapping = dict(self.probe)
+        if model not in mapping:
+            from .errors import did_you_mean
+
+            raise LieStatsError(
+                f"No probe for model {model!r}: the per-model probes name "
+                f"{', '.join(sorted(mapping))}.{did_you_mean(model, list(mapping))} Give "
+                f"--probe {model}=FILE (each model needs token ids of its own tokenizer)."
+            )
+        return mapping[model]
+
+    def check_probe_models(self, models: Sequence[str]) -> None:
+        """Check a per-model probe mapping against the models of a run (before any work).
+
+        Raises
+        ------
+        LieStatsError
+            The mapping names a model that no source has (with a did-you-mean suggestion), or
+            a model of the run has no probe. Nothing to check for a single probe or none.
+
+        Examples
+        --------
+        >>> ExtractOptions(probe={"minilm_l6": "p.npz"}).check_probe_models(["minilm_l6", "mpnet"])
+        Traceback (most recent call last):
+        ...
+        lie_stats.errors.LieStatsError: --probe: model 'mpnet' has no probe; the per-model probes name minilm_l6. Give --probe mpnet=FILE (each model needs token ids of its own tokenizer), or one --probe FILE for all.
+        """
+        if self.probe is None or isinstance(self.probe, str):
+            return
+        from .errors import did_you_mean
+
+        have = list(dict.fromkeys(models))
+        mapped = [m for m, _ in self.probe]
+        for m in mapped:
+            if m not in have:
+                raise LieStatsError(
+                    f"--probe {m}=...: no source gives a model named {m!r}.{did_you_mean(m, have)} "
+                    f"The models of this run are {', '.join(have)} (a model's name is its run "
+                    f"folder's or checkpoint folder's name)."
+                )
+        missing = [m for m in have if m not in mapped]
+        if missing:
+            raise LieStatsError(
+                f"--probe: model{'s' if len(missing) > 1 else ''} {', '.join(repr(m) for m in missing)} "
+                f"{'have' if len(missing) > 1 else 'has'} no probe; the per-model probes name "
+                f"{', '.join(sorted(mapped))}. Give --probe {missing[0]}=FILE (each model needs token "
+                f"ids of its own tokenizer), or one --probe FILE for all."
+            )
+
+
+def _normalize_probe(probe: Any) -> str | tuple[tuple[str, str], ...] | None:
+    """``None``, a path (str), or a per-model mapping / pairs -> sorted ``(model, file)`` pairs."""
+    if probe is None:
+        return None
+    if isinstance(probe, (str, os.PathLike)):
+        return os.fspath(probe)
+    items = list(probe.items()) if isinstance(probe, dict) else list(probe)
+    pairs: dict[str, str] = {}
+    for item in items:
+        if not (isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str)
+                and item[0] and isinstance(item[1], (str, os.PathLike))):
+            raise ValueError(
+                f"probe={probe!r}: expected a probe file, or {{model: file}} / (model, file) pairs."
+            )
+        if item[0] in pairs:
+            raise ValueError(f"probe: model {item[0]!r} is given two probes ({pairs[item[0]]}, {item[1]}).")
+        pairs[item[0]] = os.fspath(item[1])
+    if not pairs:
+        raise ValueError("probe: an empty per-model mapping; give a probe file or {model: file}.")
+    return tuple(sorted(pairs.items()))
 
 
 def resolve_device(device: str) -> str:
@@ -213,7 +317,7 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
         from .probe import load_probe
 
         t0 = time.perf_counter()
-        act = activation_metrics(ckpt.path, load_probe(options.probe), device=device)
+        act = activation_metrics(ckpt.path, load_probe(options.probe_for(ckpt.model)), device=device)
         for name in act:
             stacked[name] = np.asarray(act[name], dtype=np.float64)
         stacked["killing_functional"] = functional_killing(stacked["killing"], stacked["value_norm"])
@@ -421,6 +525,7 @@ def extract(
         )
     out = Path(out)
     tasks = plan_tasks(sources, revisions=revisions)
+    options.check_probe_models([t.checkpoint.model for t in tasks])
     store = shard_dir(out)
     try:
         with lock_store(store):

@@ -195,3 +195,87 @@ def test_float32_storage_halves_precision_only(neox_run, tmp_path):
     assert back["commutator"].dtype == np.float32 and back.attrs["store_dtype"] == "float32"
     np.testing.assert_array_equal(back["commutator"].values, full["commutator"].values.astype(np.float32))
     assert back["killing"].attrs["definition"] == "METRICS.md §3.4"
+
+
+# ------------------------------------------------------------------ per-model probes (issue 5)
+@pytest.fixture(scope="module")
+def twin_runs(tmp_path_factory):
+    """Two runs, ``alpha`` and ``beta``, with the same weights: only their probes tell them apart."""
+    root = tmp_path_factory.mktemp("twins")
+    for name in ("alpha", "beta"):
+        make_run(root / name, "gpt_neox", [0, 4], n_layers=2)
+    return root
+
+
+def _probe_file(path, seed):
+    from lie_stats.probe import ProbeSet, probe_hash, save_probe
+
+    tokens = np.random.default_rng(seed).integers(1, 96, size=(3, 10)).astype(np.int64)
+    probe = ProbeSet(tokens=tokens, tokenizer=f"random ids < 96, seed {seed}", text_source="test",
+                     sha256=probe_hash(tokens), first_token="bos")
+    return save_probe(probe, path), probe
+
+
+def test_per_model_probes_each_model_gets_its_own(twin_runs, tmp_path):
+    """``--probe MODEL=FILE``: each model's activation metrics come from its own probe. The two
+    runs have identical weights, so a single probe for both would give equal numbers."""
+    from lie_stats.activations import activation_metrics
+
+    fa, pa = _probe_file(tmp_path / "a.npz", 1)
+    fb, pb = _probe_file(tmp_path / "b.npz", 2)
+    out = tmp_path / "two.nc"
+    srcs = [str(twin_runs / "alpha"), str(twin_runs / "beta")]
+    assert cli.main(["extract", *srcs, "-o", str(out), "--families", "Q", "--quiet",
+                     "--probe", f"beta={fb}", "--probe", f"alpha={fa}"]) == 0
+    ds = open_cube(out)
+    for model, probe in (("alpha", pa), ("beta", pb)):
+        for step in (0, 4):
+            direct = activation_metrics(twin_runs / model / f"step_{step}", probe)
+            for name in ("sink_score", "value_norm", "grad_alignment"):
+                np.testing.assert_allclose(ds[name].sel(model=model, step=step).values, direct[name],
+                                           rtol=1e-12, err_msg=f"{model}@{step} {name}")
+    # same weights, different probes: different activation numbers, identical weight metrics
+    assert not np.allclose(ds["sink_score"].sel(model="alpha").values, ds["sink_score"].sel(model="beta").values)
+    np.testing.assert_array_equal(ds["commutator"].sel(model="alpha").values,
+                                  ds["commutator"].sel(model="beta").values)
+    prov = provenance_of(ds)
+    assert [(p["model"], p["activations"]["probe"]["sha256"]) for p in prov] == [
+        ("alpha", pa.sha256), ("alpha", pa.sha256), ("beta", pb.sha256), ("beta", pb.sha256)]
+    assert all(p["options"]["probe"] == {"alpha": pa.sha256, "beta": pb.sha256} for p in prov)
+
+
+def test_per_model_probes_resume_refuses_a_changed_mapping(twin_runs, tmp_path):
+    fa, _ = _probe_file(tmp_path / "a.npz", 1)
+    fb, _ = _probe_file(tmp_path / "b.npz", 2)
+    srcs = [str(twin_runs / "alpha"), str(twin_runs / "beta")]
+    out = tmp_path / "r.nc"
+    opts = ExtractOptions(families=("Q",), probe={"alpha": str(fa), "beta": str(fb)})
+    extract(srcs, out, options=opts, progress=False)
+    # the same mapping given as pairs in another order is the same options
+    same = ExtractOptions(families=("Q",), probe=[("beta", str(fb)), ("alpha", str(fa))])
+    extract(srcs, out, options=same, progress=False, resume=True)
+    swapped = ExtractOptions(families=("Q",), probe={"alpha": str(fb), "beta": str(fa)})
+    with pytest.raises(Exception, match="would mix them"):
+        extract(srcs, out, options=swapped, progress=False, resume=True)
+    with pytest.raises(Exception, match="would mix them"):  # one probe for all is another option too
+        extract(srcs, out, options=ExtractOptions(families=("Q",), probe=str(fa)), progress=False, resume=True)
+
+
+def test_per_model_probes_clear_errors(twin_runs, tmp_path, capsys):
+    fa, _ = _probe_file(tmp_path / "a.npz", 1)
+    fb, _ = _probe_file(tmp_path / "b.npz", 2)
+    srcs = [str(twin_runs / "alpha"), str(twin_runs / "beta")]
+    out = tmp_path / "x.nc"
+    base = ["extract", *srcs, "-o", str(out), "--families", "Q", "--quiet"]
+    assert cli.main([*base, "--probe", f"alpha={fa}", "--probe", f"betta={fb}"]) == 2
+    err = capsys.readouterr().err
+    assert "no source gives a model named 'betta'" in err and "Did you mean 'beta'?" in err
+    assert cli.main([*base, "--probe", f"alpha={fa}"]) == 2
+    assert "model 'beta' has no probe" in capsys.readouterr().err
+    assert cli.main([*base, "--probe", str(fa), "--probe", f"beta={fb}"]) == 2
+    assert "not several files or a mix" in capsys.readouterr().err
+    assert cli.main([*base, "--probe", f"alpha={fa}", "--probe", f"alpha={fb}"]) == 2
+    assert "two probes" in capsys.readouterr().err
+    assert not out.exists() and not shard_dir(out).exists()  # refused before any work
+    with pytest.raises(Exception, match="No probe for model 'gamma'"):
+        ExtractOptions(probe={"alpha": str(fa)}).probe_for("gamma")
