@@ -252,3 +252,24 @@ def test_cluster_mean_mask_needs_its_threshold(synth):
         evaluate_cube(spec, synth)
     with pytest.raises(SpecError, match="transform"):
         evaluate_cube(_ratio("m0", transform="logit"), synth)
+
+
+# ----------------------------------------------------------------------------- A10 report view
+
+
+def test_a10_table_and_figure_from_agreement_results(synth, tmp_path):
+    from lie_stats import report_a10
+
+    spec = compression_agreement(_enrichment_target(), id="A10-verdicts-T", claim="same", source="s",
+                                 compressions=PROJECTIONS)
+    res = evaluate_cube(spec, synth, dataset="synth")
+    rows = report_a10.agreement_rows([res, res.row()])
+    assert len(rows) == 2 and rows[0]["target"] == "T-commutator_var"
+    assert rows[0]["none"] == rows[0]["adaptive"] == "supported" and rows[0]["verdict"] == "refuted"
+    assert rows[0]["fixed:8"] != "supported"
+    assert rows[0]["none effect"] == pytest.approx(res.extra[f"{C.EFFECT}_none"])
+    md = report_a10.agreement_markdown([res])
+    assert "| T-commutator_var | synth | supported" in md
+    png = report_a10.a10_figure([res], {"synth": synth}, tmp_path / "A10.png",
+                                compressions=PROJECTIONS, models={"synth": ("m0", "m1")})
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
