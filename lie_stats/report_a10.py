@@ -30,8 +30,8 @@ import numpy as np
 
 from . import schema
 
-__all__ = ["A10_METRICS", "COMPRESSIONS", "agreement_rows", "agreement_markdown", "a10_figure",
-           "write_a10"]
+__all__ = ["A10_METRICS", "COMPRESSIONS", "agreement_rows", "agreement_markdown", "summary_markdown",
+           "a10_figure", "write_a10"]
 
 #: Per-layer metrics of the A10 comparison (METRICS.md §4.2, §4.6).
 A10_METRICS = ("abelian_fraction", "commutator_z_mean", "abelian_fraction_tau")
@@ -261,5 +261,36 @@ def write_a10(results: Sequence[Any], reports_dir: str | Path, datasets_dir: str
             continue
     rel = "figures/A10.png"
     a10_figure(results, cubes, Path(reports_dir) / rel)
-    return ("## A10: the projection-artifact control, read together\n\n" + agreement_markdown(results)
-            + f"\n![A10]({rel})\n")
+    return ("## A10: the projection-artifact control, read together\n\n" + summary_markdown(results)
+            + "\n" + agreement_markdown(results) + f"\n![A10]({rel})\n")
+
+
+def summary_markdown(results: Sequence[Any]) -> str:
+    """Count of A10 verdicts per group of specs (``A10-<group>-<metric>-...``), skipped left out.
+
+    Examples
+    --------
+    >>> recs = [{"id": "A10-eq-af-none-fixed64", "dataset": "d", "verdict": "refuted"},
+    ...         {"id": "A10-eq-af-none-adaptive", "dataset": "d", "verdict": "supported"},
+    ...         {"id": "A10-verdicts-A3", "dataset": "d", "verdict": "skipped"}]
+    >>> print(summary_markdown(recs))
+    | A10 specs | supported | refuted | inconclusive |
+    |---|---|---|---|
+    | A10-eq-af | 1 | 1 | 0 |
+    <BLANKLINE>
+    """
+    groups: dict[str, dict[str, int]] = {}
+    for r in results:
+        ident, verdict = str(_get(r, "id", "")), str(_get(r, "verdict", ""))
+        if not ident.startswith("A10-") or verdict == "skipped":
+            continue
+        parts = ident.split("-")
+        key = "-".join(parts[:2]) if parts[1] == "verdicts" else "-".join(parts[:3])
+        counts = groups.setdefault(key, {v: 0 for v in schema.VERDICTS[:3]})
+        counts[verdict] = counts.get(verdict, 0) + 1
+    if not groups:
+        return ""
+    lines = ["| A10 specs | " + " | ".join(schema.VERDICTS[:3]) + " |", "|---|---|---|---|"]
+    lines += [f"| {k} | " + " | ".join(str(c[v]) for v in schema.VERDICTS[:3]) + " |"
+              for k, c in sorted(groups.items())]
+    return "\n".join(lines) + "\n"
