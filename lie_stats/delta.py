@@ -62,6 +62,8 @@ class DeltaMap:
         The categories the model has, in :data:`lie_stats.schema.PARAM_CATEGORIES` order.
     relative : numpy.ndarray
         ``[n_categories]``: relative Frobenius change of each category, all its tensors pooled.
+    base_norm : numpy.ndarray
+        ``[n_categories]``: ``||W_base||_F`` of each category, all its tensors stacked.
     relative_layer : numpy.ndarray
         ``[n_categories, n_layers]``: the same per layer; NaN for per-model categories.
     base_norm_layer : numpy.ndarray
@@ -75,6 +77,7 @@ class DeltaMap:
 
     categories: tuple[str, ...]
     relative: np.ndarray
+    base_norm: np.ndarray
     relative_layer: np.ndarray
     base_norm_layer: np.ndarray
     base: str
@@ -210,19 +213,20 @@ def delta_map(base: str | os.PathLike | Checkpoint, tuned: str | os.PathLike | C
         norm[key] = norm.get(key, 0.0) + float((xb64 ** 2).sum())
     cats = tuple(c for c in schema.PARAM_CATEGORIES if any(k[0] == c for k in diff))
     rel = np.full(len(cats), np.nan)
+    base_norm = np.full(len(cats), np.nan)
     rel_l = np.full((len(cats), n_layers), np.nan)
     norm_l = np.full((len(cats), n_layers), np.nan)
     for i, c in enumerate(cats):
         keys = [k for k in diff if k[0] == c]
         d, n = sum(diff[k] for k in keys), sum(norm[k] for k in keys)
-        rel[i] = _ratio(d, n)
+        rel[i], base_norm[i] = _ratio(d, n), math.sqrt(n)
         for k in keys:
             if k[1] is not None:
                 rel_l[i, k[1]] = _ratio(diff[k], norm[k])
                 norm_l[i, k[1]] = math.sqrt(norm[k])
     b.close()
     t.close()
-    return DeltaMap(cats, rel, rel_l, norm_l, str(b.path), str(t.path), len(names))
+    return DeltaMap(cats, rel, base_norm, rel_l, norm_l, str(b.path), str(t.path), len(names))
 
 
 def _ratio(diff_sq: float, norm_sq: float) -> float:

@@ -2026,17 +2026,17 @@ register_test("verdict_agreement", _run_verdict_agreement, decide_agreement, rol
 
 
 # ---- test kinds for A2 / A7 (helper H2) ----
-# category_rank, category_order: where a parameter category ranks in the parameter-delta
+# delta_rank, delta_order: where a parameter category ranks in the parameter-delta
 # map (METRICS.md §6.4; lie_stats.delta), bootstrap over layers (lie_stats.stats.ranks).
-# change_ratio: mean change of one selection over the mean change of another over the same
+# ratio_of_changes: mean change of one selection over the mean change of another over the same
 # units (pretraining vs post-training), stratified cluster bootstrap over layers.
 # Verdict rules:
-#   category_rank (directions above / below: the rank number, 1 = changed most): the interval
+#   delta_rank (directions above / below: the rank number, 1 = changed most): the interval
 #     rule (decide_interval) on the bootstrap interval of the rank.
-#   category_order (direction above, value v): supported when the declared order holds on the
+#   delta_order (direction above, value v): supported when the declared order holds on the
 #     full data and in at least a share v of the bootstrap resamples; refuted when it fails
 #     on the full data and holds in at most 1 - v; inconclusive otherwise.
-#   change_ratio: above / below: the interval rule on the ratio; equivalent (value v, bound
+#   ratio_of_changes: above / below: the interval rule on the ratio; equivalent (value v, bound
 #     b in decades): supported when the interval lies inside [v / 10**b, v * 10**b], refuted
 #     when it lies entirely outside it, inconclusive otherwise (declare ci = 1 - 2 alpha for
 #     the TOST reading).
@@ -2075,7 +2075,7 @@ def _run_category_rank(data: TestInput) -> Any:
     from .stats import ranks
 
     p = data.params
-    tot, lv, nv, cats = _delta_inputs(data, "category_rank")
+    tot, lv, nv, cats = _delta_inputs(data, "delta_rank")
     return ranks.category_rank(tot, lv, nv, categories=cats, target=p["target"], n_boot=p["n_boot"],
                                ci=p["ci"], seed=p["seed"])
 
@@ -2084,7 +2084,7 @@ def _run_category_order(data: TestInput) -> Any:
     from .stats import ranks
 
     p = data.params
-    tot, lv, nv, cats = _delta_inputs(data, "category_order")
+    tot, lv, nv, cats = _delta_inputs(data, "delta_order")
     return ranks.category_order(tot, lv, nv, categories=cats, groups=[list(g) for g in p["order"]],
                                 n_boot=p["n_boot"], seed=p["seed"])
 
@@ -2146,14 +2146,14 @@ def _run_change_ratio(data: TestInput) -> Any:
         if role in data.arrays:
             mats[role] = _role_matrix(data, role)
     if ("pre_first" in mats) != ("post_first" in mats):
-        raise SpecError("change_ratio: give both pre_first and post_first (changes |log(last / first)|) "
+        raise SpecError("ratio_of_changes: give both pre_first and post_first (changes |log(last / first)|) "
                         "or neither (the last selections are changes already).")
     shapes = {r: m[0].shape for r, m in mats.items()}
     if len(set(shapes.values())) != 1:
-        raise SpecError(f"change_ratio: the selections must have the same number of models and units; "
+        raise SpecError(f"ratio_of_changes: the selections must have the same number of models and units; "
                         f"got {shapes}. Pair pretraining runs with their post-training runs in order.")
     if len({str(m[2][0]) for m in mats.values()}) != 1:
-        raise SpecError("change_ratio: the selections cover different units (layers, categories).")
+        raise SpecError("ratio_of_changes: the selections cover different units (layers, categories).")
     # models pair by position: pre model i with post model i (a first may be another model, e.g.
     # the base a tuned model started from)
 
@@ -2165,7 +2165,7 @@ def _run_change_ratio(data: TestInput) -> Any:
         with np.errstate(divide="ignore", invalid="ignore"):
             bad = np.isfinite(first) & np.isfinite(last) & ((first <= 0) | (last <= 0))
             if bad.any():
-                raise StatsInputError(f"change_ratio: {int(bad.sum())} {side}-training value(s) are not "
+                raise StatsInputError(f"ratio_of_changes: {int(bad.sum())} {side}-training value(s) are not "
                                       f"positive; |log(last / first)| needs positive values.")
             return np.abs(np.log(last / first))
 
@@ -2206,20 +2206,20 @@ def decide_change_ratio(row: Mapping[str, float], ctx: Decision) -> tuple[str, s
     return "inconclusive", f"the interval overlaps the edge of {band}"
 
 
-register_test("category_rank", _run_category_rank, decide_interval, roles=_DELTA_ROLES,
+register_test("delta_rank", _run_category_rank, decide_interval, roles=_DELTA_ROLES,
               params={"target": None, "n_boot": 2000, "ci": 0.95}, required_params=("target",),
               directions=("above", "below"),
               description="rank (1 = changed most) of one parameter category in the parameter-delta "
                           "map of one model, bootstrap over layers (METRICS §6.4, "
                           "lie_stats.stats.ranks.category_rank); roles: param_delta, "
                           "param_delta_layer, param_base_norm_layer at one step")
-register_test("category_order", _run_category_order, decide_category_order, roles=_DELTA_ROLES,
+register_test("delta_order", _run_category_order, decide_category_order, roles=_DELTA_ROLES,
               params={"order": None, "n_boot": 2000}, required_params=("order",),
               directions=("above",),
               description="whether declared groups of parameter categories (params order: a list "
                           "of lists of categories) hold the top ranks in order, with its bootstrap share over layers (METRICS §6.4, "
                           "lie_stats.stats.ranks.category_order)")
-register_test("change_ratio", _run_change_ratio, decide_change_ratio, roles=("pre_last", "post_last"),
+register_test("ratio_of_changes", _run_change_ratio, decide_change_ratio, roles=("pre_last", "post_last"),
               optional_roles=("pre_first", "post_first"),
               params={"n_boot": 2000, "ci": 0.95}, directions=("above", "below", "equivalent"),
               description="mean change of pre over mean change of post, paired by unit (|log(last / "

@@ -283,6 +283,17 @@ def category_order(
     })
 
 
+def _quantile_inf(x: np.ndarray, q: float) -> float:
+    """``numpy.quantile(x, q)`` (linear interpolation), but ``inf`` where the bracketing order
+    statistics reach ``+inf`` instead of NaN (ratios with a zero denominator)."""
+    s = np.sort(np.asarray(x, dtype=np.float64))
+    pos = q * (s.size - 1)
+    i, j = int(np.floor(pos)), int(np.ceil(pos))
+    if np.isinf(s[j]):
+        return float(s[i]) if (i == j or pos == i) and np.isfinite(s[i]) else float("inf")
+    return float(s[i] + (s[j] - s[i]) * (pos - i))
+
+
 def change_ratio(
     pre: ArrayLike,
     post: ArrayLike,
@@ -381,8 +392,7 @@ def change_ratio(
         num = pre_c[picks].sum(axis=1)
         den = post_c[picks].sum(axis=1)
         boot = ratio(num, den)  # sums over whole clusters: the same units as the point estimate
-        q = np.quantile(boot, [(1 - ci) / 2, (1 + ci) / 2])
-        lo, hi = float(q[0]), float(q[1])
+        lo, hi = (_quantile_inf(boot, (1 - ci) / 2), _quantile_inf(boot, (1 + ci) / 2))
         low, high = float(reference[0]), float(reference[1])
         p_lo = float(np.mean(boot <= low))
         p_hi = float(np.mean(boot >= high)) if np.isfinite(high) else 0.0

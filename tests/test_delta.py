@@ -1,0 +1,294 @@
+"""Parameter-delta map (METRICS.md §6.4): lie_stats.delta on real tiny checkpoints.
+
+Each known perturbation is applied to the *stored* tensors with an independent slicing of
+the architecture's layout (written here, not taken from the adapters), so a wrong QKV split,
+a dropped or double-counted tensor, or a wrong category would change the numbers tested.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from lie_stats import schema
+from lie_stats.cube import merge_shards, open_cube, validate_cube, write_cube
+from lie_stats.delta import delta_cube, delta_map
+from lie_stats.errors import CheckpointError
+from lie_stats.spec import HypothesisSpec, Prediction, Select, evaluate_cube
+
+from ._checkpoints import make_checkpoint
+from ._cubes import random_shard
+
+ST = "model.safetensors"
+
+
+def _copy_with(src: pathlib.Path, dst: pathlib.Path, edit) -> dict[str, torch.Tensor]:
+    """Copy a checkpoint folder, rewriting its safetensors through ``edit(tensors)``."""
+    shutil.copytree(src, dst)
+    tensors = load_file(dst / ST)
+    edit(tensors)
+    save_file(tensors, dst / ST, metadata={"format": "pt"})
+    return tensors
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    a64, b64 = a.double(), b.double()
+    return float(torch.linalg.norm(b64 - a64) / torch.linalg.norm(a64))
+
+
+@pytest.fixture(scope="module")
+def neox(tmp_path_factory) -> pathlib.Path:
+    return make_checkpoint("gpt_neox", tmp_path_factory.mktemp("neox") / "base", seed=3, n_layers=2)
+
+
+def test_gpt_neox_fused_key_rows_of_one_head_change_only_attn_k(neox, tmp_path):
+    """K rows of heads 0 and 3 of layer 0 scaled by 3: only attn_k moves, by the exact amount.
+
+    Under a block layout [q|k|v, head, d_head] (the GPT-2 one) these rows would be Q (head 0's
+    K rows 8-15) and V (head 3's K rows 80-87): a wrong split moves attn_q and attn_v."""
+    name = "gpt_neox.layers.0.attention.query_key_value.weight"
+    base = load_file(neox / ST)
+    h, d = 4, 32
+    dh = d // h
+
+    def edit(t):
+        w = t[name].reshape(h, 3, dh, d).clone()  # GPT-NeoX: output rows [head, q|k|v, d_head]
+        w[0, 1] *= 3.0
+        w[3, 1] *= 3.0
+        t[name] = w.reshape(3 * d, d)
+
+    tuned = _copy_with(neox, tmp_path / "tuned", edit)
+    m = delta_map(neox, tmp_path / "tuned")
+    rel = dict(zip(m.categories, m.relative))
+    # expected from the stored tensors, K rows of both layers stacked (biases unchanged)
+    k_rows = lambda t, l: t[f"gpt_neox.layers.{l}.attention.query_key_value.weight"].reshape(h, 3, dh, d)[:, 1]  # noqa: E731
+    k_bias = lambda t, l: t[f"gpt_neox.layers.{l}.attention.query_key_value.bias"].reshape(h, 3, dh)[:, 1]  # noqa: E731
+    num = torch.linalg.norm(k_rows(tuned, 0).double() - k_rows(base, 0).double())
+    den = math.sqrt(sum(float((k_rows(base, l).double() ** 2).sum() + (k_bias(base, l).double() ** 2).sum())
+                        for l in (0, 1)))
+    assert rel["attn_k"] == pytest.approx(float(num) / den, rel=1e-12)
+    assert rel["attn_k"] > 0.1
+    assert m.rank_order()[0] == "attn_k"
+    # a split that mixed rows would move Q or V too
+    assert rel["attn_q"] == 0.0 and rel["attn_v"] == 0.0 and rel["attn_o"] == 0.0
+    assert all(v == 0.0 for c, v in rel.items() if c != "attn_k")
+    j = m.categories.index("attn_k")
+    assert m.relative_layer[j, 1] == 0.0 and m.relative_layer[j, 0] > rel["attn_k"]
+    assert m.rank("attn_k") == 1
+
+
+def test_mlp_out_of_one_layer_exact_relative_change(neox, tmp_path):
+    name = "gpt_neox.layers.1.mlp.dense_4h_to_h.weight"
+    base = load_file(neox / ST)
+
+    def edit(t):
+        t[name] = t[name] * 1.5
+
+    _copy_with(neox, tmp_path / "tuned", edit)
+    m = delta_map(neox, tmp_path / "tuned")
+    j = m.categories.index("mlp_out")
+    w1 = base[name].double()
+    b1 = base["gpt_neox.layers.1.mlp.dense_4h_to_h.bias"].double()
+    assert m.relative_layer[j, 1] == pytest.approx(0.5 * float(torch.linalg.norm(w1)) / math.sqrt(
+        float((w1 ** 2).sum() + (b1 ** 2).sum())), rel=1e-6)
+    assert m.relative_layer[j, 0] == 0.0
+    assert m.rank_order()[0] == "mlp_out"
+    frame = m.to_frame()
+    assert frame[schema.CATEGORY].iloc[0] == "mlp_out" and frame["rank"].tolist() == list(range(1, 12))
+
+
+def test_gpt2_fused_c_attn_value_columns_change_only_attn_v(tmp_path):
+    base_dir = make_checkpoint("gpt2", tmp_path / "base", seed=1, n_layers=2)
+    name = "transformer.h.1.attn.c_attn.weight"
+    d = 32
+
+    def edit(t):
+        w = t[name].clone()
+        w[:, 2 * d:] += 0.25 * w[:, 2 * d:]  # Conv1D [d, 3d]: columns Q | K | V
+        t[name] = w
+
+    _copy_with(base_dir, tmp_path / "tuned", edit)
+    m = delta_map(base_dir, tmp_path / "tuned")
+    rel = dict(zip(m.categories, m.relative))
+    assert m.rank_order()[0] == "attn_v"
+    assert rel["attn_q"] == 0.0 and rel["attn_k"] == 0.0
+    assert m.relative_layer[m.categories.index("attn_v"), 0] == 0.0
+    assert 0.0 < rel["attn_v"] < 0.25
+
+
+def test_llama_gqa_keys_counted_once(tmp_path):
+    base_dir = make_checkpoint("llama", tmp_path / "base", seed=2, n_layers=2, n_heads=4, n_kv_heads=2)
+    base = load_file(base_dir / ST)
+    name = "model.layers.0.self_attn.k_proj.weight"
+
+    def edit(t):
+        t[name] = 2.0 * t[name]
+
+    _copy_with(base_dir, tmp_path / "tuned", edit)
+    m = delta_map(base_dir, tmp_path / "tuned")
+    j = m.categories.index("attn_k")
+    # stored K of layer 0, not the 2x repeated per-query-head copy
+    assert m.base_norm_layer[j, 0] == pytest.approx(float(torch.linalg.norm(base[name].double())), rel=1e-12)
+    assert m.relative_layer[j, 0] == pytest.approx(1.0, rel=1e-12)
+    assert m.rank_order()[0] == "attn_k"
+    assert "unembedding" in m.categories and "norm_mlp" in m.categories
+
+
+@pytest.mark.parametrize("arch", ["gpt_neox", "gpt2", "llama", "qwen3", "gemma3_text", "bert", "mpnet"])
+def test_every_parameter_counted_once(arch, tmp_path):
+    """sum over categories of ||W_c||^2 equals the sum over stored tensors: nothing dropped or
+    double counted (fused tensors split, GQA not repeated, norms and heads included)."""
+    base_dir = make_checkpoint(arch, tmp_path / "m", seed=0, n_layers=2)
+    tensors = load_file(base_dir / ST)
+    total = sum(float((t.double() ** 2).sum()) for t in tensors.values())
+    m = delta_map(base_dir, base_dir)
+    assert float((m.base_norm ** 2).sum()) == pytest.approx(total, rel=1e-9)
+    assert (m.relative == 0).all()
+    per_layer = {"attn_q", "attn_k", "attn_v", "attn_o", "mlp_in", "mlp_out", "norm_attn"}
+    assert per_layer <= set(m.categories)
+    assert "embedding" in m.categories
+    if arch in ("bert", "mpnet"):  # the MLM head's transform is the only unclaimed part
+        assert "norm_embedding" in m.categories and "other" in m.categories
+    else:
+        assert "other" not in m.categories
+
+
+def test_mismatched_tensor_sets_name_the_tensor_and_both_files(neox, tmp_path):
+    def edit(t):
+        del t["gpt_neox.final_layer_norm.bias"]
+
+    _copy_with(neox, tmp_path / "tuned", edit)
+    with pytest.raises(CheckpointError) as e:
+        delta_map(neox, tmp_path / "tuned")
+    msg = str(e.value)
+    assert "gpt_neox.final_layer_norm.bias" in msg
+    assert str(neox) in msg and str(tmp_path / "tuned") in msg
+
+
+def test_mismatched_shapes_name_the_tensor_and_both_files(tmp_path):
+    a = make_checkpoint("gpt_neox", tmp_path / "a", seed=0, n_layers=1, vocab_size=96)
+    b = make_checkpoint("gpt_neox", tmp_path / "b", seed=0, n_layers=1, vocab_size=100)
+    with pytest.raises(CheckpointError) as e:
+        delta_map(a, b)
+    msg = str(e.value)
+    assert "embed" in msg and "(96, 32)" in msg and "(100, 32)" in msg
+    assert str(a / ST) in msg and str(b / ST) in msg
+
+
+def test_a_run_folder_is_not_one_checkpoint(neox, tmp_path):
+    run = tmp_path / "run"
+    for s in (0, 1):
+        shutil.copytree(neox, run / f"step_{s}")
+    with pytest.raises(CheckpointError, match="run folder of 2 checkpoints"):
+        delta_map(run, neox)
+
+
+@pytest.fixture(scope="module")
+def run_cube(neox, tmp_path_factory):
+    """A three-checkpoint run: step 10 scales embed_in by 1.1, step 20 also Q of layer 1 by 1.2."""
+    root = tmp_path_factory.mktemp("run") / "r"
+    shutil.copytree(neox, root / "step_0")
+    qkv = "gpt_neox.layers.1.attention.query_key_value.weight"
+
+    def e10(t):
+        t["gpt_neox.embed_in.weight"] = 1.1 * t["gpt_neox.embed_in.weight"]
+
+    def e20(t):
+        e10(t)
+        w = t[qkv].reshape(4, 3, 8, 32).clone()
+        w[:, 0] *= 1.2
+        t[qkv] = w.reshape(96, 32)
+
+    _copy_with(neox, root / "step_10", e10)
+    _copy_with(neox, root / "step_20", e20)
+    return delta_cube(root)
+
+
+def test_delta_cube_trajectory(run_cube):
+    ds = validate_cube(run_cube)
+    assert ds[schema.STEP].values.tolist() == [0, 10, 20]
+    assert ds[schema.CATEGORY].values.tolist() == list(schema.PARAM_CATEGORIES)
+    pd_ = ds["param_delta"].sel(model="r")
+    assert (pd_.sel(step=0).fillna(0) == 0).all()
+    assert pd_.sel(step=10, category="embedding").item() == pytest.approx(0.1, rel=1e-6)
+    assert pd_.sel(step=10, category="attn_q").item() == 0.0
+    assert pd_.sel(step=20, category="embedding").item() == pytest.approx(0.1, rel=1e-6)
+    layer = ds["param_delta_layer"].sel(model="r", step=20, category="attn_q")
+    assert layer.sel(layer=0).item() == 0.0 and layer.sel(layer=1).item() > 0.1
+    assert np.isnan(ds["param_delta_layer"].sel(model="r", step=20, category="embedding")).all()
+    assert np.isnan(pd_.sel(step=20, category="other")).item()
+    assert int(ds["init_step"].sel(model="r")) == 0
+    prov = json.loads(ds.attrs[schema.ATTR_PROVENANCE])
+    assert [p["step"] for p in prov] == [0, 10, 20] and all(p["base"]["step"] == 0 for p in prov)
+
+
+def test_delta_cube_round_trip_and_merge_with_a_metric_cube(run_cube, tmp_path):
+    path = write_cube(run_cube, tmp_path / "d.nc")
+    back = open_cube(path)
+    for v in ("param_delta", "param_delta_layer", "param_base_norm_layer"):
+        np.testing.assert_array_equal(back[v].values, run_cube[v].values)
+    assert back[schema.CATEGORY].values.tolist() == list(schema.PARAM_CATEGORIES)
+    merged = merge_shards([back, random_shard("other_model", 5, 2, 4)])
+    assert merged[schema.MODEL].values.tolist() == ["r", "other_model"]
+    assert np.isnan(merged["param_delta"].sel(model="other_model")).all()
+    np.testing.assert_array_equal(merged["param_delta"].sel(model="r", step=[0, 10, 20]).values,
+                                  run_cube["param_delta"].sel(model="r").values)
+
+
+def _rank_spec(target: str, direction: str, value: float, test: str = "delta_rank", **params):
+    sel = {"totals": Select("param_delta", step="last"),
+           "layers": Select("param_delta_layer", step="last"),
+           "norms": Select("param_base_norm_layer", step="last")}
+    return HypothesisSpec(id="T", claim="c", source="s", datasets=("toy",), selection=sel, test=test,
+                          params={"n_boot": 200, **({"target": target} if test == "delta_rank" else params)},
+                          prediction=Prediction(direction, value=value), gate="report")
+
+
+def test_category_rank_and_order_on_a_delta_cube(run_cube):
+    # step 20: embedding 0.1 (per model), attn_q > 0 in layer 1 only, everything else 0. A
+    # resample of layers {0, 0} leaves Q unchanged (rank 2 behind the embedding), {1, 1}
+    # gives it its layer-1 change (rank 1): the interval is [1, 2].
+    q = run_cube["param_delta"].sel(model="r", step=20, category="attn_q").item()
+    q1 = run_cube["param_delta_layer"].sel(model="r", step=20, category="attn_q", layer=1).item()
+    assert q1 > 0.1 and q != pytest.approx(0.1, rel=1e-3)
+    res = evaluate_cube(_rank_spec("attn_q", "below", 2.5), run_cube)
+    assert res.effect == (1 if q > 0.1 else 2)
+    assert (res.ci_low, res.ci_high) == (1.0, 2.0)
+    assert res.verdict == "supported" and res.extra["n_categories"] == 11
+    assert evaluate_cube(_rank_spec("attn_q", "above", 1.5), run_cube).verdict == "inconclusive"
+    assert evaluate_cube(_rank_spec("attn_q", "above", 2.5), run_cube).verdict == "refuted"
+    order = _rank_spec("", "above", 0.95, test="delta_order", order=[["embedding"], ["attn_q"]])
+    res = evaluate_cube(order, run_cube)
+    assert res.statistic == (1 if q < 0.1 else 0)
+    assert res.verdict == ("inconclusive" if q < 0.1 else "refuted")
+
+
+def test_change_ratio_spec_pairs_models_by_position():
+    """pre = model a (values x10 over training), post = model b (x1.01): ratio of log changes."""
+    import xarray as xr
+
+    shards = []
+    for model, factor in (("a", 10.0), ("b", 1.01)):
+        for step, f in ((0, 1.0), (1, factor)):
+            ds = random_shard(model, step, 3, 4, kinds=("weight",))
+            ds["killing_cv"] = xr.full_like(ds["killing_cv"], f) * (1 + ds["layer"])
+            shards.append(ds)
+    cube = merge_shards(shards)
+    sel = {"pre_first": Select("killing_cv", step="first", family="Q", projection="none", models=("a",)),
+           "pre_last": Select("killing_cv", step="last", family="Q", projection="none", models=("a",)),
+           "post_first": Select("killing_cv", step="first", family="Q", projection="none", models=("b",)),
+           "post_last": Select("killing_cv", step="last", family="Q", projection="none", models=("b",))}
+    spec = HypothesisSpec(id="T", claim="c", source="s", datasets=("toy",), selection=sel,
+                          test="ratio_of_changes", params={"n_boot": 200, "ci": 0.9},
+                          prediction=Prediction("equivalent", value=500.0, bound=1.0), gate="report")
+    res = evaluate_cube(spec, cube)
+    assert res.effect == pytest.approx(math.log(10.0) / math.log(1.01), rel=1e-9)  # 231.4
+    assert res.verdict == "supported" and res.ci_low == pytest.approx(res.effect, rel=1e-9)
+    assert res.n == 3 and res.extra["n_units"] == 3
