@@ -292,3 +292,56 @@ def test_change_ratio_spec_pairs_models_by_position():
     assert res.effect == pytest.approx(math.log(10.0) / math.log(1.01), rel=1e-9)  # 231.4
     assert res.verdict == "supported" and res.ci_low == pytest.approx(res.effect, rel=1e-9)
     assert res.n == 3 and res.extra["n_units"] == 3
+
+
+# ------------------------------------------------------------------ the committed pair cube
+DATA = pathlib.Path(__file__).resolve().parents[1] / "datasets"
+PAIR = DATA / "pico_pythia_pair" / "pair.nc"
+PICO_STEPS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 293, 329, 366, 402, 439, 475, 512]
+FT_STEPS = [0, 1, 2, 4, 8, 16, 32, 64, 73, 82, 91, 101, 110, 119, 128]
+
+
+def test_committed_pair_cube_holds_what_its_card_says():
+    from lie_stats.datasets import find_dataset
+
+    card = find_dataset("pico_pythia_pair", DATA)
+    assert card.state == "present" and card.readme.is_file()
+    ds = open_cube(PAIR)
+    assert ds[schema.MODEL].values.tolist() == ["p96_s0", "p96_s1", "p96_s0_ft", "p96_s1_ft"]
+    for m, steps in (("p96_s0", PICO_STEPS), ("p96_s1", PICO_STEPS), ("p96_s0_ft", FT_STEPS),
+                     ("p96_s1_ft", FT_STEPS)):
+        pd_ = ds["param_delta"].sel(model=m)
+        have = [int(s) for s in ds[schema.STEP].values if np.isfinite(pd_.sel(step=s)).any()]
+        assert have == steps, m
+        assert (pd_.sel(step=0).dropna(schema.CATEGORY) == 0).all()
+        cats = [str(c) for c in pd_[schema.CATEGORY].values if np.isfinite(pd_.sel(step=steps[-1], category=c))]
+        assert cats == ["embedding", "attn_q", "attn_k", "attn_v", "attn_o", "mlp_in", "mlp_out",
+                        "norm_attn", "norm_mlp", "norm_final", "unembedding"], m
+        # the per-layer values pool to the totals (METRICS.md §6.4)
+        last = ds.sel(model=m, step=steps[-1])
+        for c in ("attn_q", "mlp_out", "norm_attn"):
+            r = last["param_delta_layer"].sel(category=c).values
+            w = last["param_base_norm_layer"].sel(category=c).values
+            assert float(np.sqrt(((r * w) ** 2).sum() / (w ** 2).sum())) == pytest.approx(
+                float(last["param_delta"].sel(category=c)), rel=1e-9)
+
+
+@pytest.mark.parametrize("model,source", [("p96_s1", "pico_pythia/pico_pythia.nc"),
+                                          ("p96_s0_ft", "pico_pythia_ft/pico_pythia_ft.nc")])
+def test_committed_pair_cube_copies_the_layer_summaries_unchanged(model, source):
+    pair, src = open_cube(PAIR), open_cube(DATA / source)
+    for v in ("killing_cv", "commutator_raw_var", "abelian_fraction"):
+        a = pair[v].sel(model=model).dropna(schema.STEP, how="all")
+        b = src[v].sel(model=model)
+        assert a[schema.STEP].values.tolist() == b[schema.STEP].values.tolist()
+        np.testing.assert_array_equal(a.values, b.values)
+
+
+@pytest.mark.skipif(not (DATA / "pico_pythia/build/p96_s0_ft/step_128").is_dir(),
+                    reason="the fine-tune checkpoints are local build products (not in git)")
+def test_committed_pair_deltas_recompute_from_the_checkpoints():
+    build = DATA / "pico_pythia" / "build" / "p96_s0_ft"
+    m = delta_map(build / "step_0", build / "step_128")
+    ds = open_cube(PAIR)["param_delta"].sel(model="p96_s0_ft", step=128)
+    for c, v in zip(m.categories, m.relative):
+        assert float(ds.sel(category=c)) == pytest.approx(float(v), rel=1e-12), c
