@@ -170,7 +170,12 @@ def test_exported_files_read_back_with_plain_xarray_and_netcdf4(cubes, datasets,
     results = [evaluate_cube(s, cubes[s.datasets[0]], dataset=s.datasets[0]) for s in specs]
     assert [r.verdict for r in results] == ["supported", "supported", "supported"]
     out = tmp_path / "exports"
-    entries = export.export_results(results, out, cubes=cubes)
+    umask = os.umask(0o077)  # a private umask: the files are still meant to be shared
+    try:
+        entries = export.export_results(results, out, cubes=cubes)
+    finally:
+        os.umask(umask)
+    assert oct((out / export.INDEX_FILE).stat().st_mode & 0o777) == "0o644"
     from lie_stats.report import results_records
 
     rows = {r["id"]: r for r in results_records(results)}
@@ -231,7 +236,7 @@ def test_exported_files_read_back_with_plain_xarray_and_netcdf4(cubes, datasets,
     assert np.isnan(arrays["nc/x"][0, 2:7]).all() and np.isfinite(arrays["nc/x"][0, [0, 1, 7]]).all()
 
 
-def test_pairwise_variable_keeps_head_j_and_the_label_flags(cubes, tmp_path):
+def test_label_variable_keeps_its_cf_flags(cubes, tmp_path):
     """head_label keeps its CF flags; values (a float code) come back exactly."""
     s = HypothesisSpec(
         id="E4", claim="workers change more", source="essay", datasets=("synth",),
@@ -356,56 +361,60 @@ def cli(*args, cwd):
                           capture_output=True, text=True, timeout=300)
 
 
-def test_cli_export_and_run_export_match_the_run_report(datasets, tmp_path):
-    (tmp_path / "hypotheses").mkdir()
-    (tmp_path / "hypotheses" / "claims.py").write_text(textwrap.dedent(MODULE))
-    # export: exit 0 although the replication gate of B5-null fails (that is run's business)
-    proc = cli("export", "hypotheses", "--datasets", datasets, "-o", "exp", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "exported 2 file(s)" in proc.stdout and "1 skipped result(s)" in proc.stdout
-    assert not (tmp_path / "reports").exists()  # export writes no reports of its own
-    # run --export: the reports and the exports of one evaluation
-    proc = cli("run", "hypotheses", "--datasets", datasets, "--reports", "rep", "--export", "exp2",
-               cwd=tmp_path)
-    assert proc.returncode == 1, proc.stdout[-3000:]  # the failed replication gate, as run
-    rows = {(r["id"], r["dataset"]): r for r in json.loads((tmp_path / "rep" / "results.json").read_text())}
-    index = json.loads((tmp_path / "exp2" / "index.json").read_text())["exports"]
-    assert [(e["id"], e["dataset"], e["file"]) for e in index] == [
-        ("B5", "absent", None), ("B5", "synth", "B5__synth.nc"), ("B5-null", "synth", "B5-null__synth.nc")]
-    for e, (meta, arrays) in zip(index[1:], read_plain_all([tmp_path / "exp2" / e["file"] for e in index[1:]],
-                                                         tmp_path)):
-        assert_attrs_match_row(meta["nc_attrs"], rows[(e["id"], e["dataset"])])
-    assert rows[("B5-null", "synth")]["outcome"] == "failed"
-    # the plain export's numbers are the run's (same evaluation, same seeds)
-    with xr.open_dataset(tmp_path / "exp" / "B5__synth.nc") as a, \
-            xr.open_dataset(tmp_path / "exp2" / "B5__synth.nc") as b:
-        when = ("created", "history")
-        assert {k: str(v) for k, v in a.attrs.items() if k not in when} == {
-            k: str(v) for k, v in b.attrs.items() if k not in when}
-        assert a.attrs["module"] == "hypotheses/claims.py"
-        xr.testing.assert_identical(a[["x", "y"]].load().drop_attrs(deep=False),
-                                    b[["x", "y"]].load().drop_attrs(deep=False))
-
-
-def test_cli_export_errors_are_clear_and_write_nothing(datasets, tmp_path):
+def test_cli_export_writes_what_the_evaluation_gives(datasets, tmp_path):
     folder = tmp_path / "hypotheses"
     folder.mkdir()
     (folder / "claims.py").write_text(textwrap.dedent(MODULE))
-    proc = cli("export", "hypotheses/claim.py", "--datasets", datasets, "-o", "exp", cwd=tmp_path)
-    assert proc.returncode == 2
-    assert "hypotheses/claim.py: no such hypothesis module or folder. Did you mean 'claims.py'?" in proc.stderr
-    (folder / "broken.py").write_text("from lie_stats.spec import Select\nBAD = Select('comutator')\n"
-                                      "def broken(:\n")
+    # exit 0 although the replication gate of B5-null fails (that is run's business)
     proc = cli("export", "hypotheses", "--datasets", datasets, "-o", "exp", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "exported 2 file(s)" in proc.stdout and "1 skipped result(s)" in proc.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exp", "hypotheses"]  # no reports
+    index = json.loads((tmp_path / "exp" / "index.json").read_text())["exports"]
+    assert [(e["id"], e["dataset"], e["file"]) for e in index] == [
+        ("B5", "absent", None), ("B5", "synth", "B5__synth.nc"), ("B5-null", "synth", "B5-null__synth.nc")]
+    # the same declarations evaluated here: same numbers (same seeds), same adjusted p
+    import importlib.util
+
+    from lie_stats.report import results_records
+
+    spec = importlib.util.spec_from_file_location("h5_export_claims", folder / "claims.py")
+    claims = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(claims)
+    results = [*evaluate(claims.REP, datasets), *evaluate(claims.NULL, datasets)]
+    rows = {(r["id"], r["dataset"]): r for r in results_records(results)}
+    by_run = ("module", "outcome", "pinned_verdict", "pinned_hash")  # what the plugin adds
+    files = [tmp_path / "exp" / e["file"] for e in index[1:]]
+    for e, (meta, arrays) in zip(index[1:], read_plain_all(files, tmp_path)):
+        row = {k: v for k, v in rows[(e["id"], e["dataset"])].items() if k not in by_run}
+        assert_attrs_match_row(meta["nc_attrs"], row)
+        assert meta["nc_attrs"]["module"] == "hypotheses/claims.py"
+        assert meta["nc_attrs"]["outcome"] == ("failed" if e["id"] == "B5-null" else "passed")
+
+
+def test_cli_export_errors_are_clear_and_write_nothing(datasets, tmp_path, monkeypatch, capsys):
+    from lie_stats.cli import main
+
+    folder = tmp_path / "hypotheses"
+    folder.mkdir()
+    (folder / "claims.py").write_text(textwrap.dedent(MODULE))
+    monkeypatch.chdir(tmp_path)
+    # refused before any evaluation: in this process
+    assert main(["export", "hypotheses/claim.py", "--datasets", str(datasets), "-o", "exp"]) == 2
+    assert ("hypotheses/claim.py: no such hypothesis module or folder. Did you mean 'claims.py'?"
+            in capsys.readouterr().err)
+    (tmp_path / "exp").write_text("a file")
+    assert main(["export", "hypotheses", "--datasets", str(datasets), "-o", "exp"]) == 2
+    assert "exp: the export folder is an existing file, not a folder" in capsys.readouterr().err
+    assert (tmp_path / "exp").read_text() == "a file"
+    # refused after collection: a pytest session of its own
+    (folder / "broken.py").write_text("from lie_stats.spec import Select\n\ndef broken(:\n")
+    proc = cli("export", "hypotheses", "--datasets", datasets, "-o", "exp2", cwd=tmp_path)
     assert proc.returncode == 2
     assert "cannot export: hypothesis module(s) could not be collected" in proc.stderr
     assert "broken.py" in proc.stderr and "SyntaxError" in proc.stderr
-    assert not (tmp_path / "exp").exists()
-    (folder / "broken.py").unlink()
-    (tmp_path / "exp").write_text("a file")
-    proc = cli("export", "hypotheses", "--datasets", datasets, "-o", "exp", cwd=tmp_path)
-    assert proc.returncode == 2 and "is an existing file, not a folder" in proc.stderr
-    assert (tmp_path / "exp").read_text() == "a file"
+    assert "B5" not in proc.stdout.split("lie_stats verdicts")[-1]  # nothing was evaluated
+    assert not (tmp_path / "exp2").exists()
     empty = tmp_path / "empty" / "hypotheses"
     empty.mkdir(parents=True)
     proc = cli("export", empty, "--datasets", datasets, "-o", "exp2", cwd=tmp_path)
