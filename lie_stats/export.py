@@ -165,6 +165,7 @@ def _merge_roles(arrays: Mapping[str, Any], selection: Mapping[str, Any], where:
         if renames:
             # the dimension and every coordinate along it (model coordinates) get the prefix
             coord_renames = {c: f"{role}_{c}" for c in da.coords if c not in renames
+                             and not str(c).startswith(f"{role}_")
                              and any(d in renames for d in da[c].dims)}
             da = da.rename({**renames, **coord_renames})
         try:
