@@ -36,6 +36,7 @@ PYTHIA = {
     "6.9b": dict(num_hidden_layers=32, hidden_size=4096, num_attention_heads=32),
     "12b": dict(num_hidden_layers=36, hidden_size=5120, num_attention_heads=40),
 }
+PYTHIA_SIZES = tuple(PYTHIA)
 #: Shapes for developing the scripts (not Pythia).
 DEV_SHAPES = {"tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=4)}
 #: Checkpoints per Pythia model (step0, 1, 2, 4, ..., 512, then every 1000 to 143000).

@@ -126,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", default="70m,160m,410m")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--tl-repeats", type=int, default=None, help="TL repeats for shapes >= 160m (default: --repeats)")
+    ap.add_argument("--large-repeats", type=int, default=1,
+                    help="repeats of ours for shapes above 160m (TL does not fit in memory there)")
     ap.add_argument("--work", default=str(B.WORK))
     ap.add_argument("--out", default=str(B.HERE / "transformerlens_results.md"))
     args = ap.parse_args(argv)
@@ -141,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         subprocess_warm(ckpt)
         ours, tl, notes = [], [], []
         reps_tl = args.repeats if (args.tl_repeats is None or size == "70m") else args.tl_repeats
-        for rep in range(args.repeats):
+        n_rep = args.repeats if size in ("tiny", "70m", "160m") else args.large_repeats
+        for rep in range(n_rep):
             o = run_ours(ckpt, work / f"tl-ours-{size}.nc")
             ours.append(o)
             msg = (f"{time.strftime('%H:%M:%S')} {size} rep {rep}: ours {o['wall_s']:.1f} s wall, {o['cpu_s']:.1f} s CPU, "
