@@ -929,6 +929,17 @@ _PARAM_PATTERNS: dict[str, tuple[tuple[str, str], ...]] = {
         (r"(^|\.)(cls\.predictions\.(decoder\.|bias$)|lm_head\.(decoder\.|bias$))", "unembedding"),
     ),
 }
+def _check_categories() -> None:
+    from .schema import PARAM_CATEGORIES
+
+    for family, patterns in _PARAM_PATTERNS.items():
+        for _, category in patterns:
+            if category not in PARAM_CATEGORIES:  # pragma: no cover - a typo fails at import
+                raise ArchitectureError(f"parameter pattern of {family!r} names unknown category "
+                                        f"{category!r}.{did_you_mean(category, PARAM_CATEGORIES)}")
+
+
+_check_categories()
 _PARAM_FAMILY = {"gpt_neox": "gpt_neox", "gpt2": "gpt2", "llama": "llama", "mistral": "llama",
                  "qwen2": "llama", "qwen3": "llama", "gemma3_text": "gemma3_text",
                  "bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "mpnet": "bert"}

@@ -252,8 +252,9 @@ def delta_cube(run: str | os.PathLike | Sequence[Checkpoint], *, model: str | No
 
     Parameters
     ----------
-    run : path-like or sequence of Checkpoint
-        A run folder of checkpoint folders (``step_N``), or its checkpoints.
+    run : path-like or sequence of Checkpoint or path-like
+        A run folder of checkpoint folders (``step_N``), or its checkpoints (or their
+        folders) in step order.
     model : str, optional
         The model's name in the cube (default: the run folder's name).
     categories : sequence of str
@@ -291,7 +292,10 @@ def delta_cube(run: str | os.PathLike | Sequence[Checkpoint], *, model: str | No
 
     from .cube import merge_shards
 
-    ckpts = list(run) if not isinstance(run, (str, os.PathLike)) else open_source(str(run))
+    if isinstance(run, (str, os.PathLike)):
+        ckpts = open_source(str(run))
+    else:  # checkpoints, or checkpoint folders, in step order
+        ckpts = [_open_one(c, "run") for c in run]
     if len(ckpts) < 2:
         raise CheckpointError(f"{run}: a delta trajectory needs at least two checkpoints, got {len(ckpts)}.")
     cats = list(categories)
@@ -329,7 +333,7 @@ def delta_cube(run: str | os.PathLike | Sequence[Checkpoint], *, model: str | No
                 PARAM_BASE_NORM_LAYER: (dims2, norm_l[None, None])}
         coords: dict[str, Any] = {
             schema.MODEL: np.array([name], dtype=object), schema.STEP: np.array([step], dtype=np.int64),
-            schema.CATEGORY: np.array(cats, dtype=object),
+            schema.CATEGORY: np.array(cats, dtype=str),  # the dtype NetCDF gives back
             schema.LAYER: np.arange(shape.n_layers, dtype=np.int64),
         }
         for k in schema.MODEL_COORDS:

@@ -232,8 +232,11 @@ def test_delta_cube_trajectory(run_cube):
 def test_delta_cube_round_trip_and_merge_with_a_metric_cube(run_cube, tmp_path):
     path = write_cube(run_cube, tmp_path / "d.nc")
     back = open_cube(path)
-    for v in ("param_delta", "param_delta_layer", "param_base_norm_layer"):
-        np.testing.assert_array_equal(back[v].values, run_cube[v].values)
+    import xarray as xr
+
+    xr.testing.assert_identical(back, run_cube)  # values, coordinates, attributes
+    for name in [*run_cube.coords, *run_cube.data_vars]:  # and dtypes (STYLE.md, lesson 8)
+        assert back[name].dtype == run_cube[name].dtype, name
     assert back[schema.CATEGORY].values.tolist() == list(schema.PARAM_CATEGORIES)
     merged = merge_shards([back, random_shard("other_model", 5, 2, 4)])
     assert merged[schema.MODEL].values.tolist() == ["r", "other_model"]
