@@ -208,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", default="70m,160m,410m")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--large-repeats", type=int, default=1, help="repeats for shapes above 160m")
+    ap.add_argument("--cli-shapes", default="tiny,70m,160m",
+                    help="shapes whose whole `lie-stats extract` command is also timed (transformerlens.py times it for all)")
     ap.add_argument("--work", default=str(B.WORK))
     ap.add_argument("--out", default=str(B.HERE / "limit_results.md"))
     args = ap.parse_args(argv)
@@ -226,15 +229,17 @@ def main(argv: list[str] | None = None) -> int:
         rep = replay_matmuls(cnt["calls"])
         rd = read_time(ckpt, args.repeats)
         ex = []
-        for i in range(args.repeats):
+        n_rep = args.repeats if size in ("tiny", "70m", "160m") else args.large_repeats
+        cli = size in args.cli_shapes.split(",")
+        for i in range(n_rep):
             e = api_extract(ckpt)
-            if i == 0:  # the whole command once (its read + compute part is what api_extract times)
+            if i == 0 and cli:  # the whole command once (its read + compute part is what api_extract times)
                 e.update(run_extract(ckpt, work / f"limit-{size}.nc"))
                 e.update(import_overhead())
             ex.append(e)
             msg = (f"{time.strftime('%H:%M:%S')} {size} rep {i}: API extract_checkpoint {e['api_cpu_s']:.1f} s CPU, "
                    f"{e['api_wall_s']:.1f} s wall; load {B.load_averages()}")
-            if i == 0:
+            if i == 0 and cli:
                 msg += (f"; lie-stats extract {e['wall_s']:.1f} s wall, {e['cpu_s']:.1f} s CPU (read {e['read_s']:.2f} s, "
                         f"compute {e['compute_s']:.1f} s wall), imports alone {e['imp_cpu_s']:.1f} s CPU; "
                         f"load before it {e['load_before']}")
@@ -250,17 +255,17 @@ def main(argv: list[str] | None = None) -> int:
             peak_gflops=peak, shape_gflops=rep["rate_gflops"], shape_s=rep["seconds"] * L, top_shapes=rep["top"],
             read_s=rd, limit_peak_s=rd + (mmf + cnt["lapack_flops"] * L) / peak / 1e9,
             limit_shape_s=rd + rep["seconds"] * L + cnt["lapack_flops"] * L / peak / 1e9,
-            ex_wall=ex[0]["wall_s"], ex_cpu=ex[0]["cpu_s"],
+            ex_wall=ex[0].get("wall_s"), ex_cpu=ex[0].get("cpu_s"),
             ex_core=med(e["api_cpu_s"] for e in ex), ex_core_wall=med(e["api_wall_s"] for e in ex),
-            ex_imports=ex[0]["imp_cpu_s"], ex_read=ex[0]["read_s"], ex_compute=ex[0]["compute_s"],
-            loads=[load0, ex[0]["load_before"]],
+            ex_imports=ex[0].get("imp_cpu_s"), ex_read=ex[0].get("read_s"), ex_compute=ex[0].get("compute_s"),
+            loads=[load0, ex[0].get("load_before", B.load_averages())],
             n=len(ex),
         )
         row["achieved_gflops"] = mmf / 1e9 / row["ex_core"]
         msg = (f"{size}: matmul {row['matmul_gflop']:.1f} GFLOP (FlopCounterMode {row['flopcounter_gflop']:.1f}), "
                f"LAPACK {row['lapack_gflop']:.2f} GFLOP; peak {peak:.1f} GFLOP/s, shapes {rep['rate_gflops']:.1f} GFLOP/s; "
                f"read {rd:.3f} s; limit {row['limit_peak_s']:.2f} s (peak) / {row['limit_shape_s']:.2f} s (shapes); "
-               f"extraction core {row['ex_core']:.1f} s, CPU {row['ex_cpu']:.1f} s, wall {row['ex_wall']:.1f} s")
+               f"extraction core {row['ex_core']:.1f} s CPU")
         print(msg, flush=True)
         log.append(msg)
         rows.append(row)
@@ -293,11 +298,13 @@ def write_report(data: dict, out: Path) -> None:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in data["rows"]:
+        f1 = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
+        cmd_ratio = "-" if r["ex_cpu"] is None else f"{r['ex_cpu'] / r['limit_peak_s']:.1f}x"
         L.append(
             f"| {r['size']} | {r['matmul_gflop']:.1f} | {r['lapack_gflop']:.2f} | {r['peak_gflops']:.1f} | "
             f"{r['shape_gflops']:.1f} | {r['achieved_gflops']:.1f} | {r['read_s']:.3f} | {r['limit_peak_s']:.2f} | "
-            f"{r['limit_shape_s']:.2f} | {r['ex_core']:.1f} | {r['ex_imports']:.1f} | {r['ex_cpu']:.1f} | {r['ex_wall']:.1f} | "
-            f"{r['ex_core'] / r['limit_peak_s']:.1f}x | {r['ex_cpu'] / r['limit_peak_s']:.1f}x | "
+            f"{r['limit_shape_s']:.2f} | {r['ex_core']:.1f} | {f1(r['ex_imports'])} | {f1(r['ex_cpu'])} | {f1(r['ex_wall'])} | "
+            f"{r['ex_core'] / r['limit_peak_s']:.1f}x | {cmd_ratio} | "
             f"{r['ex_core'] / r['limit_shape_s']:.1f}x |"
         )
     L += ["", "FLOP cross-check (FlopCounterMode total, GFLOP): "
@@ -326,7 +333,7 @@ def plot(data: dict, path: Path) -> None:
     ax.bar([i - 1.5 * w for i in x], [r["limit_peak_s"] for r in rows], w, label="limit: read + FLOPs / peak GEMM rate")
     ax.bar([i - 0.5 * w for i in x], [r["limit_shape_s"] for r in rows], w, label="limit: read + replayed matmul shapes")
     ax.bar([i + 0.5 * w for i in x], [r["ex_core"] for r in rows], w, label="extraction: read + compute (API, CPU time)")
-    ax.bar([i + 1.5 * w for i in x], [r["ex_cpu"] for r in rows], w, label="extraction: whole command, CPU time")
+    ax.bar([i + 1.5 * w for i in x], [r["ex_cpu"] or 0 for r in rows], w, label="extraction: whole command, CPU time")
     ax.set_xticks(list(x), [r["size"] for r in rows])
     ax.set_yscale("log")
     ax.set_ylabel("seconds per checkpoint (one thread)")
