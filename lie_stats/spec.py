@@ -928,8 +928,8 @@ def register_test(
 def test_kinds() -> dict[str, TestKind]:
     """The registered test kinds by name (a copy).
 
-    >>> sorted(test_kinds())[:3]
-    ['boundary_ratio', 'correlation', 'correlation_equivalence']
+    >>> {"boundary_ratio", "correlation", "correlation_equivalence"} <= set(test_kinds())
+    True
     """
     return dict(_REGISTRY)
 
