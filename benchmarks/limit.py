@@ -68,6 +68,47 @@ class OpRecorder(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+class OpTimer(TorchDispatchMode):
+    """CPU time (``time.thread_time``) spent inside each aten op, by op name and by (op, shapes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_op: Counter = Counter()
+        self.by_shape: Counter = Counter()
+        self.n: Counter = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        name = func.overloadpacket.__name__
+        t0 = time.thread_time()
+        out = func(*args, **(kwargs or {}))
+        dt = time.thread_time() - t0
+        self.by_op[name] += dt
+        self.n[name] += 1
+        self.by_shape[(name, tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor)))] += dt
+        return out
+
+
+def time_layer_ops(size: str) -> dict:
+    """Where one layer's ``compute_layer`` CPU time goes: matmul, LAPACK, other aten ops, the rest (Python, numpy)."""
+    from lie_stats.metrics import compute_layer
+
+    w = random_layer(size)
+    compute_layer(w)
+    c0 = time.thread_time()
+    compute_layer(w)  # uninstrumented: the timer's own Python overhead is not the engine's
+    total = time.thread_time() - c0
+    tm = OpTimer()
+    with tm:
+        compute_layer(w)
+    mm = sum(v for k, v in tm.by_op.items() if k in MATMUL_OPS)
+    lap = sum(v for k, v in tm.by_op.items() if k in LAPACK_OPS)
+    rest = sum(v for k, v in tm.by_op.items() if k not in MATMUL_OPS and k not in LAPACK_OPS)
+    top = [dict(op=k[0], shapes=[list(x) for x in k[1]], s=v) for k, v in tm.by_shape.most_common(10)]
+    others = [dict(op=k, s=v, calls=tm.n[k]) for k, v in tm.by_op.most_common() if k not in MATMUL_OPS][:8]
+    return dict(total_s=total, matmul_s=mm, lapack_s=lap, other_aten_s=rest,
+                python_s=max(0.0, total - mm - lap - rest), top=top, top_other=others)
+
+
 def op_flops(name: str, shapes: tuple) -> float:
     """FLOPs of one call (matmul exact; LAPACK textbook leading terms, Golub & Van Loan)."""
     if name == "mm":
@@ -228,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         peak = peak_rate()
         rep = replay_matmuls(cnt["calls"])
         rd = read_time(ckpt, args.repeats)
+        brk = time_layer_ops(size)
         ex = []
         n_rep = args.repeats if size in ("tiny", "70m", "160m") else args.large_repeats
         cli = size in args.cli_shapes.split(",")
@@ -259,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             ex_core=med(e["api_cpu_s"] for e in ex), ex_core_wall=med(e["api_wall_s"] for e in ex),
             ex_imports=ex[0].get("imp_cpu_s"), ex_read=ex[0].get("read_s"), ex_compute=ex[0].get("compute_s"),
             loads=[load0, ex[0].get("load_before", B.load_averages())],
-            n=len(ex),
+            n=len(ex), breakdown=brk,
         )
         row["achieved_gflops"] = mmf / 1e9 / row["ex_core"]
         msg = (f"{size}: matmul {row['matmul_gflop']:.1f} GFLOP (FlopCounterMode {row['flopcounter_gflop']:.1f}), "
@@ -315,6 +357,17 @@ def write_report(data: dict, out: Path) -> None:
             L.append(f"    {t['op']} {t['shapes']}: {t['gflop']:.2f} GFLOP, {t['s']:.3f} s, {t['gflops']:.1f} GFLOP/s")
         L.append(f"    ({r['matmul_calls_per_layer']} matmul calls and {r['other_ops_per_layer']} other aten calls per layer)")
         L.append("")
+    L += ["Where one layer's `compute_layer` CPU time goes: layer CPU s = one uninstrumented call; the parts = every "
+          "aten op timed with `time.thread_time` under a TorchDispatchMode in a second call; Python / numpy / dispatch = "
+          "the difference (clipped at 0):", "",
+          "| shape | layer CPU s | matmul s | LAPACK s | other aten ops s | Python / dispatch s | largest other ops |",
+          "|---|---|---|---|---|---|---|"]
+    for r in data["rows"]:
+        b = r["breakdown"]
+        oth = ", ".join(f"{o['op']} {o['s']:.2f} s ({o['calls']})" for o in b["top_other"][:5])
+        L.append(f"| {r['size']} | {b['total_s']:.2f} | {b['matmul_s']:.2f} | {b['lapack_s']:.2f} | "
+                 f"{b['other_aten_s']:.2f} | {b['python_s']:.2f} | {oth} |")
+    L.append("")
     L += ["Per-run log:", ""] + [f"    {x}" for x in data["log"]]
     out.write_text("\n".join(L) + "\n")
     print("\n".join(L))
