@@ -82,3 +82,51 @@ def test_the_96_head_runs_carry_activation_metrics_of_the_committed_probe():
                  "grad_alignment", "head_label", "killing_functional"):
         assert np.isfinite(ds[name].values).all(), name
     assert {p["options"]["probe"] for p in provenance_of(ds)} == {probe.sha256}
+
+
+ACTIVATION_VARS = ("sink_score", "sink_argmax_fraction", "value_norm", "sink_value_ratio",
+                   "grad_alignment", "head_label", "killing_functional")
+#: models whose checkpoints are encoders saved without an LM head (BertModel, MPNetModel, both
+#: steps): grad_alignment needs the LM loss (METRICS.md §7.5) and is NaN there by definition
+#: (lie_stats.activations: "has no language-model head"); every other value is finite.
+NO_LM_HEAD = {"minilm_l6", "minilm_l3", "mpnet", "minilm_l6_q4_1", "minilm_l6_q4_k"}
+
+
+def _per_model_probes(card_dir: pathlib.Path, models) -> dict[str, str]:
+    from lie_stats.probe import load_probe
+
+    return {m: load_probe(card_dir / "probes" / f"{m}.npz").sha256 for m in models}
+
+
+@pytest.mark.parametrize("rel", ["pico_pythia_ft/pico_pythia_ft.nc"])
+def test_panel_and_post_training_cubes_carry_activation_metrics_at_every_checkpoint(rel):
+    """Issue 5: the activation metrics (METRICS.md §7-§8) at every checkpoint of every model,
+    each model probed with its own tokenizer's probe (panel) or the suite's probe (ft)."""
+    from lie_stats.probe import load_probe
+
+    models, steps, _ = EXPECTED[rel]
+    ds = open_cube(ROOT / rel)
+    for m, (L, H, _, _) in models.items():
+        for name in ACTIVATION_VARS:
+            var = ds[name].sel(model=m)
+            inside = var.isel(layer=slice(0, L), head=slice(0, H))
+            if "head_j" in var.dims:
+                inside = inside.isel(head_j=slice(0, H))
+            if name == "grad_alignment" and m in NO_LM_HEAD:
+                assert np.isnan(inside).all(), (m, name)
+                continue
+            assert np.isfinite(inside).all(), (m, name)
+            assert np.isnan(var.isel(layer=slice(L, None))).all(), (m, name)  # padding stays NaN
+        sink = ds["sink_score"].sel(model=m).isel(layer=slice(0, L), head=slice(0, H))
+        assert ((sink >= 0) & (sink <= 1)).all(), m
+    prov = provenance_of(ds)
+    assert len(prov) == len(models) * len(steps)
+    if rel.startswith("panel"):
+        want = _per_model_probes(ROOT / "panel", models)
+        assert all(p["options"]["probe"] == want for p in prov)
+        assert all(p["activations"]["probe"]["sha256"] == want[p["model"]] for p in prov)
+        grad_note = {p["model"]: p["activations"]["grad_alignment_note"] for p in prov}
+        assert all("no language-model head" in grad_note[m] for m in NO_LM_HEAD)
+    else:
+        sha = load_probe(ROOT / "pico_pythia/probe.npz").sha256
+        assert {p["options"]["probe"] for p in prov} == {sha}
