@@ -210,7 +210,7 @@ def part_suite(rates: dict, log: list[str]) -> dict:
             log.append(msg)
         host_s = L * haar[key] / HOST_CORES_PER_GPU
         read_s = attn_bytes_fp16 / (READ_GBPS * 1e9)
-        gpu_s = {e: f / (H100_FP64_TC_TFLOPS * 1e12 * e) + host_s + read_s for e in GPU_EFFICIENCY}
+        gpu_s = {str(e): f / (H100_FP64_TC_TFLOPS * 1e12 * e) + host_s + read_s for e in GPU_EFFICIENCY}
         rows.append(dict(size=s, layers=L, d_model=d, heads=H, d_head=d // H, tflop=f / 1e12,
                          attn_gb=attn_bytes_fp16 / 1e9, cpu_core_h=cpu_s / 3600, haar_layer_s=haar[key],
                          host_s=host_s, read_s=read_s, gpu_s=gpu_s))
@@ -218,7 +218,7 @@ def part_suite(rates: dict, log: list[str]) -> dict:
     total = dict(
         tflop=sum(r["tflop"] for r in rows) * n_ck,
         cpu_core_h=sum(r["cpu_core_h"] for r in rows) * n_ck,
-        gpu_h={e: sum(r["gpu_s"][e] for r in rows) * n_ck / 3600 for e in GPU_EFFICIENCY},
+        gpu_h={str(e): sum(r["gpu_s"][str(e)] for r in rows) * n_ck / 3600 for e in GPU_EFFICIENCY},
     )
     return dict(rows=rows, total=total, checkpoints=n_ck, rates=rates)
 
@@ -308,7 +308,7 @@ def write_report(data: dict, out: Path) -> None:
             L.append(f"| {r['size']} | {r['layers']} | {r['d_model']} | {r['heads']} | {r['d_head']} | {r['tflop']:.2f} | "
                      f"{r['attn_gb']:.2f} | {r['cpu_core_h']:.2f} | {r['haar_layer_s']:.2f} | {r['host_s']:.1f} | "
                      f"{r['read_s']:.1f} | "
-                     + " | ".join(f"{r['gpu_s'][e]:.1f}" for e in GPU_EFFICIENCY) + " |")
+                     + " | ".join(f"{r['gpu_s'][str(e)]:.1f}" for e in GPU_EFFICIENCY) + " |")
         t = s["total"]
         L += [
             "",
@@ -321,8 +321,8 @@ def write_report(data: dict, out: Path) -> None:
             "|---|" + "---|" * (2 * len(GPU_EFFICIENCY)),
         ]
         for n in CLUSTER_N:
-            L.append(f"| {n} | " + " | ".join(_hours(t['gpu_h'][e] / n) for e in GPU_EFFICIENCY) + " | "
-                     + " | ".join(f"${t['gpu_h'][e] * GPU_HOUR_USD:,.0f}" for e in GPU_EFFICIENCY) + " |")
+            L.append(f"| {n} | " + " | ".join(_hours(t['gpu_h'][str(e)] / n) for e in GPU_EFFICIENCY) + " | "
+                     + " | ".join(f"${t['gpu_h'][str(e)] * GPU_HOUR_USD:,.0f}" for e in GPU_EFFICIENCY) + " |")
         L.append("")
     L += ["## Log", ""] + [f"    {x}" for x in data["log"]]
     out.write_text("\n".join(L) + "\n")
@@ -391,17 +391,12 @@ def main(argv: list[str] | None = None) -> int:
     data = dict(machine=B.machine(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                 command="OMP_NUM_THREADS=1 nice -n 5 .venv/bin/python benchmarks/scaling.py "
                         + " ".join(argv if argv is not None else sys.argv[1:]), log=[])
-    prev = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else {}
     if "workers" in parts:
         data["workers"] = part_workers(work, args.checkpoints, [int(x) for x in args.workers.split(",")],
                                        args.repeats, data["log"])
-    elif "workers" in prev:
-        data["workers"] = prev["workers"]
     if "grid" in parts:
         data["grid"] = part_grid(work, args.repeats, data["log"], [int(x) for x in args.grid_d.split(",")],
                                  [int(x) for x in args.grid_h.split(",")])
-    elif "grid" in prev:
-        data["grid"] = prev["grid"]
     if "suite" in parts:
         lim = json.loads(Path(args.limit_json).read_text())
         big = max(lim["rows"], key=lambda r: r["matmul_gflop"])
@@ -409,10 +404,14 @@ def main(argv: list[str] | None = None) -> int:
                      cpu_source=f"the {big['size']} shape in limit_results.md: matmul FLOPs / CPU time of "
                                 f"extract_checkpoint, one thread; GEMM peak {big['peak_gflops']:.1f} GFLOP/s")
         data["suite"] = part_suite(rates, data["log"])
-    elif "suite" in prev:
-        data["suite"] = prev["suite"]
-    if prev.get("log") and not ("workers" in parts and "grid" in parts):
-        data["log"] = prev["log"] + data["log"]
+    # parts not run now keep their earlier results (read at the end: parts may run in parallel commands)
+    prev = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else {}
+    for part in ("workers", "grid", "suite"):
+        if part not in parts and part in prev:
+            data[part] = prev[part]
+    if prev and set(parts) != {"workers", "grid", "suite"}:
+        data["log"] = prev.get("log", []) + data["log"]
+        data["command"] = prev.get("command", "") + "` and `" + data["command"]
     out.with_suffix(".json").write_text(json.dumps(data, indent=1, default=str))
     write_report(data, out)
     plot(data, out.parent)
