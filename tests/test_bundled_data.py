@@ -98,7 +98,7 @@ def _per_model_probes(card_dir: pathlib.Path, models) -> dict[str, str]:
     return {m: load_probe(card_dir / "probes" / f"{m}.npz").sha256 for m in models}
 
 
-@pytest.mark.parametrize("rel", ["pico_pythia_ft/pico_pythia_ft.nc"])
+@pytest.mark.parametrize("rel", ["panel/panel.nc", "pico_pythia_ft/pico_pythia_ft.nc"])
 def test_panel_and_post_training_cubes_carry_activation_metrics_at_every_checkpoint(rel):
     """Issue 5: the activation metrics (METRICS.md §7-§8) at every checkpoint of every model,
     each model probed with its own tokenizer's probe (panel) or the suite's probe (ft)."""
