@@ -414,7 +414,8 @@ def _md_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _markdown(records: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, Any]] = ()) -> str:
+def _markdown(records: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, Any]] = (),
+              extra: Sequence[str] = ()) -> str:
     lines = ["# lie_stats report", "",
              f"{len(records)} result(s); verdicts: " + ", ".join(
                  f"{v} {sum(r['verdict'] == v for r in records)}" for v in schema.VERDICTS), "",
@@ -438,6 +439,8 @@ def _markdown(records: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, 
             lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in s["curve"]]
         if s["figure"]:
             lines += ["", f"![{s['title']}]({s['figure']})"]
+    for section in extra:
+        lines += ["", section.rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
@@ -448,7 +451,51 @@ def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(out + ["</table>"])
 
 
-def _html(records: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, Any]] = ()) -> str:
+def _markdown_to_html(text: str) -> str:
+    """The small Markdown subset of the report's extra sections: headings, pipe tables,
+    images and paragraphs.
+
+    >>> print(_markdown_to_html("## T\\n\\n| a | b |\\n|---|---|\\n| 1 | 2 |\\n![x](f.png)"))
+    <h2>T</h2>
+    <table>
+    <tr><th>a</th><th>b</th></tr>
+    <tr><td>1</td><td>2</td></tr>
+    </table>
+    <p><img src="f.png" alt="x"></p>
+    """
+    e = html.escape
+    out: list[str] = []
+    table: list[list[str]] = []
+
+    def flush() -> None:
+        if table:
+            out.append(_html_table(table[0], table[1:]))
+            table.clear()
+
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if not all(set(c) <= set("-: ") for c in cells):
+                table.append(cells)
+            continue
+        flush()
+        if not line:
+            continue
+        if line.startswith("#"):
+            level = min(len(line) - len(line.lstrip("#")), 6)
+            out.append(f"<h{level}>{e(line.lstrip('#').strip())}</h{level}>")
+        elif line.startswith("![") and "](" in line and line.endswith(")"):
+            alt, src = line[2:-1].split("](", 1)
+            out.append(f'<p><img src="{e(src)}" alt="{e(alt)}"></p>')
+        else:
+            out.append(f"<p>{e(line)}</p>")
+    flush()
+    return "\n".join(out)
+
+
+def _html(records: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, Any]] = (),
+          extra: Sequence[str] = ()) -> str:
     e = html.escape
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8"><title>lie_stats report</title>',
@@ -473,6 +520,7 @@ def _html(records: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, Any]
             parts.append(_html_table(["choice", "verdict", "effect [CI]", "p"], s["curve"]))
         if s["figure"]:
             parts.append(f'<p><img src="{e(s["figure"])}" alt="{e(s["title"])}"></p>')
+    parts += [_markdown_to_html(section) for section in extra]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -584,6 +632,15 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
             if _figure(res, rec, reports_dir / rel):
                 rec["figure"] = rel
                 written[f"{rec['id']}::{rec['dataset']}"] = reports_dir / rel
+    extra = []
+    if figures and datasets_dir is not None:
+        # sections that read several results together (A10: lie_stats.report_a10)
+        from . import report_a10
+
+        section = report_a10.write_a10(results, reports_dir, datasets_dir)
+        if section is not None:
+            extra.append(section)
+            written["A10"] = reports_dir / FIGURES / "A10.png"
     if figures and (reports_dir / FIGURES).is_dir():
         keep = {p.name for p in written.values()}
         for old in (reports_dir / FIGURES).glob("*__*.png"):
@@ -594,8 +651,8 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
         names = [r["dataset"] for r in records if r["dataset"] != "-"]
         data = dataset_records(names, datasets_dir, base=reports_dir.resolve().parent)
     _write_text(reports_dir / RESULTS_JSON, json.dumps(records, indent=2, sort_keys=True, allow_nan=False) + "\n")
-    _write_text(reports_dir / REPORT_MD, _markdown(records, data))
-    _write_text(reports_dir / REPORT_HTML, _html(records, data))
+    _write_text(reports_dir / REPORT_MD, _markdown(records, data, extra))
+    _write_text(reports_dir / REPORT_HTML, _html(records, data, extra))
     written.update(json=reports_dir / RESULTS_JSON, markdown=reports_dir / REPORT_MD,
                    html=reports_dir / REPORT_HTML)
     return written

@@ -273,3 +273,25 @@ def test_a10_table_and_figure_from_agreement_results(synth, tmp_path):
     png = report_a10.a10_figure([res], {"synth": synth}, tmp_path / "A10.png",
                                 compressions=PROJECTIONS, models={"synth": ("m0", "m1")})
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+
+
+def test_write_reports_adds_the_a10_section_to_md_and_html(synth, tmp_path):
+    """write_reports hooks report_a10: an A10 result gives the read-together section and its
+    figure in report.md and report.html; without one, neither appears."""
+    from lie_stats.report import write_reports
+
+    spec = compression_agreement(_enrichment_target(), id="A10-verdicts-T", claim="same", source="s",
+                                 compressions=PROJECTIONS)
+    res = evaluate_cube(spec, synth, dataset="synth")
+    empty = tmp_path / "datasets"
+    empty.mkdir()
+    out = write_reports([res], tmp_path / "r", datasets_dir=empty)
+    md, page = out["markdown"].read_text(), out["html"].read_text()
+    assert "## A10: the projection-artifact control, read together" in md
+    assert "| T-commutator_var | synth | supported" in md and "![A10](figures/A10.png)" in md
+    assert "<h2>A10: the projection-artifact control, read together</h2>" in page
+    assert '<img src="figures/A10.png" alt="A10">' in page and "<td>T-commutator_var</td>" in page
+    assert (tmp_path / "r" / "figures" / "A10.png").read_bytes()[:4] == b"\x89PNG"
+    other = res.row() | {"id": "B1"}
+    out = write_reports([other], tmp_path / "r2", datasets_dir=empty)
+    assert "A10" not in out["markdown"].read_text()
