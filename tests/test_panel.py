@@ -413,3 +413,24 @@ def test_make_probes_rebuilds_the_committed_minilm_probe_from_a_smoke_build(smok
 @pytest.mark.skipif(not FULL_BUILD, reason="the panel's run folders are not built (datasets/panel/build.py)")
 def test_make_probes_check_against_the_full_build():
     assert _load_make_probes().main(["--check"]) == 0
+
+
+def test_compare_cubes_finds_one_changed_value(tmp_path, capsys):
+    """The script behind the cards' "rebuild reproduces the cube" numbers."""
+    from lie_stats.cube import open_cube, write_cube
+
+    spec = importlib.util.spec_from_file_location("panel_compare_cubes", ROOT / "datasets/panel/compare_cubes.py")
+    cc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cc)
+    assert doctest.testmod(cc).failed == 0
+    panel = ROOT / "datasets" / "panel" / "panel.nc"
+    assert cc.main([str(panel), str(panel), "--model", "minilm_l3"]) == 0
+    assert "0 differ" in capsys.readouterr().out
+    ds = open_cube(panel).sel(model=["minilm_l3"]).load()
+    changed = ds.copy(deep=True)
+    changed["killing"].values[0, 1, 2, 2, 1, 2, 3] += np.float32(1e-3)  # one value of 5184
+    write_cube(ds, tmp_path / "a.nc")
+    write_cube(changed, tmp_path / "b.nc")
+    assert cc.main([str(tmp_path / "a.nc"), str(tmp_path / "b.nc")]) == 1
+    out = capsys.readouterr().out
+    assert "killing " in out and ", 1 differ " in out.splitlines()[-1]
