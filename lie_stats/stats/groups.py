@@ -74,10 +74,12 @@ def group_difference(
       ``raw_difference - null_center``; 0 is "no difference beyond the strata";
     - ``p_value``: within-strata permutation p of the raw difference (the two-sided test
       measures ``|T - null_center|``);
-    - ``effect``: rank-biserial correlation ``2 U_1 / (n_1 n_0) - 1`` of the pooled data
-      (positive when group 1 tends to be larger; pingouin ``mwu(x1, x0)["RBC"]``);
+    - ``effect``: the centred difference itself (``statistic``), so that the effect, its
+      interval and the p-value speak of one quantity and a verdict's sign is the tested one;
     - ``ci_low``, ``ci_high``: percentile interval of the centred statistic over the
       two-stage cluster bootstrap (resamples missing a group are skipped);
+    - ``rank_biserial``: rank-biserial correlation ``2 U_1 / (n_1 n_0) - 1`` of the pooled
+      data (positive when group 1 tends to be larger; pingouin ``mwu(x1, x0)["RBC"]``);
     - ``hedges_g``: pooled-SD standardized difference with small-sample correction
       ``1 - 3 / (4 (n_1 + n_0) - 9)``;
     - ``raw_difference``: uncentred difference in means;
@@ -160,8 +162,8 @@ def group_difference(
     pooled = np.sqrt(((n1 - 1) * x1.var(ddof=1) + (n0 - 1) * x0.var(ddof=1)) / (n - 2))
     hedges = (x1.mean() - x0.mean()) / pooled * (1.0 - 3.0 / (4.0 * n - 9.0)) if pooled > 0 else np.nan
     return v.frame(C.GROUP_DIFFERENCE_COLUMNS, {
-        C.N: n, C.STATISTIC: t_obs - center, C.P_VALUE: p, C.EFFECT: rbc,
-        C.CI_LOW: lo, C.CI_HIGH: hi, C.HEDGES_G: hedges, C.RAW_DIFFERENCE: t_obs,
+        C.N: n, C.STATISTIC: t_obs - center, C.P_VALUE: p, C.EFFECT: t_obs - center,
+        C.CI_LOW: lo, C.CI_HIGH: hi, C.RANK_BISERIAL: rbc, C.HEDGES_G: hedges, C.RAW_DIFFERENCE: t_obs,
         C.N_GROUP0: n0, C.N_GROUP1: n1, C.N_STRATA: plan.n_strata, C.N_PERM: plan.size,
         C.EXACT: plan.exact, C.NULL_CENTER: center,
     })

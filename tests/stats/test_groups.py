@@ -38,7 +38,11 @@ def test_effect_sizes_match_pingouin(data):
     assert res["null_center"].iloc[0] == pytest.approx(0.0, abs=1e-12)
     assert res["statistic"].iloc[0] == pytest.approx(x1.mean() - x0.mean())
     # pingouin.mwu(x1, x0)["RBC"]
-    assert res["effect"].iloc[0] == pytest.approx(pingouin.mwu(x1, x0)["RBC"].iloc[0])
+    assert res["rank_biserial"].iloc[0] == pytest.approx(pingouin.mwu(x1, x0)["RBC"].iloc[0])
+    # the effect is the tested quantity (centred difference), inside its own interval
+    assert res["effect"].iloc[0] == res["statistic"].iloc[0]
+    boot = group_difference(x, g, strata=None, n_perm=99, n_boot=500)
+    assert boot["ci_low"].iloc[0] <= boot["effect"].iloc[0] <= boot["ci_high"].iloc[0]
     # pingouin.compute_effsize(x1, x0, eftype="hedges")
     assert res["hedges_g"].iloc[0] == pytest.approx(pingouin.compute_effsize(x1, x0, eftype="hedges"))
     assert (res["n_group1"].iloc[0], res["n_group0"].iloc[0]) == (g.sum(), (~g).sum())
@@ -84,7 +88,7 @@ def test_ties_match_pingouin():
     g = np.array([0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 0, 1], bool)
     res = group_difference(x, g, strata=None, n_boot=0)
     # pingouin.mwu(x[g], x[~g])["RBC"] (average ranks for ties)
-    assert res["effect"].iloc[0] == pytest.approx(pingouin.mwu(x[g], x[~g])["RBC"].iloc[0])
+    assert res["rank_biserial"].iloc[0] == pytest.approx(pingouin.mwu(x[g], x[~g])["RBC"].iloc[0])
     assert 0 < res["p_value"].iloc[0] <= 1
 
 
@@ -169,7 +173,7 @@ def test_swapping_groups_flips_sign_and_keeps_p(rows):
         return
     a = group_difference(x, g, strata=s, n_perm=199, n_boot=100, seed=5)
     b = group_difference(x, ~g, strata=s, n_perm=199, n_boot=100, seed=5)
-    for col in ("statistic", "effect", "raw_difference", "null_center"):
+    for col in ("statistic", "effect", "rank_biserial", "raw_difference", "null_center"):
         assert b[col].iloc[0] == pytest.approx(-a[col].iloc[0], abs=1e-9)
     if np.isfinite(a["hedges_g"].iloc[0]):
         assert b["hedges_g"].iloc[0] == pytest.approx(-a["hedges_g"].iloc[0])
