@@ -237,12 +237,113 @@ def _draw(result: Any, record: Mapping[str, Any], path: Path, data: Any, Figure:
     ax_data, ax_est = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.2, 1]})
     labels = {role: f"{role}: {sel.get('metric')} ({sel.get('step', 'last')})"
               for role, sel in (record.get("selection") or {}).items()}
-    _plot_data(ax_data, data, labels)
+    if not (_plot_layer_profile(ax_data, data, record) or _plot_trajectory_by_group(ax_data, data, labels)):
+        _plot_data(ax_data, data, labels)
     _plot_estimates(ax_est, record)
     fig.suptitle(f"{record['id']} on {record['dataset']}: {record['verdict']}", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png", metadata={"Software": None})
+    return True
+
+
+def _layer_values(da: Any, summary: str, weights: Any = None) -> Any:
+    """One value per (model, layer) of a selection: pair matrices summarized over ``i < j``
+    (``summary``, as the test's ``layer_summary``; weighted by ``w_i w_j``, ``w`` over its
+    layer mean, for the functional Killing form of METRICS.md §8), per-head values averaged,
+    layer values as they are."""
+    import xarray as xr
+
+    from .stats.killing_profiles import pair_summary
+
+    if schema.HEAD_J in da.dims:
+        da = da.transpose(..., schema.HEAD, schema.HEAD_J)
+        m = da.values
+        if weights is not None:
+            w = weights.transpose(..., schema.HEAD).values
+            w = w / np.nanmean(w, axis=-1, keepdims=True)
+            m = m * w[..., :, None] * w[..., None, :]
+        return xr.DataArray(pair_summary(m, summary=summary), dims=da.dims[:-2],
+                            coords={d: da[d] for d in da.dims[:-2] if d in da.coords})
+    if schema.HEAD in da.dims:
+        return da.mean(dim=schema.HEAD, skipna=True)
+    return da
+
+
+def _plot_layer_profile(ax: Any, data: Any, record: Mapping[str, Any]) -> bool:
+    """Layer enrichment profile last / first (METRICS.md §6.1) of ``first``/``last`` selections,
+    one line per model, boundary layers marked; with ``w_first``/``w_last`` (B8) the
+    functional Killing form's profile beside the total's. False when the roles do not fit."""
+    arrays = getattr(data, "arrays", None) or {}
+    if "first" not in arrays or "last" not in arrays or schema.LAYER not in arrays["first"].dims:
+        return False
+    summary = (record.get("params") or {}).get("layer_summary", "cv")
+    curves = {"total" if "w_first" in arrays else "": (None, None)}
+    if "w_first" in arrays and "w_last" in arrays:
+        curves["functional"] = (arrays["w_first"], arrays["w_last"])
+    drawn = False
+    for kind, (w0, w1) in curves.items():
+        try:
+            ratio = _layer_values(arrays["last"], summary, w1) / _layer_values(arrays["first"], summary, w0)
+        except Exception:  # noqa: BLE001 - a figure must not fail a report
+            return False
+        extra = [d for d in ratio.dims if d not in (schema.MODEL, schema.LAYER)]
+        if extra:
+            ratio = ratio.mean(dim=extra, skipna=True)
+        if schema.MODEL not in ratio.dims:
+            ratio = ratio.expand_dims({schema.MODEL: ["model"]})
+        for m in ratio[schema.MODEL].values.tolist():
+            r = ratio.sel({schema.MODEL: m})
+            ok = np.isfinite(r.values) & (r.values > 0)
+            if not ok.any():
+                continue
+            layers = r[schema.LAYER].values[ok]
+            ax.plot(layers, r.values[ok], marker="o", ms=3, ls="-" if kind != "functional" else "--",
+                    label=" ".join(x for x in (str(m), kind) if x))
+            ax.plot(layers[[0, -1]], r.values[ok][[0, -1]], "s", ms=7, mfc="none", color="k")
+            drawn = True
+    if not drawn:
+        return False
+    ax.axhline(1.0, color="0.6", ls=":", lw=1)
+    ax.set_yscale("log")
+    ax.set_xlabel("layer (boundary layers boxed)")
+    metric = (record.get("selection") or {}).get("last", {}).get("metric", "")
+    ax.set_ylabel(f"layer enrichment last / first\n{metric}" + (f" ({summary})" if schema.HEAD_J in
+                  arrays["last"].dims else ""), fontsize=8)
+    ax.legend(fontsize=7)
+    return True
+
+
+def _plot_trajectory_by_group(ax: Any, data: Any, labels: Mapping[str, str]) -> bool:
+    """Mean trajectory over steps of a per-head ``values`` selection for each label of the
+    ``group`` role (METRICS.md §8 codes), one line per (model, label)."""
+    arrays = getattr(data, "arrays", None) or {}
+    values, group = arrays.get("values"), arrays.get("group")
+    if values is None or group is None or schema.STEP not in values.dims or schema.HEAD not in values.dims:
+        return False
+    names = {code: name for name, code in schema.LABEL_CODES.items()}
+    g = group.reset_coords(drop=True)
+    if schema.STEP in g.dims:
+        g = g.isel({schema.STEP: -1})
+    drawn = False
+    for code in sorted({float(c) for c in np.unique(g.values) if np.isfinite(c)}):
+        mean = values.where(g == code).mean(dim=[d for d in values.dims if d not in (schema.MODEL, schema.STEP)],
+                                           skipna=True)
+        if schema.MODEL not in mean.dims:
+            mean = mean.expand_dims({schema.MODEL: ["model"]})
+        n = int((g == code).sum())
+        for m in mean[schema.MODEL].values.tolist():
+            s = mean.sel({schema.MODEL: m})
+            ok = np.isfinite(s.values)
+            ax.plot(s[schema.STEP].values[ok], s.values[ok], marker="o", ms=3,
+                    label=f"{m} {names.get(int(code), code)} (n={n})")
+            drawn = True
+    if not drawn:
+        return False
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_xlabel("step")
+    ax.set_ylabel(f"{labels.get('values', 'values')}, mean by label", fontsize=8)
+    ax.legend(fontsize=7)
     return True
 
 
