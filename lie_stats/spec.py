@@ -1359,8 +1359,9 @@ register_test("partial_correlation", _run_partial, decide_directional, roles=("x
 register_test("group_difference", _run_group_difference, decide_directional, roles=("x", "group"),
               params={"alternative": "two-sided", "groups": None, **_RESAMPLING},
               description="difference of x between two groups (params groups=(a, b): codes of "
-                          "the group variable; the effect, rank-biserial, is positive when b is "
-                          "larger), within-strata permutation (lie_stats.stats.group_difference)")
+                          "the group variable; the effect, the difference in means centred "
+                          "within strata, is positive when b is larger; rank-biserial beside "
+                          "it), within-strata permutation (lie_stats.stats.group_difference)")
 register_test("replication", _run_replication, decide_replication, roles=("x", "y"),
               params={"method": "spearman", **_RESAMPLING}, directions=("positive", "negative"),
               reference=("r|rho", "n"),
