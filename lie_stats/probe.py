@@ -247,8 +247,9 @@ def build_probe(text: str, tokenizer: Any, *, n_seq: int, seq_len: int, seed: in
         ``"cls"``: ``[CLS] words... [SEP]`` (encoders); ``"bos"``: ``<bos> words...``
         (decoders); ``"first_word"``: words only, position 0 is the first word's first token.
     first_token_id, end_token_id : int, optional
-        Ids of the special tokens; looked up by name in the vocabulary when omitted
-        (``[CLS]``/``<s>`` and ``[SEP]``/``</s>`` for ``"cls"``; ``<bos>``, ``<s>``,
+        Ids of the special tokens. When omitted: a transformers tokenizer's own
+        ``cls_token_id`` / ``bos_token_id`` / ``sep_token_id``; else looked up by name in the
+        vocabulary (``[CLS]``/``<s>`` and ``[SEP]``/``</s>`` for ``"cls"``; ``<bos>``, ``<s>``,
         ``<|endoftext|>`` ... for ``"bos"``). ``end_token_id`` is used with ``"cls"`` only.
     tokenizer_name : str, optional
         Recorded description of the tokenizer; default: vocabulary size and the sha256 of its
@@ -288,6 +289,13 @@ def build_probe(text: str, tokenizer: Any, *, n_seq: int, seq_len: int, seed: in
     if seq_len < 2:
         raise ProbeError(f"seq_len={seq_len}: METRICS.md §7 needs query positions t >= 1.")
     raw = _raw_tokenizer(tokenizer)
+    # a transformers tokenizer names its own special tokens: they win over the name lookup
+    # (mpnet's vocabulary holds BERT's "[CLS]" beside its real "<s>")
+    own = {"cls": "cls_token_id", "bos": "bos_token_id", "end": "sep_token_id"}
+    if first_token_id is None and first_token in own:
+        first_token_id = getattr(tokenizer, own[first_token], None)
+    if end_token_id is None and first_token == "cls":
+        end_token_id = getattr(tokenizer, own["end"], None)
     head: list[int] = []
     tail: list[int] = []
     if first_token in ("cls", "bos"):

@@ -152,3 +152,28 @@ def test_build_probe_errors(minilm_tokenizer):
     with pytest.raises(ProbeError, match="seq_len"):
         build_probe("text", minilm_tokenizer, n_seq=1, seq_len=1, seed=0)
     assert set(FIRST_TOKEN_KINDS) == {"cls", "bos", "first_word"}
+
+
+def test_build_probe_prefers_the_tokenizers_own_special_tokens():
+    """mpnet's vocabulary holds BERT's "[CLS]" (found first by name) beside its real "<s>":
+    a transformers tokenizer's own cls/sep ids must win over the name lookup."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = "the cat sat on a mat and then the dog ran off".split()
+    vocab = {"<s>": 0, "</s>": 2, "[CLS]": 3, "[SEP]": 4, "<unk>": 1}
+    vocab |= {w: i + 5 for i, w in enumerate(dict.fromkeys(words))}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    text = " ".join(words * 4)
+    # the bare tokenizer: the name lookup finds "[CLS]" / "[SEP]" first
+    bare = build_probe(text, tok, n_seq=2, seq_len=6, seed=0, first_token="cls")
+    assert (bare.tokens[:, 0] == 3).all() and (bare.tokens[:, -1] == 4).all()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, cls_token="<s>", sep_token="</s>",
+                                   bos_token="<s>", unk_token="<unk>")
+    p = build_probe(text, fast, n_seq=2, seq_len=6, seed=0, first_token="cls")
+    assert (p.tokens[:, 0] == 0).all() and (p.tokens[:, -1] == 2).all()
+    assert not np.isin(p.tokens[:, 1:-1], [0, 2, 3, 4]).any()
+    # an explicit id still wins over the tokenizer's own
+    q = build_probe(text, fast, n_seq=2, seq_len=6, seed=0, first_token="cls", first_token_id=3)
+    assert (q.tokens[:, 0] == 3).all()
