@@ -436,6 +436,10 @@ def _plot_estimates(ax: Any, record: Mapping[str, Any]) -> None:
         if lo is not None and hi is not None:
             ax.plot([lo, hi], [i, i], color=color, lw=2)
         ax.plot([e], [i], "o", color=color)
+    shown = [float(v) for _, r in rows for v in (r.get("effect"), r.get("ci_low"), r.get("ci_high"))
+             if isinstance(v, (int, float)) and math.isfinite(v)]
+    if shown and min(shown) > 0 and max(shown) / min(shown) > 100:
+        ax.set_xscale("log")  # ratios over orders of magnitude (enrichment)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([label for label, _ in rows], fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top
