@@ -28,6 +28,12 @@ returns the error as data (recorded exactly as in-process); a task whose worker 
 repeatedly (Dask's ``KilledWorker``, e.g. out of memory) is recorded as failed too; any
 other exception is a bug and propagates, as it does in-process.
 
+The client is never made Dask's default scheduler (``set_as_default=False``): the driver's
+own reads and writes of NetCDF shards stay local. As the default, it made xarray take a
+``distributed.Lock`` through the scheduler for every shard the driver wrote, and those locks
+(each with a refresh timer) were never released: the driver grew with every checkpoint
+(found by the load test, benchmarks/load.py).
+
 Results are bitwise identical whichever executor ran them, for the same device, torch
 build and number of BLAS threads (the metric engine is deterministic given its ``seed``;
 tests/test_executors.py checks it against a real 2-process LocalCluster).
@@ -53,6 +59,12 @@ CONNECT_TIMEOUT_S: float = 30.0
 #: Environment of local worker processes: one OpenMP/BLAS thread each (deterministic
 #: results; N single-threaded processes instead of N x cores threads).
 WORKER_ENV: dict[str, str] = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+#: Dask configuration of the local cluster. Its statistical profiler is off: it samples each
+#: worker's stack every 10 ms and keeps ~1000 s of call trees that nothing here reads (there
+#: is no dashboard), which grew each worker's memory by ~0.4 MB per checkpoint in the load
+#: test (benchmarks/load_results.md) until that history filled.
+LOCAL_CLUSTER_CONFIG: dict[str, object] = {"distributed.worker.profile.enabled": False}
 
 
 @dataclass(frozen=True)
@@ -157,20 +169,23 @@ def run_tasks(
 
 
 def _run_dask(tasks: Sequence[Any], options: Any, *, workers: int, scheduler: str | None) -> Iterator[Outcome]:
+    import dask
     from distributed import Client, KilledWorker, LocalCluster, as_completed
 
     cluster = None
     client = None
     try:
         if scheduler is None:
-            cluster = LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, env=dict(WORKER_ENV),
-                dashboard_address=None, silence_logs=logging.WARNING,
-            )
-            client = Client(cluster)
+            # The nannies pass this config on to the worker processes they spawn.
+            with dask.config.set(LOCAL_CLUSTER_CONFIG):
+                cluster = LocalCluster(
+                    n_workers=workers, threads_per_worker=1, processes=True, env=dict(WORKER_ENV),
+                    dashboard_address=None, silence_logs=logging.WARNING,
+                )
+            client = Client(cluster, set_as_default=False)
         else:
             try:
-                client = Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
+                client = Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=False)
             except (OSError, TimeoutError) as e:
                 raise LieStatsError(
                     f"--scheduler {scheduler}: cannot connect to a Dask scheduler there ({e}). "
@@ -181,7 +196,7 @@ def _run_dask(tasks: Sequence[Any], options: Any, *, workers: int, scheduler: st
             client.submit(run_task, task, options, key=f"lie-stats-{run_id}-{task.key}", pure=False): task
             for task in tasks
         }
-        for future in as_completed(futures):
+        for future in as_completed(futures, loop=client.loop):
             task = futures.pop(future)
             try:
                 outcome = future.result()

@@ -450,6 +450,8 @@ def _prepare_store(store: Path, options: ExtractOptions, *, resume: bool) -> Non
                 f"--resume would mix them. Use the same options or another output."
             )
     store.mkdir(parents=True, exist_ok=True)
+    for stale in store.glob(".*.tmp"):  # half-written shards of a killed run (the lock is ours)
+        stale.unlink(missing_ok=True)
     tmp = opt_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(wanted, sort_keys=True))
     os.replace(tmp, opt_file)
