@@ -1,0 +1,110 @@
+"""Load test, CI size (issue 8, item 7): many checkpoints through `lie-stats extract --workers 2`.
+
+The same code as ``benchmarks/load.py`` (imported from there), on 24 checkpoints of a
+smaller model: a real ``lie-stats extract RUN -o OUT.nc --workers 2`` subprocess (a real
+Dask LocalCluster), the RSS of the driver and of every worker process sampled every 50 ms.
+Asserted: exit 0; every checkpoint in the cube, valid, no failure; no process of the run's
+tree left after it exits; and no leak: over the map phase after a warm-up of 4
+checkpoints, the RSS floor of the whole tree (per block of 2 checkpoints) has a slope
+whose 95 % upper confidence bound is under ``SLOPE_KB`` per checkpoint, and grows by less
+than ``GROWTH_MB`` from the first to the last 4 checkpoints.
+
+Bounds for this size: a layer's four attention matrices of this model in float64 are
+4 x 128 x 128 x 8 B = 512 KB; retaining them for every checkpoint (the kind of leak a cache
+keyed by checkpoint makes) gives a slope of 512 KB/checkpoint and ~8 MB of growth over the
+16 checkpoints after the warm-up. The bounds, 256 KB/checkpoint and 4 MB, are half of that;
+the noise of the floor here is about 1-2 MB. Injecting exactly that leak into
+``lie_stats.executors.run_task`` (a module-level list appended a 512 KB tensor per task)
+makes this test fail (checked by hand when it was written; the injection is not committed).
+Leaks smaller than that (tens of KB a checkpoint) are the full benchmark's job
+(``python benchmarks/load.py``, 200 checkpoints); the one such leak it found in lie_stats
+(a ``distributed.Lock`` per shard written, in the driver) has its own regression test here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+N = 24
+MODEL = dict(n_layers=2, d_model=128, n_heads=4)
+WARMUP, BLOCK = 4, 2
+SLOPE_KB, GROWTH_MB = 256.0, 4.0
+
+
+def _load_module():
+    spec = importlib.util.spec_from_file_location("lie_stats_benchmark_load", REPO / "benchmarks" / "load.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look the module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+load = _load_module()
+
+# ~45 s on 2 busy cores (two cluster start-ups' worth of imports, 24 checkpoints)
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def loaded_run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("load")
+    run_dir = load.build_run(work / "run", N, model=MODEL)
+    out = work / "load.nc"
+    result = load.run_sampled(run_dir, out, workers=2, interval=0.05, timeout=600)
+    return run_dir, out, result
+
+
+def test_every_checkpoint_is_in_a_valid_cube_and_no_process_is_left(loaded_run):
+    _, out, run = loaded_run
+    assert run.returncode == 0, run.stderr
+    cube = load.check_cube(out, N)
+    assert cube["steps_ok"] and cube["n_provenance"] == N and cube["failed"] == []
+    assert cube["every_step_has_values"]
+    roles = sorted(role for role, _ in run.processes.values())
+    assert roles.count("worker") == 2 and roles.count("driver") == 1, run.processes
+    assert run.orphans == [], f"processes of the run still alive after it exited: {run.orphans}"
+    assert max(run.shard_times) == N  # the sampler saw every shard arrive
+
+
+def test_memory_does_not_grow_with_checkpoints(loaded_run):
+    _, _, run = loaded_run
+    stats = load.analyse(run, N, warmup=WARMUP, block=BLOCK)
+    tree = stats["tree (sum)"]
+    detail = "\n".join(f"{k}: {v}" for k, v in stats.items())
+    assert tree.n_points >= 8, detail
+    assert tree.ci_high_kb < SLOPE_KB, f"RSS grows with checkpoints (a leak?):\n{detail}"
+    assert tree.growth_mb < GROWTH_MB, f"RSS grew over the run (a leak?):\n{detail}"
+
+
+def test_the_driver_writes_shards_without_the_cluster_as_default_scheduler(loaded_run, tmp_path, monkeypatch):
+    """Regression (found by benchmarks/load.py): with the local cluster's client as Dask's
+    default scheduler, xarray wrapped every shard the driver wrote in a ``distributed.Lock``
+    taken through the scheduler and never released (a timer each): the driver grew by
+    ~50 KB a checkpoint. Each shard write must see no default Dask scheduler."""
+    import dask.base
+
+    from lie_stats import extract as extract_module
+    from lie_stats.extract import ExtractOptions, extract
+
+    run_dir, _, _ = loaded_run
+    seen: list[object] = []
+    write = extract_module.write_cube
+
+    def spy(ds, path):
+        seen.append(dask.base.get_scheduler())
+        return write(ds, path)
+
+    monkeypatch.setattr(extract_module, "write_cube", spy)
+    small = tmp_path / "run"
+    small.mkdir()
+    for step in (0, 1, 2):
+        (small / f"step_{step}").symlink_to(run_dir / f"step_{step}")
+    _, failed = extract([str(small)], tmp_path / "s.nc", options=ExtractOptions(families=("Q",)),
+                        progress=False, workers=2)
+    assert failed == [] and len(seen) == 4  # three shards and the cube
+    assert seen == [None] * 4, seen
