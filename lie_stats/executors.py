@@ -31,8 +31,8 @@ other exception is a bug and propagates, as it does in-process.
 The client is never made Dask's default scheduler (``set_as_default=False``): the driver's
 own reads and writes of NetCDF shards stay local. As the default, it made xarray take a
 ``distributed.Lock`` through the scheduler for every shard the driver wrote, and those locks
-(each with a refresh timer) were never released: the driver grew with every checkpoint
-(found by the load test, benchmarks/load.py).
+(each with a refresh timer) were never released: one more lock per checkpoint in the
+driver (found by the load test, benchmarks/load.py).
 
 Results are bitwise identical whichever executor ran them, for the same device, torch
 build and number of BLAS threads (the metric engine is deterministic given its ``seed``;
@@ -62,8 +62,8 @@ WORKER_ENV: dict[str, str] = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "O
 
 #: Dask configuration of the local cluster. Its statistical profiler is off: it samples each
 #: worker's stack every 10 ms and keeps ~1000 s of call trees that nothing here reads (there
-#: is no dashboard), which grew each worker's memory by ~0.4 MB per checkpoint in the load
-#: test (benchmarks/load_results.md) until that history filled.
+#: is no dashboard), which grew each worker's memory by ~0.4 MB per checkpoint (at ~1 s a
+#: checkpoint) in the load test (benchmarks/load_results.md) until that history filled.
 LOCAL_CLUSTER_CONFIG: dict[str, object] = {"distributed.worker.profile.enabled": False}
 
 

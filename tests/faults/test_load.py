@@ -84,8 +84,8 @@ def test_memory_does_not_grow_with_checkpoints(loaded_run):
 def test_the_driver_writes_shards_without_the_cluster_as_default_scheduler(loaded_run, tmp_path, monkeypatch):
     """Regression (found by benchmarks/load.py): with the local cluster's client as Dask's
     default scheduler, xarray wrapped every shard the driver wrote in a ``distributed.Lock``
-    taken through the scheduler and never released (a timer each): the driver grew by
-    ~50 KB a checkpoint. Each shard write must see no default Dask scheduler."""
+    taken through the scheduler and never released (a refresh timer each): one more lock
+    object per checkpoint in the driver. Each shard write must see no default Dask scheduler."""
     import dask.base
 
     from lie_stats import extract as extract_module
