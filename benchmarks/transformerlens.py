@@ -128,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tl-repeats", type=int, default=None, help="TL repeats for shapes >= 160m (default: --repeats)")
     ap.add_argument("--large-repeats", type=int, default=1,
                     help="repeats of ours for shapes above 160m (TL does not fit in memory there)")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the other shapes' rows of the existing results (this run's shapes are redone)")
     ap.add_argument("--work", default=str(B.WORK))
     ap.add_argument("--out", default=str(B.HERE / "transformerlens_results.md"))
     args = ap.parse_args(argv)
@@ -138,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     B.PYTHIA.update(B.DEV_SHAPES)  # "tiny" for developing the script
     rows: dict[str, dict] = {}
     log: list[str] = []
+    out_json = Path(args.out).with_suffix(".json")
+    prev = json.loads(out_json.read_text()) if (args.merge and out_json.exists()) else None
+    if prev:  # earlier shapes first (their TL peaks inform the memory gate), this run's replace them
+        rows.update({k: v for k, v in prev["rows"].items() if k not in shapes})
     for size in shapes:
         ckpt = B.pythia_checkpoint(size, work)
         subprocess_warm(ckpt)
@@ -158,9 +164,9 @@ def main(argv: list[str] | None = None) -> int:
                     a, b = fit_linear([tl_size(s) for s in measured],
                                       [rows[s]["tl_peak_mib"] / 1024 for s in measured])
                     projected = a + b * tl_size(size)
-                elif len(measured) == 1:  # peak proportional to the operand size, from one shape
+                elif len(measured) == 1:  # one shape's peak + two more float32 broadcast operands
                     s0 = measured[0]
-                    projected = rows[s0]["tl_peak_mib"] / 1024 * tl_size(size) / tl_size(s0)
+                    projected = rows[s0]["tl_peak_mib"] / 1024 + 8 * (tl_size(size) - tl_size(s0)) / 2**30
                 elif tl_size(size) * 4 * 2 / 2**30 > avail - MARGIN_GIB:  # two float32 operands
                     projected = tl_size(size) * 4 * 2 / 2**30
                 if size not in ("70m", "tiny") and avail < MIN_AVAILABLE_160M_GIB:
@@ -198,6 +204,12 @@ def main(argv: list[str] | None = None) -> int:
                 tl_scores=med(t["scores_Q_s"] + t["scores_K_s"] + t["scores_V_s"] for t in tl),
             )
         rows[size] = row
+    if prev:
+        order = [s for s in B.PYTHIA if s in rows]
+        rows = {s: rows[s] for s in order}
+        log = prev["log"] + log
+    for r in rows.values():
+        r.pop("tl_projected", None)
     # projections for shapes TL could not run
     measured = [s for s in rows if rows[s]["tl"]]
     proj_note = ""
@@ -213,8 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         proj_note = (f"projection: y = a + b (L H)^2 d_model d_head fitted through {', '.join(measured)}; "
                      f"log-log slopes between them: peak {exps['tl_peak_mib']:.2f}, CPU time {exps['tl_cpu']:.2f}")
     data = dict(machine=B.machine(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                command="OMP_NUM_THREADS=1 nice -n 5 .venv/bin/python benchmarks/transformerlens.py "
-                        + " ".join(argv if argv is not None else sys.argv[1:]),
+                command=((prev["command"] + "` then `") if prev else "")
+                + "OMP_NUM_THREADS=1 nice -n 5 .venv/bin/python benchmarks/transformerlens.py "
+                + " ".join(argv if argv is not None else sys.argv[1:]),
                 rows=rows, log=log, projection=proj_note)
     Path(args.out).with_suffix(".json").write_text(json.dumps(data, indent=1))
     write_report(data, Path(args.out))
