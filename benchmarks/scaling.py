@@ -79,16 +79,16 @@ def flops_per_checkpoint(size: str) -> float:
 
 
 # ----------------------------------------------------------------------------- workers
-def make_run(work: Path, n: int) -> Path:
-    run = work / f"run-70m-shaped-{n}"
-    c = dict(B.PYTHIA["70m"])
+def make_run(work: Path, n: int, shape: str = "70m") -> Path:
+    run = work / f"run-{shape}-shaped-{n}"
+    c = dict(B.PYTHIA[shape])
     for i in range(n):
         B.make_neox_checkpoint(run / f"step_{i * 1000}", vocab_size=1024, seed=100 + i, **c)
     return run
 
 
-def part_workers(work: Path, n: int, workers: list[int], repeats: int, log: list[str]) -> dict:
-    run = make_run(work, n)
+def part_workers(work: Path, n: int, workers: list[int], repeats: int, log: list[str], shape: str = "70m") -> dict:
+    run = make_run(work, n, shape)
     lie = str(Path(sys.executable).with_name("lie-stats"))
     times: dict[int, list[float]] = {w: [] for w in workers}
     cpus: dict[int, list[float]] = {w: [] for w in workers}
@@ -106,13 +106,15 @@ def part_workers(work: Path, n: int, workers: list[int], repeats: int, log: list
             times[w].append(r["wall_s"])
             cpus[w].append(r["cpu_s"])
             loads[w].append(r["load_before"])
-            msg = (f"{time.strftime('%H:%M:%S')} workers rep {rep}: --workers {w}: {r['wall_s']:.1f} s wall, "
+            msg = (f"{time.strftime('%H:%M:%S')} workers ({shape}) rep {rep}: --workers {w}: {r['wall_s']:.1f} s wall, "
                    f"{r['cpu_s']:.1f} s CPU (all processes) "
                    f"({n} checkpoints); load {r['load_before']}")
             print(msg, flush=True)
             log.append(msg)
     med = {w: statistics.median(t) for w, t in times.items()}
-    return dict(n_checkpoints=n, shape="70m (6 layers, d_model 512, 8 heads), vocab 1024", times=times,
+    c = B.PYTHIA[shape]
+    return dict(n_checkpoints=n, shape=f"{shape} ({c['num_hidden_layers']} layers, d_model {c['hidden_size']}, "
+                f"{c['num_attention_heads']} heads), vocab 1024", times=times,
                 cpu=cpus, median_cpu={w: statistics.median(t) for w, t in cpus.items()},
                 median=med, speedup={w: med[workers[0]] / med[w] for w in workers}, loads=loads)
 
@@ -233,8 +235,8 @@ def write_report(data: dict, out: Path) -> None:
         f"- date: {data['date']}",
         "",
     ]
-    if "workers" in data:
-        w = data["workers"]
+    for wkey in [k for k in data if k.startswith("workers")]:
+        w = data[wkey]
         L += [
             "## Workers (Dask LocalCluster, `--workers W`)",
             "",
@@ -339,8 +341,8 @@ def plot(data: dict, out_dir: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    if "workers" in data:
-        w = data["workers"]
+    for wkey in [k for k in data if k.startswith("workers")]:
+        w = data[wkey]
         ks = [int(k) for k in w["median"]]
         fig, ax = plt.subplots(figsize=(5, 3.5))
         ax.plot(ks, [w["speedup"][k] for k in w["median"]], "o-", label="measured speed-up")
@@ -351,7 +353,7 @@ def plot(data: dict, out_dir: Path) -> None:
         ax.legend(fontsize=8)
         ax.set_title(f"{w['n_checkpoints']} checkpoints, shared 2-core machine", fontsize=9)
         fig.tight_layout()
-        fig.savefig(out_dir / "scaling_workers.png", dpi=110)
+        fig.savefig(out_dir / f"scaling_{wkey}.png", dpi=110)
     if "grid" in data:
         g = data["grid"]
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -376,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--parts", default="workers,grid,suite")
     ap.add_argument("--checkpoints", type=int, default=4)
+    ap.add_argument("--run-shape", default="70m", help="Pythia shape of the run's checkpoints (part workers)")
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--grid-d", default=",".join(map(str, GRID_D)))
@@ -391,9 +394,10 @@ def main(argv: list[str] | None = None) -> int:
     data = dict(machine=B.machine(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                 command="OMP_NUM_THREADS=1 nice -n 5 .venv/bin/python benchmarks/scaling.py "
                         + " ".join(argv if argv is not None else sys.argv[1:]), log=[])
+    wkey = "workers" if args.run_shape == "70m" else f"workers_{args.run_shape}"
     if "workers" in parts:
-        data["workers"] = part_workers(work, args.checkpoints, [int(x) for x in args.workers.split(",")],
-                                       args.repeats, data["log"])
+        data[wkey] = part_workers(work, args.checkpoints, [int(x) for x in args.workers.split(",")],
+                                  args.repeats, data["log"], args.run_shape)
     if "grid" in parts:
         data["grid"] = part_grid(work, args.repeats, data["log"], [int(x) for x in args.grid_d.split(",")],
                                  [int(x) for x in args.grid_h.split(",")])
@@ -406,8 +410,8 @@ def main(argv: list[str] | None = None) -> int:
         data["suite"] = part_suite(rates, data["log"])
     # parts not run now keep their earlier results (read at the end: parts may run in parallel commands)
     prev = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else {}
-    for part in ("workers", "grid", "suite"):
-        if part not in parts and part in prev:
+    for part in [k for k in prev if k.startswith("workers")] + ["grid", "suite"]:
+        if part not in data and part in prev:
             data[part] = prev[part]
     if prev and set(parts) != {"workers", "grid", "suite"}:
         data["log"] = prev.get("log", []) + data["log"]
