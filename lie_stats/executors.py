@@ -49,7 +49,7 @@ from typing import Any
 
 from .errors import LieStatsError
 
-__all__ = ["Outcome", "run_task", "run_tasks", "local_cluster", "WORKER_ENV", "LOCAL_CLUSTER_CONFIG"]
+__all__ = ["Outcome", "run_task", "run_tasks", "WORKER_ENV"]
 
 log = logging.getLogger("lie_stats.executors")
 
@@ -64,15 +64,7 @@ WORKER_ENV: dict[str, str] = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "O
 #: worker's stack every 10 ms and keeps ~1000 s of call trees that nothing here reads (there
 #: is no dashboard), which grew each worker's memory by ~0.4 MB per checkpoint (at ~1 s a
 #: checkpoint) in the load test (benchmarks/load_results.md) until that history filled.
-#: The nanny's environment before a worker starts drops Dask's default
-#: ``MALLOC_TRIM_THRESHOLD_=65536``: setting it freezes glibc's dynamic mmap threshold, so
-#: every large float64 temporary of the null is mmap'd and unmapped afresh, which cost +45 %
-#: CPU per checkpoint in a worker against the same extraction in-process
-#: (benchmarks/scaling_results.md); workers now allocate as the in-process path does.
-LOCAL_CLUSTER_CONFIG: dict[str, object] = {
-    "distributed.worker.profile.enabled": False,
-    "distributed.nanny.pre-spawn-environ": dict(WORKER_ENV),
-}
+LOCAL_CLUSTER_CONFIG: dict[str, object] = {"distributed.worker.profile.enabled": False}
 
 
 @dataclass(frozen=True)
@@ -176,39 +168,20 @@ def run_tasks(
     yield from _run_dask(tasks, options, workers=workers, scheduler=scheduler)
 
 
-def local_cluster(workers: int) -> Any:
-    """The ``--workers N`` pool: a Dask ``LocalCluster`` of ``workers`` single-threaded worker
-    processes, configured by :data:`LOCAL_CLUSTER_CONFIG` and :data:`WORKER_ENV` (the caller
-    closes it).
-
-    Examples
-    --------
-    >>> import os
-    >>> from distributed import Client
-    >>> with local_cluster(1) as cluster, Client(cluster, set_as_default=False) as client:
-    ...     env = list(client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_")).values())
-    >>> env
-    [None]
-    """
-    import dask
-    from distributed import LocalCluster
-
-    # The nannies pass this config on to the worker processes they spawn.
-    with dask.config.set(LOCAL_CLUSTER_CONFIG):
-        return LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, env=dict(WORKER_ENV),
-            dashboard_address=None, silence_logs=logging.WARNING,
-        )
-
-
 def _run_dask(tasks: Sequence[Any], options: Any, *, workers: int, scheduler: str | None) -> Iterator[Outcome]:
-    from distributed import Client, KilledWorker, as_completed
+    import dask
+    from distributed import Client, KilledWorker, LocalCluster, as_completed
 
     cluster = None
     client = None
     try:
         if scheduler is None:
-            cluster = local_cluster(workers)
+            # The nannies pass this config on to the worker processes they spawn.
+            with dask.config.set(LOCAL_CLUSTER_CONFIG):
+                cluster = LocalCluster(
+                    n_workers=workers, threads_per_worker=1, processes=True, env=dict(WORKER_ENV),
+                    dashboard_address=None, silence_logs=logging.WARNING,
+                )
             client = Client(cluster, set_as_default=False)
         else:
             try:

@@ -216,26 +216,3 @@ def test_a_worker_killed_mid_task_loses_nothing_on_a_scheduler(neox_run, in_proc
     assert killed["pid"] not in new_pids  # that worker process really died (and was replaced)
     assert failed == []
     _assert_identical(in_process[1], cube)
-
-
-def test_local_workers_run_with_the_in_process_environment():
-    """--workers N processes: one BLAS/OpenMP thread, no statistical profiler, and glibc's
-    default malloc (Dask's MALLOC_TRIM_THRESHOLD_=65536 froze the mmap threshold: +45 % CPU
-    a checkpoint, benchmarks/scaling_results.md)."""
-    from distributed import Client
-
-    from lie_stats.executors import local_cluster
-
-    def probe():
-        import dask
-
-        return ({k: os.environ.get(k) for k in ("MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS",
-                                                  "OPENBLAS_NUM_THREADS")},
-                dask.config.get("distributed.worker.profile.enabled"))
-
-    with local_cluster(2) as cluster, Client(cluster, set_as_default=False) as client:
-        seen = list(client.run(probe).values())
-    assert len(seen) == 2
-    for env, profile in seen:
-        assert env == {"MALLOC_TRIM_THRESHOLD_": None, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-        assert profile is False
