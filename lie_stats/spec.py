@@ -582,7 +582,10 @@ def _validate(spec: HypothesisSpec) -> None:
 
 
 def _validate_param_values(spec: Any, params: Mapping[str, Any]) -> None:
-    enums = {"strata": STRATA, "method": METHODS, "alternative": ALTERNATIVES, "summary": SUMMARIES}
+    from .stats.summaries import TRANSFORMS
+
+    enums = {"strata": STRATA, "method": METHODS, "alternative": ALTERNATIVES, "summary": SUMMARIES,
+             "layer_summary": _H3A_SUMMARIES, "transform": TRANSFORMS}
     for key, allowed in enums.items():
         if key in params:
             _check_choice(params[key], allowed, spec, f"params[{key!r}]", key)
@@ -1067,6 +1070,14 @@ _STAT_MODULES = {
     "trend": "trend", "enrichment": "trend", "depth_crossover": "trend", "fisher_z_se": "equivalence",
     "mixed_model": "models", "compare_models": "models",
     "boundary_ratio": "trend", "adjust_pvalues": "multiplicity",
+    "tost_paired": "summaries", "share_above": "summaries", "cluster_mean": "summaries",
+    "category_rank": "ranks", "category_order": "ranks", "change_ratio": "ranks",
+    "ORDER_HOLDS": "ranks", "BOOT_SHARE": "ranks",
+    "row_summary": "killing_profiles", "pair_summary": "killing_profiles",
+    "head_enrichment_excess": "killing_profiles", "boundary_enrichment": "killing_profiles",
+    "functional_boundary_shift": "killing_profiles",
+    "interaction_test": "classes", "threshold_zones": "classes", "agreement_test": "classes",
+    "time_to_fraction": "classes", "auc_test": "classes",
 }
 
 
@@ -1755,17 +1766,11 @@ _AGREE_MAX = 4
 _AGREE_ROLES = tuple(sorted({r for k in _REGISTRY.values() for r in (*k.roles, *k.optional_roles)}))
 
 
-def _h4_summaries() -> Any:
-    import importlib
-
-    return importlib.import_module("lie_stats.stats.summaries")
-
-
 def _run_tost_paired(data: TestInput) -> Any:
     p = data.params
     table = data.table("a", "b")
     bound = data.prediction.bound if data.prediction.bound is not None else p["bound"]
-    return _h4_summaries().tost_paired(table["a"].to_numpy(float), table["b"].to_numpy(float),
+    return _stats().tost_paired(table["a"].to_numpy(float), table["b"].to_numpy(float),
                                        bound=bound, alpha=p["alpha"])
 
 
@@ -1786,18 +1791,13 @@ def _run_share_above(data: TestInput) -> Any:
     p = data.params
     table = data.table("values")
     clusters, strata = _h4_clusters(table, "share_above")
-    return _h4_summaries().share_above(table["values"].to_numpy(float), p["threshold"], clusters,
+    return _stats().share_above(table["values"].to_numpy(float), p["threshold"], clusters,
                                        strata=strata, null_value=float(data.prediction.value),
                                        n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
 
 
 def _run_cluster_mean(data: TestInput) -> Any:
     p = data.params
-    summaries = _h4_summaries()
-    if p["transform"] not in summaries.TRANSFORMS:
-        raise SpecError(f"params['transform']: unknown transform {p['transform']!r}."
-                        f"{did_you_mean(str(p['transform']), summaries.TRANSFORMS)} Expected one of: "
-                        f"{', '.join(summaries.TRANSFORMS)}.")
     masked = "mask" in data.arrays
     if masked != (p.get("mask_above") is not None):
         raise SpecError("selection['mask'] and params['mask_above'] go together: the mask keeps "
@@ -1808,7 +1808,7 @@ def _run_cluster_mean(data: TestInput) -> Any:
         if table.empty:
             raise StatsInputError(f"head_mean: no head has a mask value above {p['mask_above']}.")
     clusters, strata = _h4_clusters(table, "head_mean")
-    return summaries.cluster_mean(table["values"].to_numpy(float), clusters, strata=strata,
+    return _stats().cluster_mean(table["values"].to_numpy(float), clusters, strata=strata,
                                   transform=p["transform"], null_value=float(data.prediction.value),
                                   n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
 
@@ -2073,20 +2073,18 @@ def _delta_inputs(data: TestInput, test: str) -> tuple[np.ndarray, np.ndarray, n
 
 
 def _run_category_rank(data: TestInput) -> Any:
-    from .stats import ranks
 
     p = data.params
     tot, lv, nv, cats = _delta_inputs(data, "delta_rank")
-    return ranks.category_rank(tot, lv, nv, categories=cats, target=p["target"], n_boot=p["n_boot"],
+    return _stats().category_rank(tot, lv, nv, categories=cats, target=p["target"], n_boot=p["n_boot"],
                                ci=p["ci"], seed=p["seed"])
 
 
 def _run_category_order(data: TestInput) -> Any:
-    from .stats import ranks
 
     p = data.params
     tot, lv, nv, cats = _delta_inputs(data, "delta_order")
-    return ranks.category_order(tot, lv, nv, categories=cats, groups=[list(g) for g in p["order"]],
+    return _stats().category_order(tot, lv, nv, categories=cats, groups=[list(g) for g in p["order"]],
                                 n_boot=p["n_boot"], seed=p["seed"])
 
 
@@ -2099,9 +2097,8 @@ def decide_category_order(row: Mapping[str, float], ctx: Decision) -> tuple[str,
     >>> decide_category_order({"order_holds": 0.0, "boot_share": 0.0}, ctx)[0]
     'refuted'
     """
-    from .stats import ranks
 
-    holds, share = row.get(ranks.ORDER_HOLDS), row.get(ranks.BOOT_SHARE)
+    holds, share = row.get(_stats().ORDER_HOLDS), row.get(_stats().BOOT_SHARE)
     if not _finite(holds, share):
         return "inconclusive", "no order statistic on these data"
     v = float(ctx.prediction.value)
@@ -2139,7 +2136,6 @@ def _role_matrix(data: TestInput, role: str) -> tuple[np.ndarray, list[str], Any
 
 
 def _run_change_ratio(data: TestInput) -> Any:
-    from .stats import ranks
 
     p = data.params
     mats = {}
@@ -2177,7 +2173,7 @@ def _run_change_ratio(data: TestInput) -> Any:
     clusters = np.tile(layer, n_models)
     pre, post = pre.reshape(-1), post.reshape(-1)
     ok = np.isfinite(pre) & np.isfinite(post)
-    return ranks.change_ratio(pre[ok], post[ok], strata=strata[ok], clusters=clusters[ok],
+    return _stats().change_ratio(pre[ok], post[ok], strata=strata[ok], clusters=clusters[ok],
                               n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"],
                               reference=_change_band(data.prediction))
 
@@ -2240,21 +2236,6 @@ _H3A_SUMMARIES = ("cv", "mean_abs")
 _H3A_P_OPPOSITE = "p_opposite"
 
 
-def _h3a_kp() -> Any:
-    from .stats import killing_profiles
-
-    return killing_profiles
-
-
-def _h3a_summary(data: TestInput) -> str:
-    value = data.params.get("layer_summary", "cv")
-    if value not in _H3A_SUMMARIES:
-        raise SpecError(f"params['layer_summary']: unknown summary {value!r}."
-                        f"{did_you_mean(str(value), _H3A_SUMMARIES)} Expected one of: "
-                        f"{', '.join(_H3A_SUMMARIES)}.")
-    return value
-
-
 def _h3a_symmetric(x: np.ndarray) -> np.ndarray:
     """A selection keeps pairs i < j only (see :func:`select`): fill in j > i."""
     return np.where(np.isnan(x), np.swapaxes(x, -1, -2), x)
@@ -2302,8 +2283,8 @@ def _h3a_steps_differ(first_step: Any, last_step: Any) -> None:
 
 def _run_head_excess(data: TestInput) -> Any:
     p = data.params
-    summary = _h3a_summary(data)
-    kp = _h3a_kp()
+    summary = p["layer_summary"]
+    kp = _stats()
     da = data.arrays["values"].reset_coords(drop=True)
     if schema.STEP not in da.dims or schema.HEAD_J not in da.dims:
         raise SpecError("selection['values'] must be a pairwise variable (head, head_j) with "
@@ -2399,20 +2380,20 @@ def decide_interval_and_p(row: Mapping[str, float], ctx: Decision) -> tuple[str,
 
 def _run_enrichment_profile(data: TestInput) -> Any:
     p = data.params
-    summary = _h3a_summary(data)
+    summary = p["layer_summary"]
     first, s0 = _h3a_pairs(data, "first")
     last, s1 = _h3a_pairs(data, "last")
     _h3a_steps_differ(s0, s1)
     lk, hk = _h3a_present(first, last)
     first, last = first[lk][:, hk][:, :, hk], last[lk][:, hk][:, :, hk]
     alternative = "greater" if data.prediction.direction == "above" else "less"
-    return _h3a_kp().boundary_enrichment(first, last, summary=summary, n_boot=p["n_boot"],
+    return _stats().boundary_enrichment(first, last, summary=summary, n_boot=p["n_boot"],
                                          ci=p["ci"], seed=p["seed"], alternative=alternative)
 
 
 def _run_functional_shift(data: TestInput) -> Any:
     p = data.params
-    summary = _h3a_summary(data)
+    summary = p["layer_summary"]
     k0, s0 = _h3a_pairs(data, "first")
     k1, s1 = _h3a_pairs(data, "last")
     w0, t0 = _h3a_heads(data, "w_first")
@@ -2426,7 +2407,7 @@ def _run_functional_shift(data: TestInput) -> Any:
     k0, k1 = k0[lk][:, hk][:, :, hk], k1[lk][:, hk][:, :, hk]
     w0, w1 = w0[lk][:, hk], w1[lk][:, hk]
     alternative = "less" if data.prediction.direction == "below" else "greater"
-    return _h3a_kp().functional_boundary_shift(k0, k1, w0, w1, summary=summary, n_perm=p["n_perm"],
+    return _stats().functional_boundary_shift(k0, k1, w0, w1, summary=summary, n_perm=p["n_perm"],
                                                n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"],
                                                alternative=alternative)
 
@@ -2479,12 +2460,6 @@ THRESHOLD_UNITS = ("random_sd", "cosine")
 _LABEL_NAMES = {code: name for name, code in schema.LABEL_CODES.items()}
 
 
-def _h3b_classes() -> Any:
-    import importlib
-
-    return importlib.import_module("lie_stats.stats.classes")
-
-
 def _label_counts(codes: np.ndarray) -> str:
     vals, counts = np.unique(codes[np.isfinite(codes)], return_counts=True)
     return ", ".join(f"{_LABEL_NAMES.get(int(v), int(v))} (code {int(v)}): {c}"
@@ -2519,7 +2494,7 @@ def _run_class_interaction(data: TestInput) -> Any:
     p = data.params
     table = data.table("y", "x", "group")
     sub, g, strata = _two_groups(data, table, "group")
-    return _h3b_classes().interaction_test(
+    return _stats().interaction_test(
         sub["y"].to_numpy(float), sub["x"].to_numpy(float), g, strata=strata, ranks=p["ranks"],
         alternative=p["alternative"], n_perm=p["n_perm"], n_boot=p["n_boot"], ci=p["ci"],
         seed=p["seed"], min_group=p["min_group"])
@@ -2558,8 +2533,8 @@ def _run_threshold_agreement(data: TestInput) -> Any:
                   "the threshold classifier's agreement")
     zone_of = {float(c): float(z) for z, c in enumerate(classes)}
     observed = np.array([zone_of.get(float(c), np.nan) for c in labels])
-    zones = _h3b_classes().threshold_zones(table["score"].to_numpy(float), t)
-    row = _h3b_classes().agreement_test(zones, observed, strata=data.strata(table),
+    zones = _stats().threshold_zones(table["score"].to_numpy(float), t)
+    row = _stats().agreement_test(zones, observed, strata=data.strata(table),
                                         alternative=p["alternative"], n_perm=p["n_perm"],
                                         n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
     return row.assign(**{THRESHOLD_COSINE: t, N_ZONE_BELOW: int(np.sum(zones == 0)),
@@ -2587,7 +2562,7 @@ def _run_stabilization_time(data: TestInput) -> Any:
     labf = lab.transpose(*units).stack(unit=units)
     vals = flat.values
     steps_keep = np.isfinite(vals).any(axis=1)
-    times = _h3b_classes().time_to_fraction(vals[steps_keep], flat[schema.STEP].values[steps_keep],
+    times = _stats().time_to_fraction(vals[steps_keep], flat[schema.STEP].values[steps_keep],
                                             fraction=p["fraction"], scale=p["scale"])
     index = flat.indexes["unit"].to_frame(index=False)
     table = index.assign(time=times, group=labf.values)
@@ -2620,7 +2595,7 @@ def _run_class_auc(data: TestInput) -> Any:
         _need_classes(labels, tuple(neg_codes), 1, f"the AUC of class {int(pos)} against {tuple(neg)}")
         keep = np.isin(labels, np.concatenate([[pos], neg_codes]))
     sub = table.loc[keep].reset_index(drop=True)
-    return _h3b_classes().auc_test(sub["x"].to_numpy(float), labels[keep] == pos,
+    return _stats().auc_test(sub["x"].to_numpy(float), labels[keep] == pos,
                                    strata=data.strata(sub), alternative=p["alternative"],
                                    n_perm=p["n_perm"], n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
 

@@ -213,3 +213,11 @@ def test_pair_summary_reproduces_bundled_killing_cv_and_functional_form():
     w = sub["value_norm"].transpose(schema.LAYER, schema.HEAD).values[:12, :8]
     kf = sub["killing_functional"].transpose(schema.LAYER, schema.HEAD, schema.HEAD_J).values[:12, :8, :8]
     np.testing.assert_allclose(kp._functional(K.astype(np.float64), w.astype(np.float64)), kf, rtol=1e-4)
+
+
+def test_layer_summary_is_checked_at_declaration():
+    """A typo in params or in a swept choice fails when the spec is declared, not at evaluation."""
+    with pytest.raises(SpecError, match=r"params\['layer_summary'\].*Did you mean 'cv'"):
+        _b3("b3", params={"layer_summary": "cv2"})
+    with pytest.raises(SpecError, match="choices"):
+        _b3("b3", choices={"layer_summary": ("cv", "mean_ab")})

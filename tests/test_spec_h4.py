@@ -295,3 +295,8 @@ def test_write_reports_adds_the_a10_section_to_md_and_html(synth, tmp_path):
     other = res.row() | {"id": "B1"}
     out = write_reports([other], tmp_path / "r2", datasets_dir=empty)
     assert "A10" not in out["markdown"].read_text()
+
+
+def test_transform_is_checked_at_declaration():
+    with pytest.raises(SpecError, match=r"params\['transform'\]"):
+        _ratio("m0", transform="logit")
