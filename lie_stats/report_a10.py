@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import schema
+from .report import _get
 
 __all__ = ["A10_METRICS", "COMPRESSIONS", "agreement_rows", "agreement_markdown", "summary_markdown",
            "a10_figure", "write_a10"]
@@ -44,18 +45,6 @@ FIGURE_MODELS = {"pico_pythia": ("p96_s0", "p96_s1"),
                  "panel": ("minilm_l6", "minilm_l3", "mpnet", "smollm2_135m", "gemma3_270m")}
 _CODES = {1.0: "supported", 0.0: "inconclusive", -1.0: "refuted"}
 _COLORS = {"supported": "#7fc97f", "inconclusive": "#dddddd", "refuted": "#f0027f", "skipped": "#ffffff"}
-
-
-def _get(result: Any, name: str, default: Any = None) -> Any:
-    if isinstance(result, Mapping):
-        return result.get(name, default)
-    return getattr(result, name, default)
-
-
-def _tag(compression: str) -> str:
-    import re
-
-    return re.sub(r"[^A-Za-z0-9]+", "_", compression).strip("_")
 
 
 def agreement_rows(results: Sequence[Any]) -> list[dict[str, Any]]:
@@ -82,7 +71,7 @@ def agreement_rows(results: Sequence[Any]) -> list[dict[str, Any]]:
     >>> row["target"], row["fixed:64"], row["fixed:64 effect"]
     ('A3', 'supported', 4.0)
     """
-    from .spec import AGREE_VERDICT
+    from .spec import AGREE_VERDICT, _compression_tag as _tag
 
     rows = []
     for r in results:
