@@ -1127,14 +1127,11 @@ def _run_partial(data: TestInput) -> Any:
 
 def _run_group_difference(data: TestInput) -> Any:
     p = data.params
-    table, (x, g), strata = _xy(data, "x", "group")
-    groups = p.get("groups")
-    if groups is not None:
-        keep = np.isin(g, np.asarray(groups, dtype=float))
-        x, g = x[keep], g[keep]
-        strata = strata[keep] if strata is not None else None
-        # order the groups as declared: code 0 for the first, 1 for the second
-        g = np.where(g == float(groups[0]), 0, 1)
+    if p.get("groups") is None:
+        table, (x, g), strata = _xy(data, "x", "group")
+    else:  # the declared groups only, the second as group 1; too few heads in one: label counts
+        sub, g, strata = _two_groups(data, data.table("x", "group"), "group")
+        x = sub["x"].to_numpy(dtype=float)
     return _stats().group_difference(x, g, strata=strata, alternative=p["alternative"],
                                      n_perm=p["n_perm"], n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
 
