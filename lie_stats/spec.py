@@ -1074,6 +1074,7 @@ _STAT_MODULES = {
     "category_rank": "ranks", "category_order": "ranks", "change_ratio": "ranks",
     "ORDER_HOLDS": "ranks", "BOOT_SHARE": "ranks",
     "row_summary": "killing_profiles", "pair_summary": "killing_profiles",
+    "symmetric_pairs": "killing_profiles",
     "head_enrichment_excess": "killing_profiles", "boundary_enrichment": "killing_profiles",
     "functional_boundary_shift": "killing_profiles",
     "interaction_test": "classes", "threshold_zones": "classes", "agreement_test": "classes",
@@ -2233,11 +2234,6 @@ _H3A_SUMMARIES = ("cv", "mean_abs")
 _H3A_P_OPPOSITE = "p_opposite"
 
 
-def _h3a_symmetric(x: np.ndarray) -> np.ndarray:
-    """A selection keeps pairs i < j only (see :func:`select`): fill in j > i."""
-    return np.where(np.isnan(x), np.swapaxes(x, -1, -2), x)
-
-
 def _h3a_pairs(data: TestInput, role: str) -> tuple[np.ndarray, Any]:
     """[layer, head, head_j] of a one-model, one-checkpoint pairwise selection, and its step."""
     da = data.arrays[role]
@@ -2248,7 +2244,7 @@ def _h3a_pairs(data: TestInput, role: str) -> tuple[np.ndarray, Any]:
     sub = da.isel({schema.MODEL: 0}) if schema.MODEL in da.dims else da
     step = sub[schema.STEP].values.item() if schema.STEP in sub.coords else None
     x = sub.transpose(schema.LAYER, schema.HEAD, schema.HEAD_J).values.astype(np.float64)
-    return _h3a_symmetric(x), step
+    return _stats().symmetric_pairs(x), step
 
 
 def _h3a_heads(data: TestInput, role: str) -> tuple[np.ndarray, Any]:
@@ -2289,7 +2285,7 @@ def _run_head_excess(data: TestInput) -> Any:
     da = da.transpose(schema.MODEL, schema.STEP, schema.LAYER, schema.HEAD, schema.HEAD_J)
     heads, layers = [], []
     for m in range(da.sizes[schema.MODEL]):
-        x = _h3a_symmetric(da.isel({schema.MODEL: m}).values.astype(np.float64))  # [S, L, H, H]
+        x = _stats().symmetric_pairs(da.isel({schema.MODEL: m}).values.astype(np.float64))  # [S, L, H, H]
         for layer in range(x.shape[1]):
             xl = x[:, layer]
             fin = np.isfinite(xl)

@@ -46,6 +46,7 @@ from lie_stats.stats.permutation import permutation_pvalue
 
 __all__ = [
     "PAIR_SUMMARIES",
+    "symmetric_pairs",
     "pair_summary",
     "row_summary",
     "head_enrichment_excess",
@@ -120,6 +121,19 @@ def _summarize(x: np.ndarray, mask: np.ndarray, summary: str, axis: tuple[int, .
         dev = np.where(mask, x - np.expand_dims(mean, axis), 0.0)
         std = np.sqrt((dev * dev).sum(axis=axis) / cnt)
         return np.where(cnt > 0, std / mabs, np.nan)
+
+
+def symmetric_pairs(x: np.ndarray) -> np.ndarray:
+    """Pair matrices ``[..., H, H]`` with the NaN side filled from its transpose: a cube
+    selection keeps pairs ``i < j`` only (``lie_stats.spec.select``).
+
+    Examples
+    --------
+    >>> symmetric_pairs(np.array([[np.nan, 0.5], [np.nan, np.nan]]))
+    array([[nan, 0.5],
+           [0.5, nan]])
+    """
+    return np.where(np.isnan(x), np.swapaxes(x, -1, -2), x)
 
 
 def _square(matrix: ArrayLike, *, name: str, where: str) -> np.ndarray:
@@ -359,10 +373,7 @@ def _layer_stack(first: ArrayLike, last: ArrayLike, where: str) -> tuple[np.ndar
     if f.ndim != 3 or f.shape != l_.shape:
         raise StatsInputError(f"{where}: first and last must both be [n_layers, H, H], got "
                               f"{f.shape} and {l_.shape}.")
-    # an upper-triangular selection (spec.select keeps i < j) is made symmetric
-    f = np.where(np.isnan(f), np.swapaxes(f, -1, -2), f)
-    l_ = np.where(np.isnan(l_), np.swapaxes(l_, -1, -2), l_)
-    return f, l_
+    return symmetric_pairs(f), symmetric_pairs(l_)
 
 
 def _boot_pairs(m: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
