@@ -1,6 +1,6 @@
 """Load test, CI size (issue 8, item 7): many checkpoints through `lie-stats extract --workers 2`.
 
-The same code as ``benchmarks/load.py`` (imported from there), on 24 checkpoints of a
+The same code as ``benchmarks/load.py`` (imported from there), on 96 checkpoints of a
 smaller model: a real ``lie-stats extract RUN -o OUT.nc --workers 2`` subprocess (a real
 Dask LocalCluster), the RSS of the driver and of every worker process sampled every 50 ms.
 Asserted: exit 0; every checkpoint in the cube, valid, no failure; no process of the run's
@@ -9,13 +9,22 @@ checkpoints, the RSS floor of the whole tree (per block of 2 checkpoints) has a 
 whose 95 % upper confidence bound is under ``SLOPE_KB`` per checkpoint, and grows by less
 than ``GROWTH_MB`` from the first to the last 4 checkpoints.
 
-Bounds for this size: a layer's four attention matrices of this model in float64 are
-4 x 128 x 128 x 8 B = 512 KB; retaining them for every checkpoint (the kind of leak a cache
-keyed by checkpoint makes) gives a slope of 512 KB/checkpoint and ~8 MB of growth over the
-16 checkpoints after the warm-up. The bounds, 256 KB/checkpoint and 4 MB, are half of that;
-the noise of the floor here is about 1-2 MB. Injecting exactly that leak into
-``lie_stats.executors.run_task`` (a module-level list appended a 512 KB tensor per task)
-makes this test fail (checked by hand when it was written; the injection is not committed).
+The leak this test is sized for: a layer's four attention matrices of this model in float64
+are 4 x 128 x 128 x 8 B = 512 KB; retaining them for every checkpoint (the kind of leak a
+cache keyed by checkpoint makes) gives a slope of 512 KB/checkpoint. The slope bound,
+256 KB/checkpoint, is half of that; the growth bound is half of what that leak adds over
+the checkpoints between the two windows (``(N - 2 * WARMUP) * 512 KB / 2``).
+``test_the_criterion_fails_a_run_that_leaks`` injects exactly that leak into the workers
+(a ``sitecustomize`` that wraps ``lie_stats.executors.run_task``) and checks that the same
+criterion fails it, so this test can fail.
+
+History (why N is 96): with N = 24 the interval came from 10 block floors; on a busy CI
+machine (stop 10, 2026-11-30) it was [-156, +270] KB/checkpoint around a slope of +57, with
+a growth of -1.4 MB: not the leak above, but over the bound. Measured then, same machine,
+bounds unchanged: at N = 48, 5 runs, slopes +106 to +149 with upper bounds 186 to 262
+(the warm-up, ~100 KB/checkpoint over the first few dozen checkpoints, is most of it; one
+run over the bound); at N = 96, 6 runs, slopes +19 to +85, upper bounds 55 to 124, growth
+-0.3 to +5.2 MB (bound 22.5 MB). The injected leak is detected at every size.
 Leaks smaller than that (tens of KB a checkpoint) are the full benchmark's job
 (``python benchmarks/load.py``, 200 checkpoints); the one such leak it found in lie_stats
 (a ``distributed.Lock`` per shard written, in the driver) has its own regression test here.
@@ -30,10 +39,12 @@ import sys
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-N = 24
+N = 96
 MODEL = dict(n_layers=2, d_model=128, n_heads=4)
 WARMUP, BLOCK = 4, 2
-SLOPE_KB, GROWTH_MB = 256.0, 4.0
+LEAK_KB = 512.0  # the leak this test is sized for (see above)
+SLOPE_KB = LEAK_KB / 2
+GROWTH_MB = (N - 2 * WARMUP) * LEAK_KB / 2 / 1e3
 
 
 def _load_module():
@@ -46,7 +57,7 @@ def _load_module():
 
 load = _load_module()
 
-# ~45 s on 2 busy cores (two cluster start-ups' worth of imports, 24 checkpoints)
+# ~35 s on 2 cores for the clean run (a cluster start-up, 96 checkpoints), as much for the leaky one
 pytestmark = pytest.mark.slow
 
 
@@ -108,3 +119,42 @@ def test_the_driver_writes_shards_without_the_cluster_as_default_scheduler(loade
                         progress=False, workers=2)
     assert failed == [] and len(seen) == 4  # three shards and the cube
     assert seen == [None] * 4, seen
+
+
+_LEAKY_SITECUSTOMIZE = '''
+"""Injected by tests/faults/test_load.py: every task a worker runs retains 512 KB."""
+import numpy as _np
+import lie_stats.executors as _executors
+
+_RETAINED = []
+_run_task = _executors.run_task
+
+
+def leaky_run_task(task, options):
+    _RETAINED.append(_np.ones({n}))  # written, so resident
+    return _run_task(task, options)
+
+
+_executors.run_task = leaky_run_task
+'''
+
+
+def test_the_criterion_fails_a_run_that_leaks(loaded_run, tmp_path):
+    """The same run and criterion, with the leak the bounds are sized for injected into the
+    workers: the criterion must fail it, and find a slope near the injected one."""
+    import os
+
+    run_dir, _, _ = loaded_run
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_LEAKY_SITECUSTOMIZE.format(n=int(LEAK_KB * 1024 / 8)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(site) + os.pathsep + env.get("PYTHONPATH", "")
+    out = tmp_path / "leaky.nc"
+    run = load.run_sampled(run_dir, out, workers=2, interval=0.05, timeout=600, env=env)
+    assert run.returncode == 0, run.stderr
+    assert load.check_cube(out, N)["failed"] == []
+    tree = load.analyse(run, N, warmup=WARMUP, block=BLOCK)["tree (sum)"]
+    assert not tree.passes(slope_kb=SLOPE_KB, growth_mb=GROWTH_MB), tree
+    assert tree.ci_low_kb > SLOPE_KB, tree  # detected, not merely not excluded
+    assert tree.growth_mb > GROWTH_MB, tree
