@@ -344,7 +344,8 @@ def check_cube(out: Path, n: int) -> dict:
 
 
 def spot_check(run: Path, out: Path, work: Path, steps: tuple[int, ...]) -> list[str]:
-    """Re-extract ``steps`` in-process (same init: step 0) and compare bitwise to the cube.
+    """Re-extract ``steps`` in-process (same init: step 0, one torch thread like the workers)
+    and compare bitwise to the cube.
 
     Returns the names of the variables that differ (empty when all are bitwise equal).
     """
@@ -357,7 +358,16 @@ def spot_check(run: Path, out: Path, work: Path, steps: tuple[int, ...]) -> list
     sub.mkdir(parents=True)
     for s in sorted({0, *steps}):
         (sub / f"step_{s}").symlink_to((run / f"step_{s}").resolve())
-    ref, _ = extract([str(sub)], sub.parent / "spot.nc", progress=False)
+    import torch
+
+    # The workers run one thread each (executors.WORKER_ENV); a different thread count sums
+    # in a different order, and bitwise equality holds only for the same one.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ref, _ = extract([str(sub)], sub.parent / "spot.nc", progress=False)
+    finally:
+        torch.set_num_threads(threads)
     cube = open_cube(out).sel({schema.STEP: sorted({0, *steps})})
     bad = []
     for name in ref.data_vars:

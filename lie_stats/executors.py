@@ -60,11 +60,28 @@ CONNECT_TIMEOUT_S: float = 30.0
 #: results; N single-threaded processes instead of N x cores threads).
 WORKER_ENV: dict[str, str] = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
-#: Dask configuration of the local cluster. Its statistical profiler is off: it samples each
-#: worker's stack every 10 ms and keeps ~1000 s of call trees that nothing here reads (there
-#: is no dashboard), which grew each worker's memory by ~0.4 MB per checkpoint (at ~1 s a
-#: checkpoint) in the load test (benchmarks/load_results.md) until that history filled.
-LOCAL_CLUSTER_CONFIG: dict[str, object] = {"distributed.worker.profile.enabled": False}
+#: Dask configuration of the local cluster: no history that nothing here reads (there is no
+#: dashboard). Each of these grew memory for hundreds of checkpoints until its bound filled,
+#: which a long run cannot tell from a leak (benchmarks/load_results.md):
+#:
+#: - the statistical profiler (off): samples each worker's stack every 10 ms and keeps
+#:   ~1000 s of call trees, ~0.4 MB per checkpoint per worker (at ~1 s a checkpoint);
+#: - the developers' logs (``low-level-log-length``, 1000 entries by default, 100 here): each
+#:   worker's transition and stimulus logs (a stimulus holds the pickled task, ~1 KB), its
+#:   transfer logs, the scheduler's transition log. At ~10 entries a task they filled only
+#:   after ~100-200 checkpoints per worker; 100 keeps the story of the last ~10 tasks
+#:   (``Client.story``) for debugging;
+#: - the system monitor's samples (``log-length``, 7200 = one hour at 500 ms, 120 = one
+#:   minute here), in the scheduler and every worker; the heartbeats read only the latest.
+#:
+#: Measured with tracemalloc (2 workers, 250 checkpoints, snapshots at 30/90/150/240):
+#: with Dask's defaults these were the growing Python allocations, 8-11 KB per checkpoint in
+#: the driver and 35-60 KB in each worker in the first two windows.
+LOCAL_CLUSTER_CONFIG: dict[str, object] = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.low-level-log-length": 100,
+    "distributed.admin.system-monitor.log-length": 120,
+}
 
 
 @dataclass(frozen=True)
@@ -168,20 +185,29 @@ def run_tasks(
     yield from _run_dask(tasks, options, workers=workers, scheduler=scheduler)
 
 
-def _run_dask(tasks: Sequence[Any], options: Any, *, workers: int, scheduler: str | None) -> Iterator[Outcome]:
+def local_cluster(workers: int) -> Any:
+    """The ``--workers N`` pool: a Dask ``LocalCluster`` of ``workers`` single-threaded worker
+    processes with :data:`WORKER_ENV` and :data:`LOCAL_CLUSTER_CONFIG`, no dashboard."""
     import dask
-    from distributed import Client, KilledWorker, LocalCluster, as_completed
+    from distributed import LocalCluster
+
+    # The scheduler (in this process) reads the config when it starts; the nannies pass it
+    # on to the worker processes they spawn.
+    with dask.config.set(LOCAL_CLUSTER_CONFIG):
+        return LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, env=dict(WORKER_ENV),
+            dashboard_address=None, silence_logs=logging.WARNING,
+        )
+
+
+def _run_dask(tasks: Sequence[Any], options: Any, *, workers: int, scheduler: str | None) -> Iterator[Outcome]:
+    from distributed import Client, KilledWorker, as_completed
 
     cluster = None
     client = None
     try:
         if scheduler is None:
-            # The nannies pass this config on to the worker processes they spawn.
-            with dask.config.set(LOCAL_CLUSTER_CONFIG):
-                cluster = LocalCluster(
-                    n_workers=workers, threads_per_worker=1, processes=True, env=dict(WORKER_ENV),
-                    dashboard_address=None, silence_logs=logging.WARNING,
-                )
+            cluster = local_cluster(workers)
             client = Client(cluster, set_as_default=False)
         else:
             try:

@@ -216,3 +216,34 @@ def test_a_worker_killed_mid_task_loses_nothing_on_a_scheduler(neox_run, in_proc
     assert killed["pid"] not in new_pids  # that worker process really died (and was replaced)
     assert failed == []
     _assert_identical(in_process[1], cube)
+
+
+@pytest.mark.slow
+def test_the_local_pool_keeps_no_long_diagnostic_history():
+    """``--workers N``'s cluster (``executors.local_cluster``): the config that bounds Dask's
+    diagnostic histories (LOCAL_CLUSTER_CONFIG) reaches the scheduler in this process and the
+    spawned worker processes, where the deques it sizes are built (their defaults, 1000
+    transitions and 7200 monitor samples, grew memory for hundreds of checkpoints)."""
+    from distributed import Client
+
+    from lie_stats.executors import LOCAL_CLUSTER_CONFIG, local_cluster
+
+    low = LOCAL_CLUSTER_CONFIG["distributed.admin.low-level-log-length"]
+    samples = LOCAL_CLUSTER_CONFIG["distributed.admin.system-monitor.log-length"]
+    assert low < 1000 and samples < 7200  # smaller than Dask's defaults
+
+    def on_worker(dask_worker):
+        return (dask_worker.state.log.maxlen, dask_worker.state.stimulus_log.maxlen,
+                dask_worker.transfer_outgoing_log.maxlen, dask_worker.monitor.maxlen,
+                dask_worker.profile_history.maxlen, len(dask_worker.profile_recent["children"]))
+
+    def on_scheduler(dask_scheduler):
+        return dask_scheduler.transition_log.maxlen, dask_scheduler.monitor.maxlen
+
+    with local_cluster(2) as cluster, Client(cluster, set_as_default=False) as client:
+        per_worker = client.run(on_worker)
+        scheduler = client.run_on_scheduler(on_scheduler)
+    assert len(per_worker) == 2
+    for values in per_worker.values():
+        assert values == (low, low, low, samples, low, 0), values
+    assert scheduler == (low, samples)
