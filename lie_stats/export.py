@@ -433,7 +433,6 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
                  "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                  "exports": entries}
         _write_text(outdir / INDEX_FILE, json.dumps(index, indent=2, sort_keys=True, allow_nan=False) + "\n")
-        os.chmod(outdir / INDEX_FILE, 0o644)
         keep = {e["file"] for e in entries if e["file"]}
         for name in sorted(old - keep):
             if Path(name).name == name:  # only plain names of the folder

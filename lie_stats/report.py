@@ -638,11 +638,15 @@ def _relative(path: str, base: Path) -> str:
 
 
 def _write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temp file, rename), readable by all (0644): a
+    report, an export index and the pinned verdicts are meant to be shared, and mkstemp
+    makes its file private."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

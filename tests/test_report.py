@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 
 import numpy as np
@@ -145,6 +146,19 @@ def test_reports_do_not_depend_on_input_order(results, tmp_path):
     report.write_reports(shuffled, b, figures=False)
     for name in ("results.json", "report.md", "report.html"):
         assert (a / name).read_text() == (b / name).read_text()
+
+
+def test_reports_are_readable_by_all_whatever_the_umask(results, tmp_path):
+    """The reports are written atomically through a private temp file; the files themselves
+    are meant to be shared (served, mailed), so they end 0644 even under a private umask."""
+    umask = os.umask(0o077)
+    try:
+        report.write_reports(results, tmp_path, figures=False)
+    finally:
+        os.umask(umask)
+    for name in ("results.json", "report.md", "report.html"):
+        assert oct((tmp_path / name).stat().st_mode & 0o777) == "0o644", name
+    assert not list(tmp_path.glob(".*.tmp"))
 
 
 def test_declaration_flag_and_outcome_reach_the_report(results, tmp_path):
