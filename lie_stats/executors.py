@@ -77,10 +77,20 @@ WORKER_ENV: dict[str, str] = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "O
 #: Measured with tracemalloc (2 workers, 250 checkpoints, snapshots at 30/90/150/240):
 #: with Dask's defaults these were the growing Python allocations, 8-11 KB per checkpoint in
 #: the driver and 35-60 KB in each worker in the first two windows.
+#:
+#: The nanny's environment before a worker starts is :data:`WORKER_ENV` alone, without Dask's
+#: default ``MALLOC_TRIM_THRESHOLD_=65536``: setting that variable freezes glibc's dynamic mmap
+#: threshold, so every multi-megabyte temporary of the null is mmap'd and unmapped afresh, with
+#: its page faults: +45 % CPU per checkpoint in a worker against the same extraction in-process
+#: (benchmarks/scaling_results.md), sys time 111 s against 12.7 s in the 400-checkpoint load
+#: test. Workers now allocate as the in-process path does (and as any Python process does:
+#: the heap keeps what it freed for reuse, ~25-35 MB more RSS a worker after it settles).
+#: A ``MALLOC_TRIM_THRESHOLD_`` in the environment of ``lie-stats`` itself is inherited.
 LOCAL_CLUSTER_CONFIG: dict[str, object] = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.low-level-log-length": 100,
     "distributed.admin.system-monitor.log-length": 120,
+    "distributed.nanny.pre-spawn-environ": dict(WORKER_ENV),
 }
 
 

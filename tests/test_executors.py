@@ -219,14 +219,14 @@ def test_a_worker_killed_mid_task_loses_nothing_on_a_scheduler(neox_run, in_proc
 
 
 @pytest.mark.slow
-def test_the_local_pool_keeps_no_long_diagnostic_history():
+def test_the_local_pool_keeps_no_long_diagnostic_history(monkeypatch):
     """``--workers N``'s cluster (``executors.local_cluster``): the config that bounds Dask's
     diagnostic histories (LOCAL_CLUSTER_CONFIG) reaches the scheduler in this process and the
     spawned worker processes, where the deques it sizes are built (their defaults, 1000
     transitions and 7200 monitor samples, grew memory for hundreds of checkpoints)."""
     from distributed import Client
 
-    from lie_stats.executors import LOCAL_CLUSTER_CONFIG, local_cluster
+    from lie_stats.executors import LOCAL_CLUSTER_CONFIG, WORKER_ENV, local_cluster
 
     low = LOCAL_CLUSTER_CONFIG["distributed.admin.low-level-log-length"]
     samples = LOCAL_CLUSTER_CONFIG["distributed.admin.system-monitor.log-length"]
@@ -240,10 +240,32 @@ def test_the_local_pool_keeps_no_long_diagnostic_history():
     def on_scheduler(dask_scheduler):
         return dask_scheduler.transition_log.maxlen, dask_scheduler.monitor.maxlen
 
+    # A Dask cluster made with its defaults earlier in this process (other tests) leaves
+    # MALLOC_TRIM_THRESHOLD_ in os.environ (the nanny sets it there before spawning).
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
     with local_cluster(2) as cluster, Client(cluster, set_as_default=False) as client:
         per_worker = client.run(on_worker)
         scheduler = client.run_on_scheduler(on_scheduler)
+        environ = client.run(lambda: {k: os.environ.get(k) for k in ("MALLOC_TRIM_THRESHOLD_", *WORKER_ENV)})
     assert len(per_worker) == 2
     for values in per_worker.values():
         assert values == (low, low, low, samples, low, 0), values
     assert scheduler == (low, samples)
+    # glibc's dynamic mmap threshold stays on in the workers (Dask's trim setting froze it:
+    # +45 % CPU a checkpoint); one BLAS/OpenMP thread each
+    for env in environ.values():
+        assert env == {"MALLOC_TRIM_THRESHOLD_": None, **WORKER_ENV}, env
+
+
+@pytest.mark.slow
+def test_the_local_pool_inherits_a_malloc_setting_of_the_caller(monkeypatch):
+    """Who sets MALLOC_TRIM_THRESHOLD_ for ``lie-stats`` gets it in the workers too (the
+    CI-sized load test relies on this to make RSS track live memory)."""
+    from distributed import Client
+
+    from lie_stats.executors import local_cluster
+
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "131072")
+    with local_cluster(1) as cluster, Client(cluster, set_as_default=False) as client:
+        environ = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+    assert list(environ.values()) == ["131072"]
