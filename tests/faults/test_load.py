@@ -22,7 +22,7 @@ Allocator: both runs set ``MALLOC_TRIM_THRESHOLD_=65536`` for ``lie-stats`` (the
 inherit it), so that glibc returns freed memory and RSS tracks live memory. The workers of
 ``--workers N`` run without it (executors.LOCAL_CLUSTER_CONFIG: it cost +45 % CPU), and then
 each worker's heap settles over the first ~100 checkpoints by tens of MB, up and down
-(benchmarks/load_history.md, run 4), which at this size would hide or fake a leak: measured
+(benchmarks/load_results.md, run 4; load_history.md, run 3b), which at this size would hide or fake a leak: measured
 (2026-11-30, 96 checkpoints) with the trim setting, 3 runs, upper bounds 66 to 102 and growth
 -1.1 to +1.3 MB; without it, 2 runs, upper bounds 98 and 223 and growth +2.5 and +22.7 MB
 (over the 22.5 MB bound, with no leak). A leak of
@@ -35,9 +35,10 @@ a growth of -1.4 MB: not the leak above, but over the bound. Measured then, same
 bounds unchanged: at N = 48, 5 runs, slopes +106 to +149 with upper bounds 186 to 262
 (the warm-up, ~100 KB/checkpoint over the first few dozen checkpoints, is most of it; one
 run over the bound); at N = 96, 6 runs, slopes +19 to +85, upper bounds 55 to 124, growth
--0.3 to +5.2 MB (bound 22.5 MB). The injected leak is detected at every size.
+-0.3 to +5.2 MB (bound 22.5 MB). The injected leak was detected at 24 (by hand), 48 and 96
+checkpoints (at 96: slopes +535 and +549, lower bounds 501 and 507).
 Leaks smaller than that (tens of KB a checkpoint) are the full benchmark's job
-(``python benchmarks/load.py``, 200 checkpoints); the one such leak it found in lie_stats
+(``python benchmarks/load.py --checkpoints 400 --criterion confirm``); the one such leak it found in lie_stats
 (a ``distributed.Lock`` per shard written, in the driver) has its own regression test here.
 """
 
