@@ -269,3 +269,32 @@ def test_the_local_pool_inherits_a_malloc_setting_of_the_caller(monkeypatch):
     with local_cluster(1) as cluster, Client(cluster, set_as_default=False) as client:
         environ = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
     assert list(environ.values()) == ["131072"]
+
+
+@pytest.mark.gpu
+def test_cuda_cube_agrees_with_the_cpu_cube_and_cuda_workers_are_bitwise_in_process(neox_run, in_process, tmp_path):
+    """The whole extraction with ``device="cuda"``: every variable within the ``gpu``
+    tolerances of the CPU cube (tests/test_metrics.py::test_cuda_equals_cpu), the device is
+    recorded in provenance, and a 2-worker Dask run on CUDA is bitwise the in-process CUDA
+    run (same device, same kernels)."""
+    import dataclasses
+    import json
+
+    import torch
+
+    from lie_stats import schema
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    options = dataclasses.replace(OPTIONS, device="cuda")
+    gpu, failed = extract([str(neox_run)], tmp_path / "g.nc", options=options, progress=False)
+    assert failed == []
+    cpu = in_process[1]
+    for name in cpu.data_vars:
+        np.testing.assert_allclose(gpu[name].values, cpu[name].values, rtol=1e-7, atol=1e-9,
+                                   equal_nan=True, err_msg=name)
+    devices = {p["device"] for p in json.loads(gpu.attrs[schema.ATTR_PROVENANCE])}
+    assert devices == {"cuda"} or all(d.startswith("cuda") for d in devices), devices
+    dask_gpu, failed = extract([str(neox_run)], tmp_path / "gd.nc", options=options, progress=False, workers=2)
+    assert failed == []
+    _assert_identical(gpu, dask_gpu)
