@@ -134,20 +134,18 @@ def write_md(r: dict, path: Path) -> None:
         c, g, g1 = row.get("cpu"), row["cuda"], row["cuda_first"]
         agree = row.get("agreement", {})
         worst = max(agree.items(), key=lambda kv: kv[1]["max_rel"], default=None)
-        lines.append(
-            f"| {shape} | {c['wall_s']:.1f} | " if c else f"| {shape} | - | "
-        )
-        lines[-1] += (
-            f"{g['wall_s']:.2f} ({g1['wall_s']:.2f}) | {row['speedup']:.1f}x | " if c else
-            f"{g['wall_s']:.2f} ({g1['wall_s']:.2f}) | - | "
-        )
-        peak = f"{g['peak_gpu_gib']:.2f}" if g.get("peak_gpu_gib") is not None else "-"
-        lines[-1] += (
-            f"{g.get('read_s', float('nan')):.2f} / {g.get('compute_s', float('nan')):.2f} | {peak} | "
-            f"{row['cuda_repeat_bitwise']} | "
-            + (f"{sum(v['within_tolerance'] for v in agree.values())} of {len(agree)} | "
-               f"{worst[0]}: {worst[1]['max_rel']:.1e} |" if agree else "- | - |")
-        )
+        cells = [
+            shape,
+            f"{c['wall_s']:.1f}" if c else "-",
+            f"{g['wall_s']:.2f} ({g1['wall_s']:.2f})",
+            f"{row['speedup']:.1f}x" if c else "-",
+            f"{g['read_s']:.2f} / {g['compute_s']:.2f}",
+            f"{g['peak_gpu_gib']:.2f}" if g["peak_gpu_gib"] is not None else "-",
+            str(row["cuda_repeat_bitwise"]),
+            f"{sum(v['within_tolerance'] for v in agree.values())} of {len(agree)}" if agree else "-",
+            f"{worst[0]}: {worst[1]['max_rel']:.1e}" if worst else "-",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
     path.write_text("\n".join(lines) + "\n")
 
 
