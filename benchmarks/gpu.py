@@ -40,6 +40,7 @@ RTOL, ATOL = 1e-7, 1e-9
 def _extract(ckpt: Path, out: Path, device: str):
     import torch
 
+    from lie_stats import schema
     from lie_stats.extract import ExtractOptions, extract
 
     if out.exists():
@@ -55,8 +56,6 @@ def _extract(ckpt: Path, out: Path, device: str):
     if failed:
         raise SystemExit(f"{ckpt}: extraction failed on {device}: {failed}")
     peak = torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else None
-    from lie_stats import schema
-
     timing = json.loads(cube.attrs[schema.ATTR_PROVENANCE])[0]["timing"]
     return cube, dict(wall_s=wall, peak_gpu_gib=peak, **timing)
 

@@ -36,7 +36,7 @@ What it does
     python benchmarks/load.py [--checkpoints 200] [--workers 2] [--work DIR] [--criterion first|confirm]
 
 Writes ``benchmarks/load_results.md`` (machine, command, figures) and
-``benchmarks/load_memory.png``. ``tests/faults/test_load.py`` runs the same code on 24
+``benchmarks/load_memory.png``. ``tests/faults/test_load.py`` runs the same code on 96
 checkpoints.
 """
 

@@ -62,7 +62,7 @@ WORKER_ENV: dict[str, str] = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "O
 
 #: Dask configuration of the local cluster: no history that nothing here reads (there is no
 #: dashboard). Each of these grew memory for hundreds of checkpoints until its bound filled,
-#: which a long run cannot tell from a leak (benchmarks/load_results.md):
+#: which a long run cannot tell from a leak (benchmarks/README.md, load_history.md):
 #:
 #: - the statistical profiler (off): samples each worker's stack every 10 ms and keeps
 #:   ~1000 s of call trees, ~0.4 MB per checkpoint per worker (at ~1 s a checkpoint);

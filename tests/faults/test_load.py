@@ -45,6 +45,7 @@ Leaks smaller than that (tens of KB a checkpoint) are the full benchmark's job
 from __future__ import annotations
 
 import importlib.util
+import os
 import pathlib
 import sys
 
@@ -74,8 +75,6 @@ pytestmark = pytest.mark.slow
 
 
 def _measuring_env(**extra: str) -> dict[str, str]:
-    import os
-
     return {**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536", **extra}
 
 
@@ -160,8 +159,6 @@ _executors.run_task = leaky_run_task
 def test_the_criterion_fails_a_run_that_leaks(loaded_run, tmp_path):
     """The same run and criterion, with the leak the bounds are sized for injected into the
     workers: the criterion must fail it, and find a slope near the injected one."""
-    import os
-
     run_dir, _, _ = loaded_run
     site = tmp_path / "site"
     site.mkdir()
