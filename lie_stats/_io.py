@@ -1,0 +1,210 @@
+"""Files, hashes and devices: the one home of the small mechanics every layer shares.
+
+Atomic writes (a temporary file in the target's folder, fsync, rename: a failure leaves any
+earlier file as it was), file and text hashes, canonical JSON (the form hashed for
+pre-registration and written into NetCDF attributes), the CF global attributes of every
+NetCDF file lie_stats writes, and the resolution of a ``--device`` word to a torch device.
+
+This module sits at the bottom of the data flow: it imports only the standard library,
+numpy, :mod:`lie_stats.schema` and :mod:`lie_stats.errors` (torch lazily, in
+:func:`resolve_device`), so that any module may use it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import schema
+from ._version import __version__
+from .errors import LieStatsError
+
+__all__ = [
+    "SHARED_MODE",
+    "atomic_write",
+    "write_text_atomic",
+    "file_sha256",
+    "text_sha256",
+    "canonical_json",
+    "canonical_hash",
+    "utc_now",
+    "cf_global_attrs",
+    "resolve_device",
+]
+
+#: Permissions of what lie_stats writes for others to read (cubes, reports, indexes, pins);
+#: ``mkstemp`` alone would make the file private (0600).
+SHARED_MODE = 0o644
+
+_BLOCK = 1 << 20
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any], *,
+                 mode: int = SHARED_MODE, fsync: bool = True, mkdir: bool = True) -> Path:
+    """Write ``path`` atomically: ``write(tmp)`` fills a temporary file beside it, which is
+    fsynced, given ``mode`` and renamed onto ``path``.
+
+    On any exception (disk full, interrupt) the temporary file is removed and whatever was
+    at ``path`` before is left unchanged; the exception propagates.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> atomic_write(d / "a.txt", lambda tmp: tmp.write_text("hi")).read_text()
+    'hi'
+    >>> sorted(p.name for p in d.iterdir())
+    ['a.txt']
+    """
+    path = Path(path)
+    if mkdir:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        write(tmp)
+        if fsync:
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, *, mode: int = SHARED_MODE,
+                      fsync: bool = False) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically, readable by all (0644 by default).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = write_text_atomic(pathlib.Path(tempfile.mkdtemp()) / "r" / "x.json", "{}\\n")
+    >>> p.read_text(), oct(p.stat().st_mode & 0o777)
+    ('{}\\n', '0o644')
+    """
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"),
+                        mode=mode, fsync=fsync)
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "f"
+    >>> _ = p.write_bytes(b"abc")
+    >>> file_sha256(p)[:16]
+    'ba7816bf8f01cfea'
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(_BLOCK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def text_sha256(text: str) -> str:
+    """Hex sha256 of ``text`` encoded as UTF-8.
+
+    >>> text_sha256("abc")[:16]
+    'ba7816bf8f01cfea'
+    """
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical JSON text of ``value``: sorted keys, no spaces, ASCII only, no NaN.
+
+    This is the form that is hashed for pre-registration (:func:`canonical_hash`): two
+    declarations hash alike exactly when their canonical texts are equal.
+
+    >>> canonical_json({"b": 1, "a": [1.5, "é"]})
+    '{"a":[1.5,"\\\\u00e9"],"b":1}'
+    """
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      allow_nan=False)
+
+
+def canonical_hash(value: Any) -> str:
+    """Hex sha256 of :func:`canonical_json` of ``value``.
+
+    >>> canonical_hash({"a": 1}) == canonical_hash({"a": 1}), canonical_hash({"a": 1}) == canonical_hash({"a": 2})
+    (True, False)
+    """
+    return hashlib.sha256(canonical_json(value).encode("ascii")).hexdigest()
+
+
+def utc_now() -> str:
+    """The current UTC time in ISO 8601, to the second (the ``created`` attribute)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def cf_global_attrs(provenance: Any, failed: Any = (), *, metrics_version: int | None = None,
+                    created: str | None = None) -> dict[str, Any]:
+    """The global attributes every cube-like NetCDF file of lie_stats carries.
+
+    ``Conventions`` (CF-1.10), ``metrics_version``, ``lie_stats_version``, ``created`` and the
+    provenance and failed-checkpoint lists as JSON strings (sorted keys).
+
+    >>> attrs = cf_global_attrs([{"model": "m", "step": 0}], created="2026-01-01T00:00:00+00:00")
+    >>> attrs["Conventions"], attrs["provenance"], attrs["failed_checkpoints"]
+    ('CF-1.10', '[{"model": "m", "step": 0}]', '[]')
+    """
+    version = schema.METRICS_VERSION if metrics_version is None else metrics_version
+    return {
+        schema.ATTR_CONVENTIONS: "CF-1.10",
+        schema.ATTR_METRICS_VERSION: np.int64(version),
+        schema.ATTR_LIB_VERSION: __version__,
+        schema.ATTR_CREATED: created if created is not None else utc_now(),
+        schema.ATTR_PROVENANCE: json.dumps(provenance, sort_keys=True),
+        schema.ATTR_FAILED: json.dumps(list(failed), sort_keys=True),
+    }
+
+
+def resolve_device(device: Any, *, error: type[Exception] = LieStatsError) -> Any:
+    """A ``--device`` word (``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``) or a
+    ``torch.device`` -> a checked ``torch.device``.
+
+    ``"auto"`` is CUDA when torch sees a CUDA device, else the CPU. A CUDA device asked for
+    on a machine without one, or any other device type, raises ``error`` (a
+    :class:`~lie_stats.errors.LieStatsError` unless the caller names its own class).
+
+    Examples
+    --------
+    >>> resolve_device("cpu")
+    device(type='cpu')
+    >>> resolve_device("tpu")
+    Traceback (most recent call last):
+    ...
+    lie_stats.errors.LieStatsError: Unsupported device 'tpu': expected 'auto', 'cpu' or 'cuda'.
+    """
+    import torch
+
+    if isinstance(device, torch.device):
+        dev = device
+    elif device == "auto":
+        dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    else:
+        try:
+            dev = torch.device(device)
+        except (RuntimeError, TypeError) as e:
+            raise error(f"Unsupported device {device!r}: expected 'auto', 'cpu' or 'cuda'.") from e
+    if dev.type not in ("cpu", "cuda"):
+        raise error(f"Unsupported device {device!r}: expected 'auto', 'cpu' or 'cuda'.")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise error(f"Device {device!r} asked for, but torch sees no CUDA device; "
+                    f"use 'auto' or 'cpu'.")
+    return dev
