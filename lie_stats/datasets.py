@@ -36,6 +36,7 @@ __all__ = [
     "list_datasets",
     "find_dataset",
     "load_dataset",
+    "card_cubes",
 ]
 
 #: File name of a dataset card inside ``datasets/<name>/``.
@@ -267,6 +268,25 @@ def load_dataset(name: str, root: str | Path = "datasets") -> "xr.Dataset":
             + (f" (needs {card.needs})" if card.needs else "")
         )
     return _open_cubes(card.cubes)
+
+
+_CUBE_CACHE: dict[tuple, "xr.Dataset"] = {}
+
+
+def card_cubes(card: DatasetCard) -> "xr.Dataset":
+    """The cube of a present dataset card, opened once per process and reused.
+
+    The cache is keyed by each cube file's path, mtime and size, so a rebuilt file is
+    reopened; it holds at most nine cubes. :func:`lie_stats.spec.evaluate` and
+    :mod:`lie_stats.export` read the same object, so an export holds exactly the values
+    its result was computed from.
+    """
+    key = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in card.cubes)
+    if key not in _CUBE_CACHE:
+        if len(_CUBE_CACHE) > 8:
+            _CUBE_CACHE.clear()
+        _CUBE_CACHE[key] = _open_cubes(card.cubes)
+    return _CUBE_CACHE[key]
 
 
 def _open_cubes(paths: Sequence[Path]) -> "xr.Dataset":

@@ -455,10 +455,9 @@ def _cube_for(dataset: str, cubes: Mapping[str, Any], datasets_dir: Any) -> Any:
     if datasets_dir is None:
         raise LieStatsError(f"export of dataset {dataset!r}: its cube is needed for provenance; "
                             f"pass cubes={{{dataset!r}: cube}} or datasets_dir.")
-    from .datasets import find_dataset
-    from .spec import _load  # the evaluation's own cache: the very cube the result came from
+    from .datasets import card_cubes, find_dataset  # the evaluation's own cache: the very cube the result came from
 
-    return _load(find_dataset(dataset, datasets_dir))
+    return card_cubes(find_dataset(dataset, datasets_dir))
 
 
 # ----------------------------------------------------------------------------- the CLI's path

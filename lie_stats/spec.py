@@ -1672,20 +1672,6 @@ def evaluate_cube(spec: HypothesisSpec, cube: Any, *, dataset: str = "<cube>") -
     return main
 
 
-_CUBE_CACHE: dict[tuple, Any] = {}
-
-
-def _load(card: Any) -> Any:
-    from .datasets import _open_cubes
-
-    key = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in card.cubes)
-    if key not in _CUBE_CACHE:
-        if len(_CUBE_CACHE) > 8:
-            _CUBE_CACHE.clear()
-        _CUBE_CACHE[key] = _open_cubes(card.cubes)
-    return _CUBE_CACHE[key]
-
-
 def evaluate(spec: HypothesisSpec, datasets_dir: str | Path = "datasets", *,
              datasets: Sequence[str] | None = None) -> list[Result]:
     """Evaluate a spec on each of its datasets (one :class:`Result` per dataset).
@@ -1720,7 +1706,7 @@ def evaluate(spec: HypothesisSpec, datasets_dir: str | Path = "datasets", *,
     >>> r.verdict, r.build
     ('skipped', 'make toy')
     """
-    from .datasets import find_dataset
+    from .datasets import card_cubes, find_dataset
 
     check_datasets(spec, datasets_dir)
     names = list(spec.datasets if datasets is None else datasets)
@@ -1737,7 +1723,7 @@ def evaluate(spec: HypothesisSpec, datasets_dir: str | Path = "datasets", *,
             res.build = card.build
             out.append(res)
             continue
-        res = evaluate_cube(spec, _load(card), dataset=name)
+        res = evaluate_cube(spec, card_cubes(card), dataset=name)
         if res.verdict == "skipped":
             res.build = card.build
         out.append(res)
