@@ -1,6 +1,6 @@
 """The ``lie-stats`` command line (DESIGN.md, CLI): a thin shell over the library.
 
-Verbs: ``extract``, ``info``, ``run``, ``export``, ``datasets``. Exit status: 0 success; 1 a failed
+Verbs: ``extract``, ``info``, ``run``, ``export``, ``datasets``, ``kinds``. Exit status: 0 success; 1 a failed
 hypothesis (as pytest); 2 usage or input error; 3 some checkpoints failed to extract (the
 others are in the cube); 130 interrupted.
 """
@@ -83,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("datasets", help="each dataset card with its state")
     d.add_argument("--datasets", default="datasets", metavar="DIR", help="Default: datasets")
+
+    k = sub.add_parser("kinds", help="the registry of test kinds: roles, parameters, directions, "
+                       "decision rule")
+    k.add_argument("names", nargs="*", metavar="KIND", help="only these kinds. Default: all")
     return p
 
 
@@ -185,8 +189,17 @@ def _cmd_datasets(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_kinds(args: argparse.Namespace) -> int:
+    from .spec import test_kinds
+    from .spec.registry import describe_kind, get_kind
+
+    kinds = [get_kind(n) for n in args.names] if args.names else list(test_kinds().values())
+    print("\n\n".join(describe_kind(k) for k in kinds))
+    return EXIT_OK
+
+
 _COMMANDS = {"extract": _cmd_extract, "info": _cmd_info, "run": _cmd_run, "export": _cmd_export,
-             "datasets": _cmd_datasets}
+             "datasets": _cmd_datasets, "kinds": _cmd_kinds}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -204,9 +204,8 @@ def results_records(results: Sequence[Any]) -> list[dict[str, Any]]:
     ], dtype=float)
     holm = bh = np.full(len(records), np.nan)
     if np.isfinite(p).any():
-        from .spec import _stats
+        from .stats import adjust_pvalues
 
-        adjust_pvalues = _stats().adjust_pvalues
         holm = np.asarray(adjust_pvalues(p, method="holm"), dtype=float)
         bh = np.asarray(adjust_pvalues(p, method="bh"), dtype=float)
     for r, h, b in zip(records, holm, bh):
@@ -409,10 +408,10 @@ def _original_interval(record: Mapping[str, Any], ref: tuple[str, float]) -> dic
         return {}
     from scipy.stats import norm
 
-    from .spec import _stats
+    from .stats import fisher_z_se
 
     try:
-        se = _stats().fisher_z_se(n, params.get("method", "pearson"))
+        se = fisher_z_se(n, params.get("method", "pearson"))
     except Exception:  # noqa: BLE001 - an interval we cannot draw is left out
         return {}
     z = float(norm.ppf(0.5 + float(params.get("ci", 0.95)) / 2))

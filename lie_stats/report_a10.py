@@ -71,7 +71,7 @@ def agreement_rows(results: Sequence[Any]) -> list[dict[str, Any]]:
     >>> row["target"], row["fixed:64"], row["fixed:64 effect"]
     ('A3', 'supported', 4.0)
     """
-    from .spec import AGREE_VERDICT, _compression_tag as _tag
+    from .spec import AGREE_VERDICT, compression_tag as _tag
 
     rows = []
     for r in results:

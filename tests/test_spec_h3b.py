@@ -174,16 +174,15 @@ def test_workers_vs_mixed_defined_without_anchors(no_anchors):
 
 
 # ------------------------------------------------------------------ declaration errors
-def test_auc_needs_null_value_half(planted):
-    bad = spec("class_auc", {"x": Select("head_contribution", step="first"),
-                             "label": Select("head_label", step="last")}, Prediction("positive"))
-    with pytest.raises(SpecError, match="0.5"):
-        evaluate_cube(bad, planted)
+def test_auc_needs_null_value_half_at_declaration():
+    with pytest.raises(SpecError, match=r"field 'prediction.value'.*0\.5"):
+        spec("class_auc", {"x": Select("head_contribution", step="first"),
+                           "label": Select("head_label", step="last")}, Prediction("positive"))
 
 
-def test_threshold_units_typo(planted):
-    with pytest.raises(SpecError, match="random_sd"):
-        evaluate_cube(b9(threshold_units="random_SD"), planted)
+def test_threshold_units_typo_at_declaration():
+    with pytest.raises(SpecError, match=r"params\['threshold_units'\].*random_sd"):
+        b9(threshold_units="random_SD")
 
 
 def test_stabilization_needs_all_steps(planted):

@@ -178,6 +178,19 @@ def test_agreement_uses_the_units_every_compression_has(synth):
     assert res.extra[f"{C.P_VALUE}_none"] == pytest.approx(only_m0.p_value)
 
 
+def test_agreement_takes_a_target_of_any_registered_kind(synth):
+    # tost_paired's roles (a, b) were unknown to compression_agreement when its role list was
+    # computed at import, before the later kinds registered; roles are now read when needed
+    target = _tost("abelian_fraction", "none", "none")
+    agree = compression_agreement(target, id="A-tost", claim="same", source="s",
+                                  compressions=("none", "adaptive"))
+    assert sorted(agree.selection) == ["a__c0", "a__c1", "b__c0", "b__c1"]
+    res = evaluate_cube(agree, synth)
+    # b - a is 0 under either compression: both verdicts are the TOST's "supported"
+    assert res.extra[f"{AGREE_VERDICT}_none"] == res.extra[f"{AGREE_VERDICT}_adaptive"] == 1.0
+    assert res.verdict == "supported", res.reason
+
+
 def test_agreement_declaration_tracks_the_target_and_sweeps_its_choices():
     t = _enrichment_target()
     t2 = _spec(**{**{k: getattr(t, k) for k in ("id", "test", "selection", "choices")},

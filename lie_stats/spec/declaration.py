@@ -1,0 +1,275 @@
+"""Declarations: :class:`HypothesisSpec` (a pre-registered hypothesis) and
+:class:`OutOfScope` (a claim recorded as not testable here).
+
+A hypothesis module (``hypotheses/<id>_<short_name>.py``) holds one or more module-level
+:class:`HypothesisSpec` objects; it is a declaration, not a script::
+
+    from lie_stats.spec import HypothesisSpec, Prediction, Select
+
+    CONTRIBUTION = HypothesisSpec(
+        id="X5",
+        claim="Initial head contribution predicts how much a head changes during training",
+        source="On the Geometry of Anchors",
+        datasets=("pico_pythia",),
+        selection={"x": Select("head_contribution", step="first"),
+                   "y": Select("change_from_init", step="last")},
+        test="replication",
+        params={"method": "spearman", "n_perm": 9999, "seed": 0},
+        prediction=Prediction("negative"),
+        reference={"rho": -0.274, "p": 0.007, "n": 96},
+        gate="pinned",
+    )
+
+A spec is validated when it is built (:mod:`lie_stats.spec.validation`). Its
+pre-registration hash (:meth:`HypothesisSpec.spec_hash`) covers everything that decides a
+verdict; its analysis choices (:meth:`HypothesisSpec.choice_grid`) are the specification
+curve.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import schema
+from .._io import canonical_hash
+from .parts import (
+    SELECT_DIMS,
+    SWEEP_SELECT,
+    Prediction,
+    Select,
+    as_tuple,
+    caller_module,
+    jsonable,
+    replace,
+    spec_error,
+)
+from .registry import TestKind, get_kind
+from .results import NO_DATASET, Result
+from .validation import validate
+
+__all__ = ["HypothesisSpec", "OutOfScope", "Select", "Prediction"]
+
+
+@dataclass(frozen=True)
+class HypothesisSpec:
+    """A pre-registered hypothesis: claim, data, selection, test, prediction, gate.
+
+    Parameters
+    ----------
+    id : str
+        The claim's id (``"X5"``); with a suffix for variants (``"X5-pythia"``).
+    claim : str
+        The claim's text.
+    source : str
+        Where the claim comes from (the essay, its file, the section).
+    datasets : tuple of str
+        Names of dataset cards (``datasets/<name>/dataset.toml``) to evaluate on; one result
+        per dataset.
+    selection : mapping of str to Select
+        The variables, by the roles the test expects (``x``/``y`` for correlations, ...).
+    test : str
+        A test kind of the registry (:func:`test_kinds`).
+    params : mapping
+        The test's parameters (alpha, seed, n_perm, n_boot, strata, method, alternative,
+        bound, ...). Unset ones take the test's defaults; the resolved set is hashed.
+    prediction : Prediction
+        What would support the claim.
+    reference : mapping
+        The original figures (``{"rho": -0.274, "p": 0.007, "n": 96}``); required keys
+        depend on the test (a replication needs ``r`` or ``rho`` and ``n``).
+    gate : {"replication", "pinned", "report"}
+        What CI does with the verdict (DESIGN.md, "Gates").
+    choices : mapping of str to sequence
+        Analysis choices to sweep for the specification curve: keys ``family``,
+        ``projection``, ``matrix`` (applied to every selection whose variable has that
+        dimension), ``layers`` and ``models`` (applied to every selection; ``models`` gives
+        the verdict run by run) or a test parameter (``method``, ``strata``, ...); the
+        curve is their Cartesian product, each combination validated at declaration.
+    notes : str
+        Free text for the report (why this design, what was changed from the claim as first stated).
+
+    Raises
+    ------
+    SpecError
+        At declaration (so, at collection): a field is malformed. The message names the
+        declaring module, the spec and the field, with a suggestion on a typo.
+
+    Examples
+    --------
+    >>> spec = HypothesisSpec(
+    ...     id="X1", claim="contribution and change are related", source="doc",
+    ...     datasets=("toy",), test="correlation",
+    ...     selection={"x": Select("head_contribution", step="first"),
+    ...                "y": Select("change_from_init")},
+    ...     prediction=Prediction("negative"), gate="report")
+    >>> len(spec.spec_hash())
+    64
+    """
+
+    id: str
+    claim: str
+    source: str
+    datasets: tuple[str, ...]
+    selection: Mapping[str, Select]
+    test: str
+    prediction: Prediction
+    gate: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    reference: Mapping[str, Any] = field(default_factory=dict)
+    choices: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    notes: str = ""
+    module: str = field(default="", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.module:
+            object.__setattr__(self, "module", caller_module())
+        if isinstance(self.datasets, str):
+            object.__setattr__(self, "datasets", (self.datasets,))
+        object.__setattr__(self, "datasets", as_tuple(self.datasets))
+        object.__setattr__(self, "selection", dict(self.selection or {}))
+        object.__setattr__(self, "params", dict(self.params or {}))
+        object.__setattr__(self, "reference", dict(self.reference or {}))
+        object.__setattr__(self, "choices", {k: tuple(v) if not isinstance(v, str) else (v,)
+                                             for k, v in dict(self.choices or {}).items()})
+        validate(self)
+
+    def __hash__(self) -> int:  # mappings inside: hash the canonical declaration instead
+        return hash(self.spec_hash())
+
+    # -- derived ------------------------------------------------------------------------
+    @property
+    def kind(self) -> TestKind:
+        """The test kind of the registry this spec names."""
+        return get_kind(self.test)
+
+    def resolved_params(self) -> dict[str, Any]:
+        """The test's default parameters overridden by the declared ones."""
+        return {**self.kind.params, **self.params}
+
+    def declaration(self) -> dict[str, Any]:
+        """What the pre-registration hash covers, as JSON-ready values.
+
+        Claim, data, selection, test, resolved parameters, prediction, reference, gate and
+        analysis choices. Not hashed: ``source`` and ``notes`` (documentation) and the
+        declaring module's path (it differs between machines).
+        """
+        return {
+            "id": self.id,
+            "claim": self.claim,
+            "datasets": list(self.datasets),
+            "selection": {k: v.declaration() for k, v in sorted(self.selection.items())},
+            "test": self.test,
+            "params": jsonable(self.resolved_params()),
+            "prediction": self.prediction.declaration(),
+            "reference": jsonable(self.reference),
+            "gate": self.gate,
+            "choices": jsonable(self.choices),
+        }
+
+    def spec_hash(self) -> str:
+        """Pre-registration hash of the declaration: sha256 of its canonical JSON.
+
+        Canonical JSON: sorted keys, no whitespace, ASCII, floats as Python's shortest
+        round-trip repr, so the hash is the same across runs, machines and platforms.
+
+        Examples
+        --------
+        >>> s = HypothesisSpec(id="X1", claim="c", source="s", datasets=("toy",),
+        ...     selection={"x": Select("head_contribution", step="first"),
+        ...                "y": Select("change_from_init")}, test="correlation",
+        ...     prediction=Prediction("negative"), gate="report", notes="a")
+        >>> s.spec_hash() == HypothesisSpec(**{**s.__dict__, "notes": "b"}).spec_hash()
+        True
+        """
+        return canonical_hash(self.declaration())
+
+    def choice_grid(self) -> list[dict[str, Any]]:
+        """The specification curve's analysis choices: the Cartesian product of ``choices``."""
+        if not self.choices:
+            return []
+        keys = sorted(self.choices)
+        return [dict(zip(keys, combo)) for combo in itertools.product(*(self.choices[k] for k in keys))]
+
+    def with_choice(self, choice: Mapping[str, Any]) -> "HypothesisSpec":
+        """A copy of this spec with one analysis choice applied (no choices of its own)."""
+        selection = {}
+        for role, sel in self.selection.items():
+            dims = schema.VARIABLES[sel.metric].dims
+            changes = {k: v for k, v in choice.items() if k in SELECT_DIMS and k in dims}
+            if "layers" in choice:
+                v = choice["layers"]
+                changes["layers"] = (v,) if isinstance(v, (int, np.integer)) else v
+            if "models" in choice:
+                v = choice["models"]
+                changes["models"] = (v,) if isinstance(v, str) else v
+            selection[role] = replace(sel, **changes)
+        params = {**self.params, **{k: v for k, v in choice.items() if k not in SWEEP_SELECT}}
+        return replace(self, selection=selection, params=params, choices={}, module=self.module)
+
+
+
+@dataclass(frozen=True)
+class OutOfScope:
+    """A claim recorded in the registry as not testable with weight-geometry data.
+
+    It is collected like a spec, always reported as ``skipped`` with its reason (recorded in
+    the registry as not testable), and never fails.
+
+    Parameters
+    ----------
+    id, claim, source : str
+        As :class:`HypothesisSpec`.
+    reason : str
+        Why it cannot be tested here (what data or intervention it would need).
+    reference : mapping
+        The original figures, for the record.
+    notes : str
+
+    Examples
+    --------
+    >>> o = OutOfScope(id="G1", claim="gating preserves 38.9 %", source="essay",
+    ...                reason="a training intervention on other models", reference={"preserved": 0.389})
+    >>> r = o.result()
+    >>> r.verdict, r.dataset, r.gate
+    ('skipped', '-', 'report')
+    """
+
+    id: str
+    claim: str
+    source: str
+    reason: str
+    reference: Mapping[str, Any] = field(default_factory=dict)
+    notes: str = ""
+    module: str = field(default="", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.module:
+            object.__setattr__(self, "module", caller_module())
+        object.__setattr__(self, "reference", dict(self.reference or {}))
+        for name in ("id", "claim", "source", "reason"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise spec_error(self, name, f"expected a non-empty string, got {value!r}.")
+
+    def __hash__(self) -> int:
+        return hash(self.spec_hash())
+
+    def declaration(self) -> dict[str, Any]:
+        return {"id": self.id, "claim": self.claim, "reason": self.reason,
+                "reference": jsonable(self.reference), "out_of_scope": True}
+
+    def spec_hash(self) -> str:
+        """Hash of the declaration, as :meth:`HypothesisSpec.spec_hash`."""
+        return canonical_hash(self.declaration())
+
+    def result(self) -> "Result":
+        """The registry's record of this claim: verdict ``skipped`` with the reason."""
+        return Result(id=self.id, claim=self.claim, source=self.source, dataset=NO_DATASET,
+                      verdict="skipped", reason=f"out of scope: {self.reason}", gate="report",
+                      test="none", spec_hash=self.spec_hash(), reference=jsonable(self.reference),
+                      module=self.module, notes=self.notes)

@@ -1,0 +1,36 @@
+"""The test kinds of lie_stats, one family a module; importing this package registers them.
+
+| module | kinds |
+|---|---|
+| :mod:`.correlation` | ``correlation``, ``partial_correlation``, ``replication`` |
+| :mod:`.equivalence` | ``correlation_equivalence``, ``tost_relative``, ``tost_paired`` |
+| :mod:`.groups` | ``group_difference`` |
+| :mod:`.trend` | ``trend``, ``enrichment``, ``boundary_ratio``, ``depth_crossover`` |
+| :mod:`.models` | ``model_comparison``, ``mixed_model`` |
+| :mod:`.clustered` | ``share_above``, ``head_mean`` |
+| :mod:`.ranks` | ``delta_rank``, ``delta_order``, ``ratio_of_changes`` |
+| :mod:`.pairwise` | ``head_enrichment_excess``, ``enrichment_profile``, ``functional_boundary_shift`` |
+| :mod:`.classification` | ``class_interaction``, ``threshold_agreement``, ``stabilization_time``, ``class_auc`` |
+| :mod:`.agreement` | ``verdict_agreement`` (built with :func:`compression_agreement`) |
+
+A module here holds, for each of its kinds, the binding (selected data -> the statistic of
+:mod:`lie_stats.stats`), the decision rule when no shared rule of
+:mod:`lie_stats.spec.rules` fits, the checks only that kind knows, and one
+:func:`~lie_stats.spec.registry.register_test` call. A new kind is a new module listed here.
+"""
+
+from . import (  # noqa: F401  (imported for their registrations)
+    agreement,
+    classification,
+    clustered,
+    correlation,
+    equivalence,
+    groups,
+    models,
+    pairwise,
+    ranks,
+    trend,
+)
+from .agreement import compression_agreement, compression_tag
+
+__all__ = ["compression_agreement", "compression_tag"]

@@ -1,0 +1,121 @@
+"""Correlation kinds: ``correlation``, ``partial_correlation``, ``replication``.
+
+Head-level correlations with permutation p-values within strata (layers by default) and
+cluster-bootstrap intervals (:mod:`lie_stats.stats.correlation`), and the replication of an
+original correlation as the field does it (:mod:`lie_stats.stats.replication`): the new
+estimate and interval, the one-sided test in the original direction, the Fisher z test of
+difference from the original, the small-telescopes test against r33 (the effect the original
+had 33 % power to detect) and the replication Bayes factor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ...stats import columns as C
+from ...stats.correlation import correlation, partial_correlation
+from ...stats.equivalence import tost_correlation
+from ...stats.replication import replicate_correlation
+from ..parts import spec_error
+from ..registry import RESAMPLING, register_test
+from ..rules import P_EQUIVALENCE, Decision, decide_directional, finite
+from ..tables import TestInput, columns_of
+
+__all__ = ["decide_replication"]
+
+_CORRELATION_PARAMS = {"method": "spearman", "alternative": "two-sided", **RESAMPLING}
+
+
+def _run_correlation(data: TestInput) -> Any:
+    p = data.params
+    table, (x, y), strata = columns_of(data, "x", "y")
+    row = correlation(x, y, strata=strata, method=p["method"], alternative=p["alternative"],
+                      n_perm=p["n_perm"], n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
+    bound = data.prediction.bound
+    if bound is not None:
+        eq = tost_correlation(float(row[C.EFFECT].iloc[0]), int(row[C.N].iloc[0]),
+                              bound=bound, alpha=p["alpha"], method=p["method"])
+        row = row.assign(**{P_EQUIVALENCE: float(eq[C.P_VALUE].iloc[0])})
+    return row
+
+
+def _run_partial_correlation(data: TestInput) -> Any:
+    p = data.params
+    table, (x, y, c), strata = columns_of(data, "x", "y", "covar")
+    return partial_correlation(x, y, c, strata=strata, method=p["method"],
+                               alternative=p["alternative"], n_perm=p["n_perm"],
+                               n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
+
+
+def _run_replication(data: TestInput) -> Any:
+    p, ref = data.params, data.reference
+    table, (x, y), strata = columns_of(data, "x", "y")
+    r0 = ref["r"] if "r" in ref else ref["rho"]
+    return replicate_correlation(x, y, original_r=float(r0), original_n=int(ref["n"]),
+                                 strata=strata, method=p["method"], n_perm=p["n_perm"],
+                                 n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"],
+                                 alpha=p["alpha"])
+
+
+def decide_replication(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """Supported when the one-sided test in the original direction has p < alpha and the
+    small-telescopes test does not find the effect smaller than r33; refuted when it does
+    (p_small_telescopes < alpha, which includes effects of the opposite sign); inconclusive
+    otherwise.
+
+    The Fisher z test of difference from the original and the replication Bayes factor are
+    reported beside the verdict (extra columns).
+
+    >>> from lie_stats.spec import Prediction
+    >>> ctx = Decision(Prediction("negative"), 0.05, {"rho": -0.274, "n": 96}, {})
+    >>> decide_replication({"p_original_direction": 0.001, "p_small_telescopes": 0.6}, ctx)[0]
+    'supported'
+    >>> decide_replication({"p_original_direction": 0.4, "p_small_telescopes": 0.01}, ctx)[0]
+    'refuted'
+    """
+    p1, pst = row.get(C.P_ORIGINAL_DIRECTION), row.get(C.P_SMALL_TELESCOPES)
+    if not finite(p1, pst):
+        return "inconclusive", "the replication tests gave no p-values on these data"
+    a = ctx.alpha
+    if pst < a:
+        return "refuted", (f"small telescopes: the effect is smaller than r33, the one the original "
+                           f"had 33 % power to detect (p < alpha {a})")
+    if p1 < a:
+        return "supported", (f"one-sided test in the original direction p < alpha ({a}) and not "
+                             f"smaller than r33")
+    return "inconclusive", (f"one-sided test in the original direction p >= alpha ({a}), but the "
+                            f"effect is not shown smaller than r33")
+
+
+def _validate_replication(spec: Any, params: Mapping[str, Any]) -> None:
+    """The original correlation is a number in (-1, 1) other than 0, its n an integer >= 5,
+    and the predicted direction is its sign."""
+    r0 = spec.reference.get("r", spec.reference.get("rho"))
+    if not isinstance(r0, (int, float)) or not -1 < r0 < 1 or r0 == 0:
+        raise spec_error(spec, "reference", f"the original correlation must be a number in (-1, 1), "
+                                            f"not 0; got {r0!r}.")
+    n0 = spec.reference.get("n")
+    if isinstance(n0, bool) or not isinstance(n0, (int, np.integer)) or n0 < 5:
+        raise spec_error(spec, "reference", f"the original n must be an integer >= 5, got {n0!r}.")
+    direction = spec.prediction.direction
+    if (r0 < 0) != (direction == "negative"):
+        raise spec_error(spec, "prediction.direction",
+                         f"{direction!r} contradicts the sign of the original correlation {r0}.")
+
+
+register_test("correlation", _run_correlation, decide_directional, roles=("x", "y"),
+              params=_CORRELATION_PARAMS,
+              description="rank/linear correlation across heads, permutation p within strata, "
+                          "cluster-bootstrap interval (lie_stats.stats.correlation)")
+register_test("partial_correlation", _run_partial_correlation, decide_directional,
+              roles=("x", "y", "covar"), params=_CORRELATION_PARAMS,
+              description="partial correlation of x and y given covar "
+                          "(lie_stats.stats.partial_correlation)")
+register_test("replication", _run_replication, decide_replication, roles=("x", "y"),
+              params={"method": "spearman", **RESAMPLING}, directions=("positive", "negative"),
+              reference=("r|rho", "n"), validate=_validate_replication,
+              description="replication of a correlation against the original's r and n "
+                          "(lie_stats.stats.replicate_correlation)")

@@ -1,0 +1,230 @@
+"""The parts of a declaration: :class:`Select`, :class:`Prediction`, and the words they use.
+
+A :class:`~lie_stats.spec.HypothesisSpec` is built from these parts; they live apart from it
+so that validation, selection and the test kinds can check and read them without importing
+the spec class. :func:`spec_error` formats every declaration error the same way: the
+declaring module, the spec's id, the field, the message.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from .. import schema
+from ..errors import SpecError, did_you_mean
+
+__all__ = [
+    "Select",
+    "Prediction",
+    "STEP_WORDS",
+    "DIRECTIONS",
+    "REDUCTIONS",
+    "STRATA",
+    "METHODS",
+    "ALTERNATIVES",
+    "SUMMARIES",
+    "SELECT_DIMS",
+    "SWEEP_SELECT",
+    "as_tuple",
+    "jsonable",
+    "replace",
+    "caller_module",
+    "spec_error",
+    "check_choice",
+    "check_projection",
+]
+
+#: Words a :class:`Select` accepts as ``step`` besides an integer step.
+STEP_WORDS = ("first", "last", "all")
+#: Prediction directions (which test kinds accept which is declared in the registry).
+DIRECTIONS = ("positive", "negative", "nonzero", "equivalent", "above", "below", "crossing",
+              "preferred")
+#: Reductions a :class:`Select` may apply over layers and heads.
+REDUCTIONS = ("mean", "median")
+#: Strata for permutation tests and cluster bootstraps on head data.
+STRATA = ("layer", "model", "none")
+#: Option values the statistics accept (checked at declaration, not at evaluation).
+METHODS = ("spearman", "pearson", "kendall")
+ALTERNATIVES = ("two-sided", "greater", "less")
+#: Layer summaries of ``boundary_ratio`` (mean, or coefficient of variation over heads).
+SUMMARIES = ("mean", "cv")
+#: Dimensions a :class:`Select` names a value of (when its variable has them).
+SELECT_DIMS = (schema.FAMILY, schema.PROJECTION, schema.MATRIX)
+#: Selection fields a spec's ``choices`` may sweep (applied to every selection that can
+#: take them): the dimensions above, plus the layers and the models (one run at a time).
+SWEEP_SELECT = (*SELECT_DIMS, "layers", "models")
+
+
+def as_tuple(value: Any) -> Any:
+    """A list or other iterable as a tuple; strings, bytes, None and scalars as they are."""
+    if value is None or isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, Iterable):
+        return tuple(value)
+    return value
+
+
+@dataclass(frozen=True)
+class Select:
+    """One variable selected from a cube (DESIGN.md, "Hypothesis module": selection).
+
+    Parameters
+    ----------
+    metric : str
+        A cube variable of :data:`lie_stats.schema.VARIABLES` (METRICS.md names).
+    step : {"first", "last", "all"} or int
+        The checkpoint: the model's first or last checkpoint with data, every checkpoint
+        (keeps the ``step`` dimension, for trends and crossovers), or an exact step.
+    family, projection, matrix : str, optional
+        Required when the variable has that dimension (``family`` of
+        :data:`~lie_stats.schema.FAMILIES`, projection ``"none"``, ``"adaptive"`` or
+        ``"fixed:K"``, ``matrix`` of :data:`~lie_stats.schema.MATRICES`); refused otherwise.
+    layers : tuple of int, optional
+        Layers to keep (negative counts from each model's last layer: ``(0, -1)`` are the
+        boundary layers). All layers by default.
+    models : tuple of str, optional
+        Models of the cube to keep; all by default.
+    reduce : {"mean", "median"}, optional
+        Summarize over layers and heads (one value per model and step).
+
+    Examples
+    --------
+    >>> Select("change_from_init", step="last")
+    Select(metric='change_from_init', step='last', family=None, projection=None, matrix=None, layers=None, models=None, reduce=None)
+    """
+
+    metric: str
+    step: str | int = "last"
+    family: str | None = None
+    projection: str | None = None
+    matrix: str | None = None
+    layers: tuple[int, ...] | None = None
+    models: tuple[str, ...] | None = None
+    reduce: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "layers", as_tuple(self.layers))
+        object.__setattr__(self, "models", as_tuple(self.models))
+
+    def declaration(self) -> dict[str, Any]:
+        """The fields that are set, as JSON-ready values (for hashing and reports)."""
+        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)
+                if getattr(self, f.name) is not None}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What would support the claim.
+
+    Parameters
+    ----------
+    direction : str
+        One of :data:`DIRECTIONS`: the sign of an effect (``"positive"``, ``"negative"``,
+        ``"nonzero"``), equivalence within ``bound`` (``"equivalent"``), an estimate above
+        or below ``value`` (``"above"``, ``"below"``: a ratio > 1 is ``above`` 1), or a
+        sign change over training (``"crossing"``).
+    value : float
+        The null value the effect is compared with (0 for correlations, 1 for ratios).
+    bound : float, optional
+        Equivalence bound. Required for ``"equivalent"``; for a directional correlation
+        claim it declares the smallest effect of interest, so that a TOST can refute it.
+
+    Examples
+    --------
+    >>> Prediction("above", value=1.0)
+    Prediction(direction='above', value=1.0, bound=None)
+    """
+
+    direction: str
+    value: float = 0.0
+    bound: float | None = None
+
+    def declaration(self) -> dict[str, Any]:
+        out = {"direction": self.direction, "value": float(self.value)}
+        if self.bound is not None:
+            out["bound"] = float(self.bound)
+        return out
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON-ready data: parts as their declarations, tuples as lists, numpy
+    scalars as Python numbers, non-finite floats as strings (hashable canonically).
+
+    >>> jsonable({"a": (1, np.float64(2.5)), "b": float("inf")})
+    {'a': [1, 2.5], 'b': 'inf'}
+    """
+    if isinstance(value, (Select, Prediction)):
+        return value.declaration()
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+_SPEC_PACKAGE = "lie_stats.spec"
+
+
+def caller_module() -> str:
+    """File (or module name) of the code that declared a spec: the first frame outside
+    lie_stats.spec (a spec built by a function of this package is its caller's)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(_SPEC_PACKAGE):
+        frame = frame.f_back
+    if frame is None:  # pragma: no cover
+        return "<unknown>"
+    g = frame.f_globals
+    return str(g.get("__file__") or g.get("__name__") or "<unknown>")
+
+
+def replace(obj: Any, **changes: Any) -> Any:
+    """A copy of a frozen dataclass with ``changes`` applied, validated again by its
+    ``__post_init__`` (unlike :func:`dataclasses.replace`, ``module`` is carried over).
+
+    >>> replace(Prediction("above", value=1.0), value=2.0)
+    Prediction(direction='above', value=2.0, bound=None)
+    """
+    kwargs = {f.name: getattr(obj, f.name) for f in fields(obj)}
+    kwargs.update(changes)
+    return type(obj)(**kwargs)
+
+
+
+def spec_error(spec: Any, fieldname: str, message: str) -> SpecError:
+    """The error of one field of a declaration: ``<module>: HypothesisSpec '<id>', field
+    '<field>': <message>``.
+
+    >>> print(spec_error(None, "gate", "unknown gate 'pin'."))
+    <unknown module>: HypothesisSpec '?', field 'gate': unknown gate 'pin'.
+    """
+    module = getattr(spec, "module", "") or "<unknown module>"
+    ident = getattr(spec, "id", "?")
+    return SpecError(f"{module}: HypothesisSpec {ident!r}, field {fieldname!r}: {message}")
+
+
+def check_choice(value: Any, choices: Sequence[str], spec: Any, fieldname: str, what: str,
+                  context: str = "") -> None:
+    """Raise :func:`spec_error` unless ``value`` is one of ``choices`` (with a suggestion)."""
+    if not isinstance(value, str) or value not in choices:
+        raise spec_error(spec, fieldname, f"unknown {what} {value!r}{context}.{did_you_mean(str(value), choices)} "
+                   f"Expected one of: {', '.join(choices)}.")
+
+
+
+def check_projection(value: Any, spec: Any, fieldname: str) -> None:
+    """Raise :func:`spec_error` unless ``value`` is a compression: ``none``, ``adaptive``
+    or ``fixed:K``."""
+    try:
+        schema.parse_projection(value)
+    except (ValueError, AttributeError, TypeError) as e:
+        raise spec_error(spec, fieldname, f"{e}{did_you_mean(str(value), ('none', 'adaptive'))}") from None

@@ -1,0 +1,119 @@
+"""Decision rules shared by several test kinds, and what a rule sees (:class:`Decision`).
+
+A rule is ``decide(row, Decision) -> (verdict, reason)``: ``row`` is the kind's result row
+(``p_value``, ``effect``, ``ci_low``, ``ci_high`` and the kind's extra columns), the verdict
+one of ``supported`` / ``refuted`` / ``inconclusive``, the reason one clause a reader checks
+against the numbers. A non-significant result alone never refutes. Rules only one kind uses
+live with that kind in :mod:`lie_stats.spec.kinds`. The first paragraph of a rule's
+docstring is the sentence ``lie-stats kinds`` prints.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..stats import columns as C
+from .parts import Prediction
+
+__all__ = ["Decision", "finite", "decide_directional", "decide_equivalence", "decide_interval",
+           "P_EQUIVALENCE"]
+
+#: Extra result column of a directional correlation with a declared bound: the TOST p.
+P_EQUIVALENCE = "p_equivalence"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a decision rule sees besides the result row: the prediction, the spec's alpha,
+    its reference figures and its resolved parameters."""
+
+    prediction: Prediction
+    alpha: float
+    reference: Mapping[str, Any]
+    params: Mapping[str, Any]
+
+
+def finite(*values: Any) -> bool:
+    """Whether every value is a finite number (None is not).
+
+    >>> finite(1.0, 2), finite(1.0, None), finite(float("nan"))
+    (True, False, False)
+    """
+    return all(v is not None and math.isfinite(float(v)) for v in values)
+
+
+def decide_directional(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """Supported when p < alpha with the predicted sign of effect - value (either sign for
+    "nonzero"); refuted when p < alpha with the opposite sign, or when the prediction
+    declares a bound and the TOST p_equivalence < alpha; inconclusive otherwise.
+
+    >>> ctx = Decision(Prediction("negative"), 0.05, {}, {})
+    >>> decide_directional({"p_value": 0.01, "effect": -0.3}, ctx)[0]
+    'supported'
+    >>> decide_directional({"p_value": 0.01, "effect": 0.3}, ctx)[0]
+    'refuted'
+    >>> decide_directional({"p_value": 0.2, "effect": -0.3}, ctx)[0]
+    'inconclusive'
+    """
+    p, effect = row.get(C.P_VALUE), row.get(C.EFFECT)
+    if not finite(p, effect):
+        return "inconclusive", "the test gave no p-value or effect on these data"
+    d, a = ctx.prediction.direction, ctx.alpha
+    delta = float(effect) - float(ctx.prediction.value)
+    if p < a:
+        if d == "nonzero" or (d == "positive" and delta > 0) or (d == "negative" and delta < 0):
+            return "supported", f"p < alpha ({a}) with the predicted sign ({d})"
+        return "refuted", f"p < alpha ({a}) with the sign opposite to the prediction ({d})"
+    p_eq = row.get(P_EQUIVALENCE)
+    if ctx.prediction.bound is not None and finite(p_eq) and p_eq < a:
+        return "refuted", (f"not significant, and the TOST shows the effect within the declared "
+                           f"bound of ±{ctx.prediction.bound} (p_equivalence < alpha {a})")
+    return "inconclusive", f"p >= alpha ({a}): no evidence either way"
+
+
+def decide_equivalence(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """Supported when the TOST p (the larger one-sided p) < alpha; refuted when the interval
+    lies entirely outside [-bound, bound]; inconclusive otherwise.
+
+    >>> ctx = Decision(Prediction("equivalent", bound=0.1), 0.05, {}, {})
+    >>> decide_equivalence({"p_value": 0.01, "ci_low": -0.05, "ci_high": 0.05}, ctx)[0]
+    'supported'
+    >>> decide_equivalence({"p_value": 0.9, "ci_low": 0.2, "ci_high": 0.4}, ctx)[0]
+    'refuted'
+    """
+    bound = ctx.prediction.bound if ctx.prediction.bound is not None else ctx.params.get("bound")
+    p = row.get(C.P_VALUE)
+    if not finite(p):
+        return "inconclusive", "the TOST gave no p-value on these data"
+    if p < ctx.alpha:
+        return "supported", f"TOST p < alpha ({ctx.alpha}): equivalent within ±{bound}"
+    lo, hi = row.get(C.CI_LOW), row.get(C.CI_HIGH)
+    if finite(lo, hi) and (lo > bound or hi < -bound):
+        return "refuted", f"the interval lies entirely outside ±{bound}"
+    return "inconclusive", f"TOST p >= alpha ({ctx.alpha}) and the interval overlaps ±{bound}"
+
+
+def decide_interval(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """Supported when the interval lies entirely on the predicted side ("above" / "below")
+    of the prediction's value; refuted when it lies entirely on the other side;
+    inconclusive otherwise.
+
+    >>> ctx = Decision(Prediction("above", value=1.0), 0.05, {}, {})
+    >>> decide_interval({"ci_low": 1.5, "ci_high": 3.0}, ctx)[0]
+    'supported'
+    >>> decide_interval({"ci_low": 0.5, "ci_high": 3.0}, ctx)[0]
+    'inconclusive'
+    """
+    lo, hi = row.get(C.CI_LOW), row.get(C.CI_HIGH)
+    v, d = float(ctx.prediction.value), ctx.prediction.direction
+    if not finite(lo, hi):
+        return "inconclusive", "the estimate has no finite interval on these data"
+    above, below = lo > v, hi < v
+    if (d == "above" and above) or (d == "below" and below):
+        return "supported", f"the interval lies entirely {d} {v}"
+    if (d == "above" and below) or (d == "below" and above):
+        return "refuted", f"the interval lies entirely on the other side of {v}"
+    return "inconclusive", f"the interval contains {v}"

@@ -1,0 +1,235 @@
+"""Validation of a declaration: the checks every test kind shares.
+
+:func:`validate` runs when a :class:`~lie_stats.spec.HypothesisSpec` is built (so a
+malformed hypothesis module fails at collection, naming its field). The checks here are
+generic: texts, datasets, gate, roles against the kind's, each :class:`Select` against the
+variable table, parameters against the kind's names, enums and ranges, the prediction's
+direction, the reference figures the kind needs, the swept choices. What only one kind
+knows (a formula's names, the model predictors, a replication's original figures) is that
+kind's ``validate`` hook (:class:`~lie_stats.spec.registry.TestKind`), called here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import schema
+from ..errors import SpecError, did_you_mean
+from .parts import (
+    REDUCTIONS,
+    SELECT_DIMS,
+    STEP_WORDS,
+    SWEEP_SELECT,
+    Prediction,
+    Select,
+    check_choice,
+    check_projection,
+    spec_error,
+)
+from .registry import get_kind, kind_names
+
+__all__ = ["validate", "validate_select", "validate_params", "check_datasets"]
+
+
+def validate(spec: Any) -> None:
+    """Check a spec's every field (see the module docstring); raise the first error.
+
+    Raises
+    ------
+    SpecError
+        Naming the declaring module, the spec, the field and what was expected.
+    """
+    for name in ("id", "claim", "source"):
+        value = getattr(spec, name)
+        if not isinstance(value, str) or not value.strip():
+            raise spec_error(spec, name, f"expected a non-empty string, got {value!r}.")
+    if not spec.datasets or not all(isinstance(d, str) and d for d in spec.datasets):
+        raise spec_error(spec, "datasets", f"expected a non-empty tuple of dataset names, got {spec.datasets!r}.")
+    if len(set(spec.datasets)) != len(spec.datasets):
+        raise spec_error(spec, "datasets", f"names a dataset twice: {spec.datasets!r}.")
+    check_choice(spec.gate, schema.GATES, spec, "gate", "gate")
+    check_choice(spec.test, kind_names(), spec, "test", "test")
+    kind = get_kind(spec.test)
+    roles = set(spec.selection)
+    for role in kind.roles:
+        if role not in roles:
+            raise spec_error(spec, "selection",
+                       f"test {spec.test!r} needs the roles {', '.join(kind.roles)}; {role!r} is "
+                       f"missing.{did_you_mean(role, [r for r in roles if r not in kind.roles])}")
+    for role in roles:
+        if not kind.accepts_role(role):
+            known = kind.known_roles()
+            raise spec_error(spec, f"selection[{role!r}]",
+                             f"test {spec.test!r} takes no role {role!r}.{did_you_mean(role, known)} "
+                             f"Its roles: {kind.roles_text()}.")
+    for role, sel in spec.selection.items():
+        validate_select(sel, spec, f"selection[{role!r}]")
+    for key in spec.params:
+        if key not in kind.params:
+            raise spec_error(spec, f"params[{key!r}]",
+                       f"test {spec.test!r} takes no parameter {key!r}.{did_you_mean(key, kind.params)} "
+                       f"Its parameters: {', '.join(kind.params)}.")
+    params = spec.resolved_params()
+    for key in kind.required_params:
+        if params.get(key) is None:
+            raise spec_error(spec, f"params[{key!r}]", f"test {spec.test!r} requires the parameter {key!r}.")
+    validate_params(spec, params, kind)
+    pred = spec.prediction
+    if not isinstance(pred, Prediction):
+        raise spec_error(spec, "prediction", f"expected a Prediction(...), got {type(pred).__name__}.")
+    check_choice(pred.direction, kind.directions, spec, "prediction.direction", "direction",
+                  f" for test {spec.test!r}")
+    if pred.direction == "equivalent" and pred.bound is None and params.get("bound") is None:
+        raise spec_error(spec, "prediction.bound", "an equivalence claim needs a bound (TOST).")
+    if pred.bound is not None and not (isinstance(pred.bound, (int, float)) and pred.bound > 0):
+        raise spec_error(spec, "prediction.bound", f"expected a positive number, got {pred.bound!r}.")
+    if not isinstance(spec.reference, Mapping):
+        raise spec_error(spec, "reference", "expected a mapping of the original figures.")
+    for keys in kind.reference:
+        alternatives = keys.split("|")
+        if not any(k in spec.reference for k in alternatives):
+            raise spec_error(spec, "reference",
+                       f"test {spec.test!r} needs the original figure {' or '.join(map(repr, alternatives))} "
+                       f"in reference (has: {', '.join(spec.reference) or 'nothing'}).")
+    if kind.validate is not None:
+        kind.validate(spec, params)
+    if spec.gate == "replication" and not spec.reference:
+        raise spec_error(spec, "reference",
+                   "a 'replication' gate needs the original figures to replicate (reference={...}).")
+    allowed = set(SWEEP_SELECT) | set(kind.params)
+    for key, values in spec.choices.items():
+        if key not in allowed:
+            raise spec_error(spec, f"choices[{key!r}]",
+                       f"cannot sweep {key!r}.{did_you_mean(key, sorted(allowed))} Sweepable: "
+                       f"{', '.join(sorted(allowed))}.")
+        if not values:
+            raise spec_error(spec, f"choices[{key!r}]", "expected a non-empty list of alternatives.")
+        for v in values:
+            if key == schema.FAMILY:
+                check_choice(v, schema.FAMILIES, spec, f"choices[{key!r}]", "family")
+            elif key == schema.MATRIX:
+                check_choice(v, schema.MATRICES, spec, f"choices[{key!r}]", "matrix")
+            elif key == schema.PROJECTION:
+                check_projection(v, spec, f"choices[{key!r}]")
+    if spec.choices and not any(
+        k not in SELECT_DIMS or any(k in schema.VARIABLES[s.metric].dims for s in spec.selection.values())
+        for k in spec.choices
+    ):
+        raise spec_error(spec, "choices", "no selected variable has the swept dimension(s).")
+    try:
+        spec.spec_hash()
+    except (TypeError, ValueError) as e:
+        raise spec_error(spec, "params", f"not JSON-serializable for the pre-registration hash: {e}") from e
+    for choice in spec.choice_grid():  # every analysis choice must be a valid spec too
+        try:
+            spec.with_choice(choice)
+        except SpecError as e:
+            raise spec_error(spec, "choices", f"the choice {choice!r} gives an invalid spec: "
+                       f"{str(e).split(': ', 1)[-1]}") from None
+
+
+
+def validate_select(sel: Any, spec: Any, fieldname: str) -> None:
+    """Check one :class:`Select` of ``spec`` against the variable table of
+    :mod:`lie_stats.schema`: the metric exists, its step word, and the dimensions it names
+    are exactly those its variable has."""
+    if not isinstance(sel, Select):
+        raise spec_error(spec, fieldname, f"expected a Select(...), got {type(sel).__name__}.")
+    check_choice(sel.metric, tuple(schema.VARIABLES), spec, f"{fieldname}.metric", "metric")
+    dims = schema.VARIABLES[sel.metric].dims
+    step = sel.step
+    if isinstance(step, bool) or not (
+        (isinstance(step, (int, np.integer)) and step >= 0) or step in STEP_WORDS
+    ):
+        raise spec_error(spec, f"{fieldname}.step",
+                   f"unknown step {step!r}.{did_you_mean(str(step), STEP_WORDS)} Expected "
+                   f"'first', 'last', 'all' or a non-negative integer step.")
+    for dim, allowed in ((schema.FAMILY, schema.FAMILIES), (schema.MATRIX, schema.MATRICES)):
+        value = getattr(sel, dim)
+        if dim in dims:
+            if value is None:
+                raise spec_error(spec, f"{fieldname}.{dim}",
+                           f"{sel.metric!r} has a {dim!r} dimension: name one of "
+                           f"{', '.join(allowed)} (sweep others with choices).")
+            check_choice(value, allowed, spec, f"{fieldname}.{dim}", dim)
+        elif value is not None:
+            raise spec_error(spec, f"{fieldname}.{dim}",
+                       f"{sel.metric!r} has no {dim!r} dimension (its dims: {', '.join(dims)}).")
+    if schema.PROJECTION in dims:
+        if sel.projection is None:
+            raise spec_error(spec, f"{fieldname}.projection",
+                       f"{sel.metric!r} has a 'projection' dimension: name 'none', 'adaptive' "
+                       f"or 'fixed:K'.")
+        check_projection(sel.projection, spec, f"{fieldname}.projection")
+    elif sel.projection is not None:
+        raise spec_error(spec, f"{fieldname}.projection",
+                   f"{sel.metric!r} has no 'projection' dimension (its dims: {', '.join(dims)}).")
+    if sel.layers is not None and (
+        not isinstance(sel.layers, tuple) or not sel.layers or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+                                  for x in sel.layers)
+    ):
+        raise spec_error(spec, f"{fieldname}.layers", f"expected a non-empty tuple of integers, got {sel.layers!r}.")
+    if sel.models is not None and (not isinstance(sel.models, tuple) or not sel.models
+                                   or not all(isinstance(m, str) for m in sel.models)):
+        raise spec_error(spec, f"{fieldname}.models", f"expected a non-empty tuple of model names, got {sel.models!r}.")
+    if sel.reduce is not None:
+        check_choice(sel.reduce, REDUCTIONS, spec, f"{fieldname}.reduce", "reduction")
+
+
+def validate_params(spec: Any, params: Mapping[str, Any], kind: Any) -> None:
+    """Check resolved parameters: each enum parameter of the kind (its own and the shared
+    ``strata``, ``method``, ``alternative``) takes one of its words; counts, levels, the
+    bound and the two group codes are in range."""
+    for key, allowed in kind.all_enums().items():
+        if key in params:
+            check_choice(params[key], allowed, spec, f"params[{key!r}]", key)
+    for key, minimum in (("n_perm", 1), ("n_boot", 0), ("seed", 0)):
+        v = params.get(key)
+        if key in params and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum):
+            raise spec_error(spec, f"params[{key!r}]", f"expected an integer >= {minimum}, got {v!r}.")
+    for key in ("ci", "alpha"):
+        v = params.get(key)
+        if key in params and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1):
+            raise spec_error(spec, f"params[{key!r}]", f"expected a level in (0, 1), got {v!r}.")
+    if params.get("bound") is not None and not (isinstance(params["bound"], (int, float)) and params["bound"] > 0):
+        raise spec_error(spec, "params['bound']", f"expected a positive number, got {params['bound']!r}.")
+    groups = params.get("groups")
+    if groups is not None and (isinstance(groups, str) or not isinstance(groups, Sequence) or len(groups) != 2):
+        raise spec_error(spec, "params['groups']", f"expected the two group codes (a, b), got {groups!r}.")
+
+
+
+def check_datasets(spec: Any, root: str | Path) -> None:
+    """Check that every dataset a spec names has a card under ``root``.
+
+    Raises
+    ------
+    SpecError
+        Naming the module, the spec, the field ``datasets`` and the closest known name.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from lie_stats.spec import HypothesisSpec, Prediction, Select
+    >>> s = HypothesisSpec(id="X1", claim="c", source="s", datasets=("toy",),
+    ...     selection={"x": Select("head_contribution", step="first"),
+    ...                "y": Select("change_from_init")}, test="correlation",
+    ...     prediction=Prediction("negative"), gate="report", module="demo.py")
+    >>> try:
+    ...     check_datasets(s, tempfile.mkdtemp())
+    ... except SpecError as e:
+    ...     print(str(e).split(":")[0])
+    demo.py
+    """
+    from ..datasets import list_datasets
+
+    known = [c.name for c in list_datasets(root)]
+    for name in spec.datasets:
+        if name not in known:
+            raise spec_error(spec, "datasets",
+                       f"unknown dataset {name!r}.{did_you_mean(name, known)} Datasets with a card "
+                       f"in {str(root)!r}: {', '.join(known) or 'none'}.")
