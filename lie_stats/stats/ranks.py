@@ -2,10 +2,10 @@
 
 Two families for the post-training claims (CLAIMS.md A2, A7):
 
-* :func:`category_rank` and :func:`category_order`: where a parameter category ranks in
+* :func:`delta_rank` and :func:`delta_order`: where a parameter category ranks in
   the parameter-delta map (METRICS.md §6.4), with a bootstrap over layers that recomputes
   each per-layer category's pooled relative change from the resampled layers.
-* :func:`change_ratio`: the ratio of two mean changes (pretraining over post-training) of
+* :func:`ratio_of_changes`: the ratio of two mean changes (pretraining over post-training) of
   the same units, with a stratified cluster bootstrap.
 
 Pure numpy; results are one-row DataFrames starting with
@@ -28,10 +28,10 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = [
-    "pooled_relative", "category_rank", "category_order", "change_ratio",
+    "pooled_relative", "delta_rank", "delta_order", "ratio_of_changes",
     "N_CATEGORIES", "TARGET_VALUE", "ORDER_HOLDS", "BOOT_SHARE", "PRE_CHANGE", "POST_CHANGE",
     "LOG10_RATIO", "P_BELOW", "P_ABOVE", "N_UNITS",
-    "CATEGORY_RANK_COLUMNS", "CATEGORY_ORDER_COLUMNS", "CHANGE_RATIO_COLUMNS",
+    "DELTA_RANK_COLUMNS", "DELTA_ORDER_COLUMNS", "RATIO_OF_CHANGES_COLUMNS",
 ]
 
 N_CATEGORIES = "n_categories"  # categories ranked
@@ -45,9 +45,9 @@ P_BELOW = "p_below"  # bootstrap share of ratios <= the lower reference (or the 
 P_ABOVE = "p_above"  # bootstrap share of ratios >= the upper reference
 N_UNITS = "n_units"
 
-CATEGORY_RANK_COLUMNS = (*STAT_COLUMNS, N_CATEGORIES, TARGET_VALUE)
-CATEGORY_ORDER_COLUMNS = (*STAT_COLUMNS, N_CATEGORIES, ORDER_HOLDS, BOOT_SHARE)
-CHANGE_RATIO_COLUMNS = (*STAT_COLUMNS, PRE_CHANGE, POST_CHANGE, LOG10_RATIO, P_BELOW, P_ABOVE,
+DELTA_RANK_COLUMNS = (*STAT_COLUMNS, N_CATEGORIES, TARGET_VALUE)
+DELTA_ORDER_COLUMNS = (*STAT_COLUMNS, N_CATEGORIES, ORDER_HOLDS, BOOT_SHARE)
+RATIO_OF_CHANGES_COLUMNS = (*STAT_COLUMNS, PRE_CHANGE, POST_CHANGE, LOG10_RATIO, P_BELOW, P_ABOVE,
                         N_UNITS)
 
 
@@ -124,7 +124,7 @@ def _ranks(values: np.ndarray) -> np.ndarray:
     return 1 + (v[..., None, :] > v[..., :, None]).sum(axis=-1)
 
 
-def category_rank(
+def delta_rank(
     totals: ArrayLike,
     layer_values: ArrayLike,
     layer_norms: ArrayLike,
@@ -158,7 +158,7 @@ def category_rank(
 
     Returns
     -------
-    pandas.DataFrame, one row, columns ``CATEGORY_RANK_COLUMNS``:
+    pandas.DataFrame, one row, columns ``DELTA_RANK_COLUMNS``:
     ``n`` layers, ``statistic`` the rank as a fraction ``(rank - 1) / (K - 1)`` (0 most
     changed, 1 least), ``p_value`` NaN (a rank has no null here), ``effect`` the rank,
     ``ci_low``/``ci_high`` the percentile interval of the bootstrap ranks (lower and higher
@@ -174,12 +174,12 @@ def category_rank(
     --------
     >>> cats = ["embedding", "attn_q", "mlp_in"]
     >>> vals = [[np.nan, np.nan], [0.1, 0.1], [0.3, 0.3]]
-    >>> res = category_rank([0.2, 0.1, 0.3], vals, [[np.nan] * 2, [1, 1], [1, 1]],
+    >>> res = delta_rank([0.2, 0.1, 0.3], vals, [[np.nan] * 2, [1, 1], [1, 1]],
     ...                     categories=cats, target="attn_q", n_boot=100)
     >>> int(res["effect"].iloc[0]), float(res["ci_high"].iloc[0])
     (3, 3.0)
     """
-    where = "category_rank"
+    where = "delta_rank"
     cats = list(categories)
     if target not in cats:
         raise StatsInputError(f"{where}: unknown target category {target!r}.{did_you_mean(target, cats)} "
@@ -196,7 +196,7 @@ def category_rank(
         lo = float(np.quantile(boot, (1 - ci) / 2, method="lower"))
         hi = float(np.quantile(boot, (1 + ci) / 2, method="higher"))
     k = len(cats)
-    return V.frame(CATEGORY_RANK_COLUMNS, {
+    return V.frame(DELTA_RANK_COLUMNS, {
         "n": vals.shape[1], "statistic": (rank - 1) / (k - 1) if k > 1 else 0.0,
         "p_value": np.nan, "effect": rank, "ci_low": lo, "ci_high": hi,
         N_CATEGORIES: k, TARGET_VALUE: float(tot[j]),
@@ -216,7 +216,7 @@ def _order_holds(values: np.ndarray, groups: list[list[int]]) -> np.ndarray:
     return ok
 
 
-def category_order(
+def delta_order(
     totals: ArrayLike,
     layer_values: ArrayLike,
     layer_norms: ArrayLike,
@@ -231,11 +231,11 @@ def category_order(
     ``groups=[["embedding"], ["mlp_in", "mlp_out"], ["attn_o"]]`` declares "embeddings
     change most, then the MLP, then the output projections": every category of a group
     changed more than every category of the later groups and than every category not
-    named. The bootstrap over layers is that of :func:`category_rank`.
+    named. The bootstrap over layers is that of :func:`delta_rank`.
 
     Returns
     -------
-    pandas.DataFrame, one row, columns ``CATEGORY_ORDER_COLUMNS``:
+    pandas.DataFrame, one row, columns ``DELTA_ORDER_COLUMNS``:
     ``n`` layers; ``statistic`` = ``order_holds`` (1/0 on the full sample); ``effect`` =
     ``boot_share``, the share of bootstrap resamples in which the order holds;
     ``p_value`` = 1 - ``boot_share`` (a bootstrap measure of support, not a test of a null);
@@ -245,18 +245,18 @@ def category_order(
     ------
     StatsInputError
         An unknown or repeated category in ``groups``, an empty group, or the input
-        problems of :func:`category_rank`.
+        problems of :func:`delta_rank`.
 
     Examples
     --------
     >>> cats = ["embedding", "attn_q", "mlp_in"]
-    >>> res = category_order([0.5, 0.1, 0.3], [[np.nan] * 2, [0.1, 0.1], [0.3, 0.3]],
+    >>> res = delta_order([0.5, 0.1, 0.3], [[np.nan] * 2, [0.1, 0.1], [0.3, 0.3]],
     ...                      [[np.nan] * 2, [1, 1], [1, 1]], categories=cats,
     ...                      groups=[["embedding"], ["mlp_in"]], n_boot=50)
     >>> int(res["statistic"].iloc[0]), float(res["effect"].iloc[0])
     (1, 1.0)
     """
-    where = "category_order"
+    where = "delta_order"
     cats = list(categories)
     n_boot = V.positive_int(n_boot, name="n_boot", where=where, minimum=1)
     seed = V.seed_value(seed, where=where)
@@ -276,7 +276,7 @@ def category_order(
     tot, vals, norms, layered = _prepare(totals, layer_values, layer_norms, cats, where)
     holds = bool(_order_holds(tot, idx))
     share = float(_order_holds(_boot_values(tot, vals, norms, layered, n_boot, seed), idx).mean())
-    return V.frame(CATEGORY_ORDER_COLUMNS, {
+    return V.frame(DELTA_ORDER_COLUMNS, {
         "n": vals.shape[1], "statistic": int(holds), "p_value": 1.0 - share, "effect": share,
         "ci_low": np.nan, "ci_high": np.nan, N_CATEGORIES: len(cats), ORDER_HOLDS: int(holds),
         BOOT_SHARE: share,
@@ -294,7 +294,7 @@ def _quantile_inf(x: np.ndarray, q: float) -> float:
     return float(s[i] + (s[j] - s[i]) * (pos - i))
 
 
-def change_ratio(
+def ratio_of_changes(
     pre: ArrayLike,
     post: ArrayLike,
     *,
@@ -330,7 +330,7 @@ def change_ratio(
 
     Returns
     -------
-    pandas.DataFrame, one row, columns ``CHANGE_RATIO_COLUMNS``:
+    pandas.DataFrame, one row, columns ``RATIO_OF_CHANGES_COLUMNS``:
     ``n`` clusters, ``statistic`` = ``log10_ratio``, ``p_value``, ``effect`` = ``R``,
     ``ci_low``/``ci_high``, ``pre_change``, ``post_change`` (the two means), ``log10_ratio``,
     ``p_below``, ``p_above``, ``n_units``. ``R`` is ``inf`` when ``mean(post)`` is 0; resamples
@@ -344,11 +344,11 @@ def change_ratio(
 
     Examples
     --------
-    >>> res = change_ratio([2.0, 4.0, 6.0], [0.01, 0.02, 0.03], n_boot=0)
+    >>> res = ratio_of_changes([2.0, 4.0, 6.0], [0.01, 0.02, 0.03], n_boot=0)
     >>> round(float(res["effect"].iloc[0]), 6)
     200.0
     """
-    where = "change_ratio"
+    where = "ratio_of_changes"
     a = V.vector(pre, name="pre", where=where)
     b = V.vector(post, name="post", where=where)
     n = V.same_length(("pre", a), ("post", b), where=where)
@@ -398,7 +398,7 @@ def change_ratio(
         p_hi = float(np.mean(boot >= high)) if np.isfinite(high) else 0.0
     with np.errstate(divide="ignore"):
         log10r = float(np.log10(r)) if r > 0 else -np.inf
-    return V.frame(CHANGE_RATIO_COLUMNS, {
+    return V.frame(RATIO_OF_CHANGES_COLUMNS, {
         "n": n_clusters, "statistic": log10r, "p_value": max(p_lo, p_hi) if n_boot else np.nan,
         "effect": r, "ci_low": lo, "ci_high": hi, PRE_CHANGE: float(a.mean()),
         POST_CHANGE: float(b.mean()), LOG10_RATIO: log10r, P_BELOW: p_lo, P_ABOVE: p_hi,

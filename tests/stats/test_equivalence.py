@@ -1,4 +1,4 @@
-"""lie_stats.stats.equivalence: TOST with relative bounds and TOST for a correlation."""
+"""lie_stats.stats.equivalence: TOST with relative and absolute bounds and TOST for a correlation."""
 
 from __future__ import annotations
 
@@ -6,12 +6,14 @@ import numpy as np
 import pingouin
 import pytest
 import scipy.stats as sps
+from statsmodels.stats.weightstats import ttost_paired
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import columns as C
 from lie_stats.stats import fisher_z_se, tost_correlation, tost_relative
+from lie_stats.stats.equivalence import TOST_PAIRED_COLUMNS, tost_paired
 
 from ._sim import BAND, N_DATASETS, rejections
 
@@ -122,3 +124,56 @@ def test_tost_power_when_truly_equivalent(record_property):
           for _ in range(200)]
     record_property("rejection_rate", rejections(ps) / 200)
     assert rejections(ps) / 200 > 0.95
+
+
+# ------------------------------------------------------------------------------ tost_paired
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.01, 0.02, 0.04])
+def test_tost_paired_matches_statsmodels_and_pingouin(shift):
+    rng = np.random.default_rng(1)
+    a = rng.uniform(0.0, 0.3, size=24)
+    b = a + shift + rng.normal(0, 0.02, size=24)
+    res = tost_paired(a, b, bound=0.025)
+    assert list(res.columns) == list(TOST_PAIRED_COLUMNS)
+    row = res.iloc[0]
+    # statsmodels.stats.weightstats.ttost_paired(b, a, -0.025, 0.025) -> (p, (t1, p1, df1), (t2, p2, df2))
+    p, (t1, p1, df1), (t2, p2, df2) = ttost_paired(b, a, -0.025, 0.025)
+    assert row[C.P_VALUE] == pytest.approx(p, rel=1e-9)
+    assert row[C.T_LOWER] == pytest.approx(t1, rel=1e-9) and row[C.P_LOWER] == pytest.approx(p1, rel=1e-9)
+    assert row[C.T_UPPER] == pytest.approx(t2, rel=1e-9) and row[C.P_UPPER] == pytest.approx(p2, rel=1e-9)
+    assert row[C.DF] == df1 == 23
+    # pingouin.tost(b, a, bound=0.025, paired=True)["pval"]
+    assert row[C.P_VALUE] == pytest.approx(pingouin.tost(b, a, bound=0.025, paired=True)["pval"].iloc[0], rel=1e-6)
+    d = b - a
+    assert row[C.EFFECT] == pytest.approx(d.mean())
+    # the 90 % interval: scipy.stats.t.interval(0.90, 23, loc=mean(d), scale=sem(d))
+    lo, hi = sps.t.interval(0.90, 23, loc=d.mean(), scale=sps.sem(d))
+    assert row[C.CI_LOW] == pytest.approx(lo) and row[C.CI_HIGH] == pytest.approx(hi)
+    assert (row[C.P_VALUE] < 0.05) == (lo > -0.025 and hi < 0.025)
+
+
+def test_tost_paired_zero_variance_limits_and_nan_pairs():
+    a = np.array([0.0, 0.0, 0.0, np.nan])
+    res = tost_paired(a, a + 1.0, bound=0.025).iloc[0]  # every layer moves by exactly 1
+    assert res[C.P_VALUE] == 1.0 and res[C.CI_LOW] == res[C.CI_HIGH] == 1.0 and res[C.N] == 3
+    res = tost_paired(a, a.copy(), bound=0.025).iloc[0]
+    assert res[C.P_VALUE] == 0.0 and res[C.EFFECT] == 0.0
+
+
+def test_tost_paired_errors():
+    with pytest.raises(StatsInputError, match="bound"):
+        tost_paired([1.0, 2.0], [1.0, 2.0], bound=0.0)
+    with pytest.raises(StatsInputError, match="same length"):
+        tost_paired([1.0, 2.0, 3.0], [1.0, 2.0], bound=0.1)
+    with pytest.raises(StatsInputError, match="at least 2"):
+        tost_paired([1.0, np.nan], [1.0, 2.0], bound=0.1)
+
+
+def test_tost_paired_size_at_the_bound():
+    """True mean difference exactly at the bound: equivalence is declared at most alpha of
+    the time (the TOST's size; here the test is exact, so about alpha)."""
+    rng = np.random.default_rng(3)
+    d = 0.025 + rng.normal(0, 0.03, size=(N_DATASETS, 20))
+    p = [tost_paired(np.zeros(20), row, bound=0.025)[C.P_VALUE].iloc[0] for row in d]
+    assert BAND[0] <= rejections(p) <= BAND[1]

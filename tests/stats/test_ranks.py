@@ -8,7 +8,7 @@ import scipy.stats
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import ranks
-from lie_stats.stats.ranks import category_order, category_rank, change_ratio, pooled_relative
+from lie_stats.stats.ranks import delta_order, delta_rank, ratio_of_changes, pooled_relative
 
 CATS = ["embedding", "attn_q", "attn_k", "mlp_in", "mlp_out", "unembedding"]
 
@@ -48,7 +48,7 @@ def test_ranks_are_scipy_min_ranks_of_the_negated_values():
 
 def test_category_rank_matches_a_naive_bootstrap():
     tot, vals, norms = _map()
-    res = category_rank(tot, vals, norms, categories=CATS, target="attn_k", n_boot=500, ci=0.9, seed=7)
+    res = delta_rank(tot, vals, norms, categories=CATS, target="attn_k", n_boot=500, ci=0.9, seed=7)
     # point: scipy.stats.rankdata(-tot, method="min")
     assert res["effect"].iloc[0] == scipy.stats.rankdata(-tot, method="min")[CATS.index("attn_k")]
     rng = np.random.default_rng(7)
@@ -70,30 +70,30 @@ def test_category_rank_matches_a_naive_bootstrap():
 
 def test_category_rank_separated_target_has_a_degenerate_interval():
     tot, vals, norms = _map()
-    res = category_rank(tot, vals, norms, categories=CATS, target="unembedding", n_boot=300)
+    res = delta_rank(tot, vals, norms, categories=CATS, target="unembedding", n_boot=300)
     assert (res["effect"].iloc[0], res["ci_low"].iloc[0], res["ci_high"].iloc[0]) == (1, 1, 1)
 
 
 def test_category_rank_input_errors():
     tot, vals, norms = _map()
     with pytest.raises(StatsInputError, match="Did you mean 'attn_q'"):
-        category_rank(tot, vals, norms, categories=CATS, target="attn_qq")
+        delta_rank(tot, vals, norms, categories=CATS, target="attn_qq")
     bad = tot.copy()
     bad[CATS.index("mlp_in")] *= 1.5
     with pytest.raises(StatsInputError, match="do not pool to their totals"):
-        category_rank(bad, vals, norms, categories=CATS, target="attn_q")
+        delta_rank(bad, vals, norms, categories=CATS, target="attn_q")
     holes = vals.copy()
     holes[1, 3] = np.nan
     with pytest.raises(StatsInputError, match="lack some layers"):
-        category_rank(tot, holes, norms, categories=CATS, target="attn_q")
+        delta_rank(tot, holes, norms, categories=CATS, target="attn_q")
     with pytest.raises(StatsInputError, match="one value per category"):
-        category_rank(tot[:-1], vals, norms, categories=CATS, target="attn_q")
+        delta_rank(tot[:-1], vals, norms, categories=CATS, target="attn_q")
 
 
 def test_category_order_share_matches_a_naive_bootstrap():
     tot, vals, norms = _map(seed=4)
     order = [["unembedding"], ["mlp_out"], ["mlp_in", "embedding"]]
-    res = category_order(tot, vals, norms, categories=CATS, groups=order, n_boot=400, seed=3)
+    res = delta_order(tot, vals, norms, categories=CATS, groups=order, n_boot=400, seed=3)
     rng = np.random.default_rng(3)
     idx = rng.integers(0, vals.shape[1], size=(400, vals.shape[1]))
 
@@ -116,7 +116,7 @@ def test_category_order_share_matches_a_naive_bootstrap():
     assert res["boot_share"].iloc[0] == pytest.approx(np.mean(shares), abs=1e-12)
     assert 0 < res["boot_share"].iloc[0] < 1
     with pytest.raises(StatsInputError, match="two groups"):
-        category_order(tot, vals, norms, categories=CATS, groups=[["mlp_in"], ["mlp_in"]])
+        delta_order(tot, vals, norms, categories=CATS, groups=[["mlp_in"], ["mlp_in"]])
 
 
 def test_change_ratio_point_and_stratified_bootstrap_match_a_naive_loop():
@@ -125,7 +125,7 @@ def test_change_ratio_point_and_stratified_bootstrap_match_a_naive_loop():
     post = rng.lognormal(-4, 0.5, 24)
     strata = np.repeat([0, 1], 12)
     clusters = np.tile(np.arange(12), 2)
-    res = change_ratio(pre, post, strata=strata, clusters=clusters, n_boot=300, ci=0.9, seed=11,
+    res = ratio_of_changes(pre, post, strata=strata, clusters=clusters, n_boot=300, ci=0.9, seed=11,
                        reference=(50.0, 5000.0))
     assert res["effect"].iloc[0] == pytest.approx(pre.mean() / post.mean(), rel=1e-12)
     g = np.random.default_rng(11)
@@ -151,7 +151,7 @@ def test_change_ratio_interval_agrees_with_scipy_bootstrap():
     rng = np.random.default_rng(6)
     pre = rng.lognormal(0, 0.6, 30)
     post = rng.lognormal(-3, 0.6, 30)
-    res = change_ratio(pre, post, n_boot=4000, ci=0.9, seed=0)
+    res = ratio_of_changes(pre, post, n_boot=4000, ci=0.9, seed=0)
     # scipy.stats.bootstrap((pre, post), lambda a, b: a.mean() / b.mean(), paired=True,
     #                       vectorized=False, n_resamples=4000, method="percentile",
     #                       confidence_level=0.9, random_state=1)
@@ -168,8 +168,8 @@ def test_change_ratio_clusters_widen_the_interval():
     layer_effect = rng.lognormal(0, 1.0, 6)
     pre = np.repeat(layer_effect, 5) * rng.lognormal(0, 0.05, 30)
     post = np.full(30, 0.01)
-    free = change_ratio(pre, post, n_boot=2000, seed=0)
-    clustered = change_ratio(pre, post, clusters=np.repeat(np.arange(6), 5), n_boot=2000, seed=0)
+    free = ratio_of_changes(pre, post, n_boot=2000, seed=0)
+    clustered = ratio_of_changes(pre, post, clusters=np.repeat(np.arange(6), 5), n_boot=2000, seed=0)
     width = lambda r: r["ci_high"].iloc[0] - r["ci_low"].iloc[0]  # noqa: E731
     assert width(clustered) > 1.5 * width(free)
     assert clustered["n"].iloc[0] == 6
@@ -177,12 +177,12 @@ def test_change_ratio_clusters_widen_the_interval():
 
 def test_change_ratio_input_errors():
     with pytest.raises(StatsInputError, match="non-negative"):
-        change_ratio([1.0, -1.0], [1.0, 1.0], n_boot=0)
+        ratio_of_changes([1.0, -1.0], [1.0, 1.0], n_boot=0)
     with pytest.raises(StatsInputError, match="every change is 0"):
-        change_ratio([0.0, 0.0], [0.0, 0.0], n_boot=0)
+        ratio_of_changes([0.0, 0.0], [0.0, 0.0], n_boot=0)
     with pytest.raises(StatsInputError):
-        change_ratio([1.0, 2.0, 3.0], [1.0, 2.0], n_boot=0)
-    res = change_ratio([1.0, 2.0], [0.0, 0.0], n_boot=10)
+        ratio_of_changes([1.0, 2.0, 3.0], [1.0, 2.0], n_boot=0)
+    res = ratio_of_changes([1.0, 2.0], [0.0, 0.0], n_boot=10)
     assert np.isinf(res["effect"].iloc[0]) and np.isinf(res["ci_low"].iloc[0])
 
 

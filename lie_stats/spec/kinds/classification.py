@@ -1,5 +1,5 @@
 """Kinds over labelled heads: ``class_interaction``, ``threshold_agreement``,
-``stabilization_time``, ``class_auc`` (:mod:`lie_stats.stats.classes`).
+``stabilization_time``, ``class_auc`` (:mod:`lie_stats.stats.classification`).
 
 Heads carry label codes (METRICS.md §8: anchor / mixed / worker, :data:`lie_stats.schema.LABEL_CODES`).
 ``class_interaction`` compares the slope of one metric on another between two classes;
@@ -20,12 +20,12 @@ import numpy as np
 
 from ... import schema
 from ...errors import SpecError, StatsInputError
-from ...stats.classes import agreement_test, auc_test, interaction_test, threshold_zones, time_to_fraction
+from ...stats.classification import threshold_agreement, class_auc, class_interaction, threshold_zones, time_to_fraction
 from ...stats.groups import group_difference
 from ..parts import spec_error
 from ..registry import RESAMPLING, register_test
 from ..rules import decide_directional
-from ..tables import D_HEAD, D_MODEL, TestInput, label_counts, need_classes, two_groups
+from ..tables import D_HEAD, D_MODEL, TestInput, need_classes, two_groups
 
 __all__ = ["THRESHOLD_COSINE", "THRESHOLD_UNITS", "N_ZONE_BELOW", "N_ZONE_BETWEEN", "N_ZONE_ABOVE",
            "MEDIAN_TIME_GROUP0", "MEDIAN_TIME_GROUP1", "N_UNDEFINED_TIME"]
@@ -43,7 +43,7 @@ def _run_class_interaction(data: TestInput) -> Any:
     p = data.params
     table = data.table("y", "x", "group")
     sub, g, strata = two_groups(data, table, "group")
-    return interaction_test(
+    return class_interaction(
         sub["y"].to_numpy(float), sub["x"].to_numpy(float), g, strata=strata, ranks=p["ranks"],
         alternative=p["alternative"], n_perm=p["n_perm"], n_boot=p["n_boot"], ci=p["ci"],
         seed=p["seed"], min_group=p["min_group"])
@@ -74,7 +74,7 @@ def _run_threshold_agreement(data: TestInput) -> Any:
     zone_of = {float(c): float(z) for z, c in enumerate(classes)}
     observed = np.array([zone_of.get(float(c), np.nan) for c in labels])
     zones = threshold_zones(table["score"].to_numpy(float), t)
-    row = agreement_test(zones, observed, strata=data.strata(table),
+    row = threshold_agreement(zones, observed, strata=data.strata(table),
                                         alternative=p["alternative"], n_perm=p["n_perm"],
                                         n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
     return row.assign(**{THRESHOLD_COSINE: t, N_ZONE_BELOW: int(np.sum(zones == 0)),
@@ -82,7 +82,6 @@ def _run_threshold_agreement(data: TestInput) -> Any:
 
 
 def _run_stabilization_time(data: TestInput) -> Any:
-    import pandas as pd
     import xarray as xr
 
     p = data.params
@@ -132,7 +131,7 @@ def _run_class_auc(data: TestInput) -> Any:
         need_classes(labels, tuple(neg_codes), 1, f"the AUC of class {int(pos)} against {tuple(neg)}")
         keep = np.isin(labels, np.concatenate([[pos], neg_codes]))
     sub = table.loc[keep].reset_index(drop=True)
-    return auc_test(sub["x"].to_numpy(float), labels[keep] == pos,
+    return class_auc(sub["x"].to_numpy(float), labels[keep] == pos,
                                    strata=data.strata(sub), alternative=p["alternative"],
                                    n_perm=p["n_perm"], n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
 
@@ -166,7 +165,7 @@ register_test("class_interaction", _run_class_interaction, decide_directional,
               description="difference between two label classes (params groups=(a, b); effect: "
                           "b's slope minus a's) in the slope of y on x, on standardized ranks, "
                           "OLS with layer fixed effects, Freedman-Lane permutation within layers "
-                          "(lie_stats.stats.classes.interaction_test)")
+                          "(lie_stats.stats.classification.class_interaction)")
 register_test("threshold_agreement", _run_threshold_agreement, decide_directional,
               roles=("score", "label"),
               params={"threshold": 3.0, "threshold_units": "random_sd",
@@ -178,7 +177,7 @@ register_test("threshold_agreement", _run_threshold_agreement, decide_directiona
                           "t in cosine or random-direction SD units) against the label codes "
                           "params classes=(below, between, above): kappa with within-layer "
                           "chance agreement, permutation within layers "
-                          "(lie_stats.stats.classes.agreement_test)")
+                          "(lie_stats.stats.classification.threshold_agreement)")
 register_test("stabilization_time", _run_stabilization_time, decide_directional,
               roles=("values", "group"),
               params={"groups": _ANCHOR_WORKER, "fraction": 0.9, "scale": "log", "min_group": 2,
@@ -186,7 +185,7 @@ register_test("stabilization_time", _run_stabilization_time, decide_directional,
               description="per head, the time its trajectory (step='all') first reaches a fraction "
                           "of its final value (interpolated in log10 step or step), compared "
                           "between two label classes by group_difference, permuting within layers "
-                          "(lie_stats.stats.classes.time_to_fraction)")
+                          "(lie_stats.stats.classification.time_to_fraction)")
 register_test("class_auc", _run_class_auc, decide_directional, roles=("x", "label"),
               validate=_validate_auc,
               params={"positive": schema.LABEL_CODES["anchor"], "negative": None,
@@ -194,4 +193,4 @@ register_test("class_auc", _run_class_auc, decide_directional, roles=("x", "labe
               description="AUC of x for the label code params positive against params negative "
                           "(codes; None: every other head), pairs within layers, labels permuted "
                           "within layers; declare Prediction(..., value=0.5) "
-                          "(lie_stats.stats.classes.auc_test)")
+                          "(lie_stats.stats.classification.class_auc)")

@@ -1,5 +1,5 @@
 """Clustered summaries of head data: ``share_above`` and ``head_mean``
-(:mod:`lie_stats.stats.summaries`).
+(:mod:`lie_stats.stats.clustered`).
 
 The share of heads above a threshold, and the mean (or geometric mean) of head values,
 optionally over the heads whose mask is above a level; clusters are the (model, layer)
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import SpecError, StatsInputError
-from ...stats.summaries import TRANSFORMS, cluster_mean, share_above
+from ...stats.clustered import TRANSFORMS, head_mean, share_above
 from ..registry import register_test
 from ..rules import decide_interval
 from ..tables import TestInput, layer_clusters
@@ -41,7 +41,7 @@ def _run_head_mean(data: TestInput) -> Any:
         if table.empty:
             raise StatsInputError(f"head_mean: no head has a mask value above {p['mask_above']}.")
     clusters, strata = layer_clusters(table, "head_mean")
-    return cluster_mean(table["values"].to_numpy(float), clusters, strata=strata,
+    return head_mean(table["values"].to_numpy(float), clusters, strata=strata,
                         transform=p["transform"], null_value=float(data.prediction.value),
                         n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
 

@@ -12,8 +12,7 @@ from typing import Any
 
 from ...stats import columns as C
 from ...stats.correlation import correlation
-from ...stats.equivalence import tost_correlation, tost_relative
-from ...stats.summaries import tost_paired
+from ...stats.equivalence import tost_correlation, tost_paired, tost_relative
 from ..registry import RESAMPLING, register_test
 from ..rules import decide_equivalence
 from ..tables import TestInput, columns_of

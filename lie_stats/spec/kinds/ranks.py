@@ -19,7 +19,7 @@ import numpy as np
 
 from ...errors import SpecError, StatsInputError
 from ...stats import columns as C
-from ...stats.ranks import BOOT_SHARE, ORDER_HOLDS, category_order, category_rank, change_ratio
+from ...stats.ranks import BOOT_SHARE, ORDER_HOLDS, delta_order, delta_rank, ratio_of_changes
 from ..parts import Prediction
 from ..registry import register_test
 from ..rules import Decision, decide_interval, finite
@@ -31,14 +31,14 @@ __all__ = ["decide_delta_order", "decide_ratio_of_changes"]
 def _run_delta_rank(data: TestInput) -> Any:
     p = data.params
     tot, lv, nv, cats = delta_inputs(data, "delta_rank")
-    return category_rank(tot, lv, nv, categories=cats, target=p["target"], n_boot=p["n_boot"],
+    return delta_rank(tot, lv, nv, categories=cats, target=p["target"], n_boot=p["n_boot"],
                                ci=p["ci"], seed=p["seed"])
 
 
 def _run_delta_order(data: TestInput) -> Any:
     p = data.params
     tot, lv, nv, cats = delta_inputs(data, "delta_order")
-    return category_order(tot, lv, nv, categories=cats, groups=[list(g) for g in p["order"]],
+    return delta_order(tot, lv, nv, categories=cats, groups=[list(g) for g in p["order"]],
                                 n_boot=p["n_boot"], seed=p["seed"])
 
 
@@ -73,21 +73,6 @@ def _ratio_band(prediction: Prediction) -> tuple[float, float]:
     if prediction.direction == "below":
         return -np.inf, v
     return v, np.inf
-
-
-def model_matrix(data: TestInput, role: str) -> tuple[np.ndarray, list[str], Any]:
-    """[n_models, n_units] values of a one-step selection, its models, and the unit coordinates."""
-    da = data.arrays[role].reset_coords(drop=True)
-    if schema.STEP in da.dims:
-        raise SpecError(f"selection[{role!r}] must pick one step (not step='all').")
-    rest = [d for d in da.dims if d != schema.MODEL]
-    da = da.transpose(schema.MODEL, *rest)
-    units = da.isel({schema.MODEL: 0}, drop=True)
-    layer = (units[schema.LAYER].broadcast_like(units).values.reshape(-1) if schema.LAYER in rest
-             else np.zeros(int(np.prod(units.shape)), dtype=int))
-    coords = [(d, [str(v) for v in da[d].values.tolist()]) for d in rest]
-    return (da.values.reshape(da.sizes[schema.MODEL], -1).astype(float),
-            [str(m) for m in da[schema.MODEL].values.tolist()], (coords, layer))
 
 
 def _run_ratio_of_changes(data: TestInput) -> Any:
@@ -127,7 +112,7 @@ def _run_ratio_of_changes(data: TestInput) -> Any:
     clusters = np.tile(layer, n_models)
     pre, post = pre.reshape(-1), post.reshape(-1)
     ok = np.isfinite(pre) & np.isfinite(post)
-    return change_ratio(pre[ok], post[ok], strata=strata[ok], clusters=clusters[ok],
+    return ratio_of_changes(pre[ok], post[ok], strata=strata[ok], clusters=clusters[ok],
                               n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"],
                               reference=_ratio_band(data.prediction))
 
@@ -166,17 +151,17 @@ register_test("delta_rank", _run_delta_rank, decide_interval, roles=DELTA_ROLES,
               directions=("above", "below"),
               description="rank (1 = changed most) of one parameter category in the parameter-delta "
                           "map of one model, bootstrap over layers (METRICS §6.4, "
-                          "lie_stats.stats.ranks.category_rank); roles: param_delta, "
+                          "lie_stats.stats.ranks.delta_rank); roles: param_delta, "
                           "param_delta_layer, param_base_norm_layer at one step")
 register_test("delta_order", _run_delta_order, decide_delta_order, roles=DELTA_ROLES,
               params={"order": None, "n_boot": 2000}, required_params=("order",),
               directions=("above",),
               description="whether declared groups of parameter categories (params order: a list "
                           "of lists of categories) hold the top ranks in order, with its bootstrap share over layers (METRICS §6.4, "
-                          "lie_stats.stats.ranks.category_order)")
+                          "lie_stats.stats.ranks.delta_order)")
 register_test("ratio_of_changes", _run_ratio_of_changes, decide_ratio_of_changes, roles=("pre_last", "post_last"),
               optional_roles=("pre_first", "post_first"),
               params={"n_boot": 2000, "ci": 0.95}, directions=("above", "below", "equivalent"),
               description="mean change of pre over mean change of post, paired by unit (|log(last / "
                           "first)| when the firsts are selected), bootstrap of layers within runs "
-                          "(lie_stats.stats.ranks.change_ratio)")
+                          "(lie_stats.stats.ranks.ratio_of_changes)")

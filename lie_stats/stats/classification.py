@@ -2,13 +2,13 @@
 
 Four families of questions about labelled heads (CLAIMS.md B7, B9, B10, B11):
 
-* :func:`auc_test`: does a metric separate one class from the others (area under the ROC
+* :func:`class_auc`: does a metric separate one class from the others (area under the ROC
   curve, computed from head pairs **within** layers, within-layer permutation p)?
-* :func:`agreement_test`: does a classifier agree with the labels beyond chance (Cohen's
+* :func:`threshold_agreement`: does a classifier agree with the labels beyond chance (Cohen's
   kappa with chance agreement computed within layers, within-layer permutation p)?
   :func:`threshold_zones` is the bidirectional threshold classifier, :func:`cohen_kappa`
   the plain statistic.
-* :func:`interaction_test`: do two classes differ in the slope of ``y`` on ``x`` (OLS with
+* :func:`class_interaction`: do two classes differ in the slope of ``y`` on ``x`` (OLS with
   layer fixed effects, Freedman-Lane permutation of the reduced model's residuals within
   layers)?
 * :func:`time_to_fraction`: per unit, when a trajectory first reaches a fraction of its
@@ -20,7 +20,7 @@ Every p-value here is a within-strata permutation p by the ``(1 + count) / (1 + 
 within-strata permutation expectation is the null value (0.5 for an AUC, 0 for a kappa or an
 interaction): a layer-level confound (one class concentrated in layers whose values are
 larger) moves neither the test nor the effect. The false-positive rates are checked on
-simulated layer-confounded nulls in ``tests/stats/test_classes.py``.
+simulated layer-confounded nulls in ``tests/stats/test_classification.py``.
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from lie_stats.stats import columns as C
 from lie_stats.stats.permutation import _BootstrapPlan, _codes, _PermutationPlan, permutation_pvalue
 
 __all__ = [
-    "auc_test",
-    "agreement_test",
+    "class_auc",
+    "threshold_agreement",
     "cohen_kappa",
     "threshold_zones",
-    "interaction_test",
+    "class_interaction",
     "time_to_fraction",
     "TIME_SCALES",
     "AUC_POOLED", "N_POSITIVE", "N_NEGATIVE", "N_PAIRS",
@@ -128,7 +128,7 @@ def _check_common(where: str, alternative: str, n_perm: int, n_boot: int, ci: fl
 # ----------------------------------------------------------------------------- AUC
 
 
-def auc_test(
+def class_auc(
     x: ArrayLike,
     positive: ArrayLike,
     *,
@@ -189,12 +189,12 @@ def auc_test(
 
     Examples
     --------
-    >>> res = auc_test([1.0, 2, 3, 4, 5, 6], [False, False, True, False, True, True],
+    >>> res = class_auc([1.0, 2, 3, 4, 5, 6], [False, False, True, False, True, True],
     ...                strata=None, n_boot=0)
     >>> round(float(res["effect"].iloc[0]), 4), int(res["exact"].iloc[0])
     (0.8889, 1)
     """
-    where = "auc_test"
+    where = "class_auc"
     n_perm, n_boot, ci, seed = _check_common(where, alternative, n_perm, n_boot, ci, seed)
     xv = v.vector(x, name="x", where=where)
     n_all = xv.size
@@ -319,7 +319,7 @@ def cohen_kappa(predicted: ArrayLike, observed: ArrayLike) -> float:
     return (po - pe) / (1.0 - pe)
 
 
-def agreement_test(
+def threshold_agreement(
     predicted: ArrayLike,
     observed: ArrayLike,
     *,
@@ -342,7 +342,7 @@ def agreement_test(
     alternative : {"two-sided", "greater", "less"}
         ``"greater"``: agreement above chance.
     n_perm, n_boot, ci, seed
-        As :func:`auc_test`.
+        As :func:`class_auc`.
 
     Returns
     -------
@@ -377,11 +377,11 @@ def agreement_test(
 
     Examples
     --------
-    >>> res = agreement_test([0, 0, 1, 1, 2, 2], [0, 1, 1, 1, 2, 0], strata=None, n_boot=0)
+    >>> res = threshold_agreement([0, 0, 1, 1, 2, 2], [0, 1, 1, 1, 2, 0], strata=None, n_boot=0)
     >>> round(float(res["effect"].iloc[0]), 4), round(float(res["balanced_accuracy"].iloc[0]), 4)
     (0.5, 0.7222)
     """
-    where = "agreement_test"
+    where = "threshold_agreement"
     n_perm, n_boot, ci, seed = _check_common(where, alternative, n_perm, n_boot, ci, seed)
     n_all = int(np.size(predicted))
     a = _codes_int(predicted, n_all, name="predicted", where=where)
@@ -445,7 +445,7 @@ def _design(x: np.ndarray, g: np.ndarray, codes: np.ndarray, n_strata: int, full
     return np.concatenate([*cols, dummies], axis=-1)
 
 
-def interaction_test(
+def class_interaction(
     y: ArrayLike,
     x: ArrayLike,
     group: ArrayLike,
@@ -483,7 +483,7 @@ def interaction_test(
     alternative : {"two-sided", "greater", "less"}
         ``"greater"``: group 1's slope larger.
     n_perm, n_boot, ci, seed
-        As :func:`auc_test`.
+        As :func:`class_auc`.
     min_group : int, default 3
         Fewest units a group may have (a slope needs a few points).
 
@@ -523,11 +523,11 @@ def interaction_test(
     >>> rng = np.random.default_rng(0)
     >>> x = rng.normal(size=60); g = np.arange(60) % 2 == 0
     >>> y = np.where(g, 1.0, -1.0) * x + 0.3 * rng.normal(size=60)
-    >>> res = interaction_test(y, x, g, strata=np.repeat(np.arange(6), 10), n_perm=199, n_boot=0)
+    >>> res = class_interaction(y, x, g, strata=np.repeat(np.arange(6), 10), n_perm=199, n_boot=0)
     >>> bool(res["effect"].iloc[0] > 1.0), float(res["p_value"].iloc[0])
     (True, 0.005)
     """
-    where = "interaction_test"
+    where = "class_interaction"
     n_perm, n_boot, ci, seed = _check_common(where, alternative, n_perm, n_boot, ci, seed)
     min_group = v.positive_int(min_group, name="min_group", where=where, minimum=2)
     yv = v.vector(y, name="y", where=where)

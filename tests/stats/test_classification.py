@@ -1,4 +1,4 @@
-"""lie_stats.stats.classes: AUC, kappa agreement, slope interaction, time to a fraction.
+"""lie_stats.stats.classification: AUC, kappa agreement, slope interaction, time to a fraction.
 
 Cross-checks against scikit-learn, scipy and statsmodels (calls quoted beside the numbers),
 hand computations, and calibration of every new p-value on simulated layer-confounded nulls
@@ -15,7 +15,7 @@ from scipy import stats as sps
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import columns as SC
-from lie_stats.stats.classes import (
+from lie_stats.stats.classification import (
     AGREEMENT_COLUMNS,
     AUC_COLUMNS,
     AUC_POOLED,
@@ -26,10 +26,10 @@ from lie_stats.stats.classes import (
     P_PARAMETRIC,
     SLOPE_GROUP0,
     SLOPE_GROUP1,
-    agreement_test,
-    auc_test,
+    threshold_agreement,
+    class_auc,
     cohen_kappa,
-    interaction_test,
+    class_interaction,
     threshold_zones,
     time_to_fraction,
 )
@@ -51,7 +51,7 @@ def test_auc_columns_and_pooled_equals_sklearn():
     rng = np.random.default_rng(0)
     x = np.round(rng.normal(size=96), 1)  # ties
     g = rng.random(96) < 0.3
-    res = auc_test(x, g, strata=None, n_perm=999, n_boot=0)
+    res = class_auc(x, g, strata=None, n_perm=999, n_boot=0)
     assert tuple(res.columns) == AUC_COLUMNS
     # sklearn: roc_auc_score(g, x)
     assert val(res, SC.EFFECT) == pytest.approx(roc_auc_score(g, x), abs=1e-12)
@@ -66,7 +66,7 @@ def test_auc_within_strata_is_pair_weighted_mean_of_layer_aucs():
     rng = np.random.default_rng(1)
     x = rng.normal(size=96) + 2.0 * LAYER
     g = rng.random(96) < 0.4
-    res = auc_test(x, g, strata=LAYER, n_perm=999, n_boot=0)
+    res = class_auc(x, g, strata=LAYER, n_perm=999, n_boot=0)
     num = den = 0.0
     for layer in range(12):
         m = LAYER == layer
@@ -81,7 +81,7 @@ def test_auc_within_strata_is_pair_weighted_mean_of_layer_aucs():
 def test_auc_exact_p_equals_exact_mannwhitney():
     x = np.array([0.3, 1.2, 2.5, 0.1, 3.3, 2.2, 1.9, 4.0])
     g = np.array([False, True, True, False, True, False, False, True])
-    res = auc_test(x, g, strata=None, n_perm=50_000, n_boot=0)
+    res = class_auc(x, g, strata=None, n_perm=50_000, n_boot=0)
     assert val(res, SC.EXACT) == 1
     # scipy: mannwhitneyu(x[g], x[~g], method="exact").pvalue
     assert val(res, SC.P_VALUE) == pytest.approx(sps.mannwhitneyu(x[g], x[~g], method="exact").pvalue, rel=1e-9)
@@ -91,15 +91,15 @@ def test_auc_interval_and_errors():
     rng = np.random.default_rng(2)
     g = rng.random(96) < 0.3
     x = rng.normal(size=96) + 1.5 * g + rng.normal(size=12)[LAYER]
-    res = auc_test(x, g, strata=LAYER, n_perm=999, n_boot=500, seed=3)
+    res = class_auc(x, g, strata=LAYER, n_perm=999, n_boot=500, seed=3)
     assert 0.5 < val(res, SC.CI_LOW) < val(res, SC.EFFECT) < val(res, SC.CI_HIGH) <= 1.0
     assert val(res, SC.P_VALUE) < 0.01
     with pytest.raises(StatsInputError, match="at least 2"):
-        auc_test(x, np.zeros(96, bool), strata=LAYER)
+        class_auc(x, np.zeros(96, bool), strata=LAYER)
     with pytest.raises(StatsInputError, match="no stratum holds both"):
-        auc_test(x, LAYER < 6, strata=LAYER)
+        class_auc(x, LAYER < 6, strata=LAYER)
     with pytest.raises(StatsInputError, match="boolean"):
-        auc_test(x, LAYER, strata=LAYER)
+        class_auc(x, LAYER, strata=LAYER)
 
 
 # ------------------------------------------------------------------ agreement
@@ -115,7 +115,7 @@ def test_kappa_against_sklearn_and_statsmodels():
     table = pd.crosstab(a, b).to_numpy()
     # statsmodels: cohens_kappa(crosstab(a, b)).kappa
     assert cohen_kappa(a, b) == pytest.approx(cohens_kappa(table).kappa, abs=1e-12)
-    res = agreement_test(a, b, strata=None, n_perm=999, n_boot=0)
+    res = threshold_agreement(a, b, strata=None, n_perm=999, n_boot=0)
     assert tuple(res.columns) == AGREEMENT_COLUMNS
     assert val(res, SC.EFFECT) == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
     assert val(res, KAPPA_POOLED) == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
@@ -129,7 +129,7 @@ def test_stratified_chance_agreement_by_hand():
     a = np.array([0, 0, 1, 1, 2, 2, 2, 2])
     b = np.array([0, 1, 1, 1, 2, 2, 0, 2])
     s = np.array([0, 0, 0, 0, 1, 1, 1, 1])
-    res = agreement_test(a, b, strata=s, n_perm=99_999, n_boot=0)
+    res = threshold_agreement(a, b, strata=s, n_perm=99_999, n_boot=0)
     # stratum 0: a counts (2, 2, 0), b counts (1, 3, 0) -> (2*1 + 2*3) / 4 = 2
     # stratum 1: a counts (0, 0, 4), b counts (1, 0, 3) -> 4*3 / 4 = 3; p_e = (2 + 3) / 8
     assert val(res, CHANCE_AGREEMENT) == pytest.approx(5 / 8)
@@ -143,7 +143,7 @@ def test_stratified_chance_agreement_by_hand():
             total += 1
             count += np.mean(a == np.array(p0 + p1)) >= po - 1e-12
     assert val(res, SC.EXACT) == 1
-    res_g = agreement_test(a, b, strata=s, n_perm=99_999, n_boot=0, alternative="greater")
+    res_g = threshold_agreement(a, b, strata=s, n_perm=99_999, n_boot=0, alternative="greater")
     # (1 + count of non-identity perms) / (1 + B) = count / total, identity included in both
     assert val(res_g, SC.P_VALUE) == pytest.approx(count / total)
 
@@ -154,9 +154,9 @@ def test_threshold_zones_and_errors():
     with pytest.raises(StatsInputError, match="threshold"):
         threshold_zones([0.1], -1.0)
     with pytest.raises(StatsInputError, match="integer class codes"):
-        agreement_test([0.5, 1.0], [0, 1], strata=None)
+        threshold_agreement([0.5, 1.0], [0, 1], strata=None)
     with pytest.raises(StatsInputError, match="chance agreement is 1"):
-        agreement_test([1, 1, 1], [1, 1, 1], strata=None)
+        threshold_agreement([1, 1, 1], [1, 1, 1], strata=None)
 
 
 # ------------------------------------------------------------------ interaction
@@ -172,7 +172,7 @@ def test_interaction_matches_statsmodels_ols():
 
     rng = np.random.default_rng(5)
     y, x, g = _interaction_data(rng, delta=0.4)
-    res = interaction_test(y, x, g, strata=LAYER, ranks=False, n_perm=999, n_boot=0)
+    res = class_interaction(y, x, g, strata=LAYER, ranks=False, n_perm=999, n_boot=0)
     assert tuple(res.columns) == INTERACTION_COLUMNS
     d = pd.DataFrame({"y": (y - y.mean()) / y.std(), "x": (x - x.mean()) / x.std(),
                       "g": g.astype(float), "layer": LAYER})
@@ -188,7 +188,7 @@ def test_interaction_matches_statsmodels_ols():
 def test_interaction_ranks_and_interval():
     rng = np.random.default_rng(6)
     y, x, g = _interaction_data(rng, delta=1.5)
-    res = interaction_test(y, x, g, strata=LAYER, n_perm=999, n_boot=300, seed=1)
+    res = class_interaction(y, x, g, strata=LAYER, n_perm=999, n_boot=300, seed=1)
     assert val(res, SC.P_VALUE) < 0.01 and val(res, SC.EFFECT) > 0
     assert val(res, SC.CI_LOW) < val(res, SC.EFFECT) < val(res, SC.CI_HIGH)
     assert val(res, SC.CI_LOW) > 0
@@ -199,9 +199,9 @@ def test_interaction_errors():
     few = np.zeros(96, bool)
     few[:2] = True
     with pytest.raises(StatsInputError, match="at least 3"):
-        interaction_test(y, x, few, strata=LAYER)
+        class_interaction(y, x, few, strata=LAYER)
     with pytest.raises(StatsInputError, match="rank-deficient"):
-        interaction_test(y, np.where(g, 1.0, x), g, strata=LAYER, ranks=False)
+        class_interaction(y, np.where(g, 1.0, x), g, strata=LAYER, ranks=False)
 
 
 # ------------------------------------------------------------------ time to fraction
@@ -242,7 +242,7 @@ def test_auc_calibrated_on_confounded_null(record_property):
     ps = []
     for i in range(N_DATASETS):
         x, g = _confounded_labels(np.random.default_rng(i))
-        ps.append(val(auc_test(x, g, strata=LAYER, n_perm=199, n_boot=0, seed=i), SC.P_VALUE))
+        ps.append(val(class_auc(x, g, strata=LAYER, n_perm=199, n_boot=0, seed=i), SC.P_VALUE))
     count = rejections(ps)
     record_property("rejections", count)
     assert BAND[0] <= count <= BAND[1], count
@@ -253,7 +253,7 @@ def test_pooled_auc_is_confounded_where_within_layer_auc_is_not():
     pooled, within = [], []
     for i in range(300):
         x, g = _confounded_labels(np.random.default_rng(i))
-        res = auc_test(x, g, strata=LAYER, n_perm=1, n_boot=0)
+        res = class_auc(x, g, strata=LAYER, n_perm=1, n_boot=0)
         pooled.append(val(res, AUC_POOLED))
         within.append(val(res, SC.EFFECT))
     assert abs(np.mean(within) - 0.5) < 0.01
@@ -267,7 +267,7 @@ def test_agreement_calibrated_on_confounded_null(record_property):
         x, g = _confounded_labels(rng)
         zones = threshold_zones(x - np.median(x), 0.5)  # 3 zones, layer-confounded
         labels = np.where(g, 2, np.where(rng.random(96) < 0.3, 0, 1))
-        ps.append(val(agreement_test(zones, labels, strata=LAYER, n_perm=199, n_boot=0, seed=i),
+        ps.append(val(threshold_agreement(zones, labels, strata=LAYER, n_perm=199, n_boot=0, seed=i),
                       SC.P_VALUE))
     count = rejections(ps)
     record_property("rejections", count)
@@ -280,7 +280,7 @@ def test_interaction_calibrated_on_confounded_null(record_property):
     ps = []
     for i in range(N_DATASETS):
         y, x, g = _interaction_data(np.random.default_rng(i))
-        ps.append(val(interaction_test(y, x, g, strata=LAYER, n_perm=199, n_boot=0, seed=i),
+        ps.append(val(class_interaction(y, x, g, strata=LAYER, n_perm=199, n_boot=0, seed=i),
                       SC.P_VALUE))
     count = rejections(ps)
     record_property("rejections", count)
@@ -313,12 +313,12 @@ def test_power_on_planted_effects():
         rng = np.random.default_rng(50_000 + i)
         x, g = _confounded_labels(rng)
         xs = x + 0.8 * g
-        hits["auc"] += val(auc_test(xs, g, strata=LAYER, n_perm=199, n_boot=0), SC.P_VALUE) <= 0.05
+        hits["auc"] += val(class_auc(xs, g, strata=LAYER, n_perm=199, n_boot=0), SC.P_VALUE) <= 0.05
         labels = np.where(g, 2, 1)
         zones = np.where(rng.random(96) < 0.6, labels, rng.integers(0, 3, size=96))
-        hits["agree"] += val(agreement_test(zones, labels, strata=LAYER, n_perm=199, n_boot=0),
+        hits["agree"] += val(threshold_agreement(zones, labels, strata=LAYER, n_perm=199, n_boot=0),
                              SC.P_VALUE) <= 0.05
         y, xx, gg = _interaction_data(rng, delta=0.8)
-        hits["inter"] += val(interaction_test(y, xx, gg, strata=LAYER, n_perm=199, n_boot=0),
+        hits["inter"] += val(class_interaction(y, xx, gg, strata=LAYER, n_perm=199, n_boot=0),
                              SC.P_VALUE) <= 0.05
     assert all(h >= 80 for h in hits.values()), hits

@@ -1,82 +1,24 @@
-"""lie_stats.stats.summaries: paired TOST (absolute bound), clustered means and shares with a
-stratified cluster-bootstrap interval; cross-checked against statsmodels / pingouin / scipy,
-calibrated on simulated nulls."""
+"""lie_stats.stats.clustered: clustered means and shares with a stratified cluster-bootstrap
+interval; cross-checked against scipy, calibrated on simulated nulls."""
 
 from __future__ import annotations
 
 import numpy as np
-import pingouin
 import pytest
 import scipy.stats as sps
-from statsmodels.stats.weightstats import ttost_paired
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import columns as C
-from lie_stats.stats.summaries import (
-    CLUSTER_MEAN_COLUMNS,
+from lie_stats.stats.clustered import (
+    HEAD_MEAN_COLUMNS,
     N_CLUSTERS,
-    TOST_PAIRED_COLUMNS,
-    cluster_mean,
+    head_mean,
     share_above,
-    tost_paired,
 )
 
-from ._sim import ALPHA, BAND, N_DATASETS, rejections
+from ._sim import ALPHA
 
-# ------------------------------------------------------------------------------ tost_paired
-
-
-@pytest.mark.parametrize("shift", [0.0, 0.01, 0.02, 0.04])
-def test_tost_paired_matches_statsmodels_and_pingouin(shift):
-    rng = np.random.default_rng(1)
-    a = rng.uniform(0.0, 0.3, size=24)
-    b = a + shift + rng.normal(0, 0.02, size=24)
-    res = tost_paired(a, b, bound=0.025)
-    assert list(res.columns) == list(TOST_PAIRED_COLUMNS)
-    row = res.iloc[0]
-    # statsmodels.stats.weightstats.ttost_paired(b, a, -0.025, 0.025) -> (p, (t1, p1, df1), (t2, p2, df2))
-    p, (t1, p1, df1), (t2, p2, df2) = ttost_paired(b, a, -0.025, 0.025)
-    assert row[C.P_VALUE] == pytest.approx(p, rel=1e-9)
-    assert row[C.T_LOWER] == pytest.approx(t1, rel=1e-9) and row[C.P_LOWER] == pytest.approx(p1, rel=1e-9)
-    assert row[C.T_UPPER] == pytest.approx(t2, rel=1e-9) and row[C.P_UPPER] == pytest.approx(p2, rel=1e-9)
-    assert row[C.DF] == df1 == 23
-    # pingouin.tost(b, a, bound=0.025, paired=True)["pval"]
-    assert row[C.P_VALUE] == pytest.approx(pingouin.tost(b, a, bound=0.025, paired=True)["pval"].iloc[0], rel=1e-6)
-    d = b - a
-    assert row[C.EFFECT] == pytest.approx(d.mean())
-    # the 90 % interval: scipy.stats.t.interval(0.90, 23, loc=mean(d), scale=sem(d))
-    lo, hi = sps.t.interval(0.90, 23, loc=d.mean(), scale=sps.sem(d))
-    assert row[C.CI_LOW] == pytest.approx(lo) and row[C.CI_HIGH] == pytest.approx(hi)
-    assert (row[C.P_VALUE] < 0.05) == (lo > -0.025 and hi < 0.025)
-
-
-def test_tost_paired_zero_variance_limits_and_nan_pairs():
-    a = np.array([0.0, 0.0, 0.0, np.nan])
-    res = tost_paired(a, a + 1.0, bound=0.025).iloc[0]  # every layer moves by exactly 1
-    assert res[C.P_VALUE] == 1.0 and res[C.CI_LOW] == res[C.CI_HIGH] == 1.0 and res[C.N] == 3
-    res = tost_paired(a, a.copy(), bound=0.025).iloc[0]
-    assert res[C.P_VALUE] == 0.0 and res[C.EFFECT] == 0.0
-
-
-def test_tost_paired_errors():
-    with pytest.raises(StatsInputError, match="bound"):
-        tost_paired([1.0, 2.0], [1.0, 2.0], bound=0.0)
-    with pytest.raises(StatsInputError, match="same length"):
-        tost_paired([1.0, 2.0, 3.0], [1.0, 2.0], bound=0.1)
-    with pytest.raises(StatsInputError, match="at least 2"):
-        tost_paired([1.0, np.nan], [1.0, 2.0], bound=0.1)
-
-
-def test_tost_paired_size_at_the_bound():
-    """True mean difference exactly at the bound: equivalence is declared at most alpha of
-    the time (the TOST's size; here the test is exact, so about alpha)."""
-    rng = np.random.default_rng(3)
-    d = 0.025 + rng.normal(0, 0.03, size=(N_DATASETS, 20))
-    p = [tost_paired(np.zeros(20), row, bound=0.025)[C.P_VALUE].iloc[0] for row in d]
-    assert BAND[0] <= rejections(p) <= BAND[1]
-
-
-# ------------------------------------------------------------------------------ cluster_mean
+# ------------------------------------------------------------------------------ head_mean
 
 
 def _layers(rng, n_layers=12, heads=8, share=0.7, spread=8.0):
@@ -88,11 +30,11 @@ def _layers(rng, n_layers=12, heads=8, share=0.7, spread=8.0):
 
 def test_cluster_mean_estimate_and_columns():
     vals = np.array([1.0, 2.0, np.nan, 4.0, 8.0, 16.0])
-    res = cluster_mean(vals, clusters=[0, 0, 1, 1, 2, 2], n_boot=99).iloc[0]
-    assert list(cluster_mean(vals, clusters=[0, 0, 1, 1, 2, 2], n_boot=9).columns) == list(CLUSTER_MEAN_COLUMNS)
+    res = head_mean(vals, clusters=[0, 0, 1, 1, 2, 2], n_boot=99).iloc[0]
+    assert list(head_mean(vals, clusters=[0, 0, 1, 1, 2, 2], n_boot=9).columns) == list(HEAD_MEAN_COLUMNS)
     assert res[C.EFFECT] == pytest.approx(np.nanmean(vals)) and res[C.N] == 5 and res[N_CLUSTERS] == 3
     assert np.isnan(res[C.P_VALUE])  # no null value: no p
-    geo = cluster_mean(vals, clusters=[0, 0, 1, 1, 2, 2], transform="log", n_boot=99).iloc[0]
+    geo = head_mean(vals, clusters=[0, 0, 1, 1, 2, 2], transform="log", n_boot=99).iloc[0]
     # scipy.stats.gmean([1, 2, 4, 8, 16]) = 4.0
     assert geo[C.EFFECT] == pytest.approx(sps.gmean([1.0, 2.0, 4.0, 8.0, 16.0]))
     assert geo[C.CI_LOW] <= geo[C.EFFECT] <= geo[C.CI_HIGH]
@@ -103,7 +45,7 @@ def test_cluster_bootstrap_matches_scipy_on_cluster_means():
     of the cluster means, so the percentile interval matches scipy's up to Monte Carlo error."""
     rng = np.random.default_rng(5)
     x, layer = _layers(rng, n_layers=20)
-    res = cluster_mean(x, clusters=layer, n_boot=20000, seed=1).iloc[0]
+    res = head_mean(x, clusters=layer, n_boot=20000, seed=1).iloc[0]
     means = np.bincount(layer, weights=x) / np.bincount(layer)
     # scipy.stats.bootstrap((means,), np.mean, method="percentile", n_resamples=20000)
     ref = sps.bootstrap((means,), np.mean, method="percentile", n_resamples=20000,
@@ -120,23 +62,23 @@ def test_strata_keep_their_weights():
     vals = np.concatenate([a, b])
     clusters = np.repeat(np.arange(6), 2)
     strata = np.repeat([0, 1], 6)
-    res = cluster_mean(vals, clusters=clusters, strata=strata, n_boot=4000).iloc[0]
+    res = head_mean(vals, clusters=clusters, strata=strata, n_boot=4000).iloc[0]
     assert res[C.EFFECT] == pytest.approx(0.75) and res[C.N_STRATA] == 2
     # replicates are (1 * 6 + mean of 3 resampled layer means of stratum 1 * 6) / 12 in [0.5, 1]
     assert 0.5 <= res[C.CI_LOW] < res[C.CI_HIGH] <= 1.0
-    only_a = cluster_mean(a, clusters=clusters[:6], n_boot=200).iloc[0]
+    only_a = head_mean(a, clusters=clusters[:6], n_boot=200).iloc[0]
     assert only_a[C.CI_LOW] == only_a[C.CI_HIGH] == 1.0
 
 
 def test_cluster_mean_errors():
     with pytest.raises(StatsInputError, match="spans two strata"):
-        cluster_mean([1.0, 2.0, 3.0, 4.0], clusters=[0, 0, 1, 1], strata=[0, 1, 1, 1])
+        head_mean([1.0, 2.0, 3.0, 4.0], clusters=[0, 0, 1, 1], strata=[0, 1, 1, 1])
     with pytest.raises(StatsInputError, match="at least 2 clusters"):
-        cluster_mean([1.0, 2.0], clusters=[0, 0])
+        head_mean([1.0, 2.0], clusters=[0, 0])
     with pytest.raises(StatsInputError, match="non-positive"):
-        cluster_mean([1.0, 0.0, 2.0], clusters=[0, 1, 2], transform="log")
+        head_mean([1.0, 0.0, 2.0], clusters=[0, 1, 2], transform="log")
     with pytest.raises(StatsInputError, match="transform"):
-        cluster_mean([1.0, 2.0], clusters=[0, 1], transform="logit")
+        head_mean([1.0, 2.0], clusters=[0, 1], transform="logit")
     with pytest.raises(StatsInputError, match="share"):
         share_above([0.2, 0.8], 0.5, clusters=[0, 1], null_value=1.5)
 

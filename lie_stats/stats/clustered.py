@@ -1,12 +1,11 @@
-"""Clustered summaries and paired equivalence: shares and means of head data with a
-stratified cluster-bootstrap interval, and the paired TOST with an absolute bound.
+"""Clustered summaries: the share of units above a threshold and the mean of unit values,
+with a stratified cluster-bootstrap interval and a bootstrap p against a null value.
 
-Used by claim A10 (the projection-artifact control: the same per-layer metric under two
-compressions, METRICS.md §2, §4.2, §4.6) and claim B4 (attention sinks: the share of heads
-whose ``sink_argmax_fraction`` exceeds one half, and the size of ``sink_value_ratio``,
-METRICS.md §7.2, §7.4).
+Units (heads) are nested in clusters (layers) and clusters in strata (models), e.g. the
+share of heads whose ``sink_argmax_fraction`` exceeds one half, or the geometric mean of a
+positive ratio over heads (METRICS.md §7.2, §7.4).
 
-Heads are nested in layers and layers in models. :func:`cluster_mean` resamples whole
+Heads are nested in layers and layers in models. :func:`head_mean` resamples whole
 layers (clusters) with replacement *within each model* (stratum): Davison & Hinkley (1997),
 *Bootstrap Methods and their Application*, §3.8, strategy 1 (resample clusters, keep their
 units), stratified as in §3.7. Each model keeps its number of layers, so a pooled estimate
@@ -18,120 +17,33 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
-from scipy import stats as sps
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
 
 __all__ = [
-    "tost_paired",
-    "cluster_mean",
+    "head_mean",
     "share_above",
     "TRANSFORMS",
     "N_CLUSTERS",
     "N_BOOT",
     "NULL_VALUE",
-    "TOST_PAIRED_COLUMNS",
-    "CLUSTER_MEAN_COLUMNS",
+    "HEAD_MEAN_COLUMNS",
 ]
 
-#: Scales on which :func:`cluster_mean` averages: the values themselves, or their logs
+#: Scales on which :func:`head_mean` averages: the values themselves, or their logs
 #: (a geometric mean, for positive ratios such as ``sink_value_ratio``).
 TRANSFORMS = ("identity", "log")
 
-#: Extra result columns of :func:`cluster_mean` / :func:`share_above`.
+#: Extra result columns of :func:`head_mean` / :func:`share_above`.
 N_CLUSTERS = "n_clusters"  # clusters (layers) in the estimate
 N_BOOT = "n_boot"  # bootstrap replicates drawn
 NULL_VALUE = "null_value"  # the value the bootstrap p-value tests against
 
-TOST_PAIRED_COLUMNS = C.TOST_RELATIVE_COLUMNS  # n, statistic, p, effect, ci, bound, df, t/p lower/upper
-CLUSTER_MEAN_COLUMNS = (*C.STAT_COLUMNS, N_CLUSTERS, C.N_STRATA, N_BOOT, NULL_VALUE)
+HEAD_MEAN_COLUMNS = (*C.STAT_COLUMNS, N_CLUSTERS, C.N_STRATA, N_BOOT, NULL_VALUE)
 
 _CHUNK = 1 << 20  # elements of one [chunk, n_clusters] block of bootstrap draws
-
-
-def tost_paired(a: ArrayLike, b: ArrayLike, *, bound: float, alpha: float = 0.05) -> pd.DataFrame:
-    """Paired TOST that the mean difference ``b - a`` lies within ``(-bound, bound)``.
-
-    Parameters
-    ----------
-    a, b : array-like, shape ``[n]``
-        Paired values (the same layers measured two ways, e.g. under two compressions);
-        NaN pairs are dropped.
-    bound : float
-        Absolute equivalence bound, on the scale of the values (> 0).
-    alpha : float, default 0.05
-        Level of each one-sided test.
-
-    Returns
-    -------
-    pandas.DataFrame, one row, columns :data:`TOST_PAIRED_COLUMNS`:
-
-    - ``n``: pairs used; ``df`` = n - 1;
-    - ``statistic``: the t of the one-sided test with the larger p;
-    - ``p_value``: ``max(p_lower, p_upper)``; equivalence is declared when ``p < alpha``;
-    - ``effect``: the mean difference ``mean(b - a)``;
-    - ``ci_low``, ``ci_high``: its ``1 - 2 alpha`` t interval; ``p < alpha`` exactly when the
-      interval lies inside ``(-bound, bound)``;
-    - ``bound``; ``t_lower``, ``t_upper``, ``p_lower``, ``p_upper``: the tests of
-      ``mean(d) > -bound`` and ``mean(d) < bound``.
-
-    When every difference is identical (standard deviation 0) the t statistics are
-    infinite: each one-sided p is its limit (0 or 1) and the interval collapses to the point.
-
-    Raises
-    ------
-    StatsInputError
-        Lengths differ, fewer than 2 complete pairs, bad bound or alpha.
-
-    Notes
-    -----
-    Schuirmann (1987), doi:10.1007/BF01068419; the paired form of Lakens (2017),
-    doi:10.1177/1948550617697177. With :math:`d = b - a`, :math:`se = s_d/\\sqrt{n}`:
-    :math:`t_{lo} = (\\bar d + \\Delta)/se`, :math:`p_{lo} = 1 - F_{n-1}(t_{lo})`;
-    :math:`t_{hi} = (\\bar d - \\Delta)/se`, :math:`p_{hi} = F_{n-1}(t_{hi})`.
-    The pairs are treated as independent (layers of one model are not, quite: the layer is
-    the unit, as in :func:`lie_stats.stats.tost_relative`).
-
-    Examples
-    --------
-    >>> a = np.array([0.10, 0.20, 0.15, 0.30, 0.25])
-    >>> res = tost_paired(a, a + np.array([0.004, -0.003, 0.001, 0.0, -0.002]), bound=0.025)
-    >>> bool(res["p_value"].iloc[0] < 0.05), round(float(res["effect"].iloc[0]), 4)
-    (True, 0.0)
-    """
-    where = "tost_paired"
-    alpha = v.level(alpha, name="alpha", where=where)
-    try:
-        bound = float(bound)
-    except (TypeError, ValueError):
-        bound = float("nan")
-    if not (bound > 0 and np.isfinite(bound)):
-        raise StatsInputError(f"{where}: bound must be a positive finite number, got {bound!r}.")
-    x = v.vector(a, name="a", where=where)
-    y = v.vector(b, name="b", where=where)
-    v.same_length(("a", x), ("b", y), where=where)
-    keep = ~(np.isnan(x) | np.isnan(y))
-    d = y[keep] - x[keep]
-    v.min_n(d.size, 2, where=where, what="complete pairs")
-    n, df = d.size, d.size - 1
-    mean, sd = float(d.mean()), float(d.std(ddof=1))
-    se = sd / np.sqrt(n)
-    tcrit = float(sps.t.ppf(1.0 - alpha, df))
-    if se > 0:
-        t_lo, t_hi = (mean + bound) / se, (mean - bound) / se
-        p_lo, p_hi = float(sps.t.sf(t_lo, df)), float(sps.t.cdf(t_hi, df))
-    else:
-        t_lo = np.inf if mean + bound > 0 else -np.inf
-        t_hi = -np.inf if mean - bound < 0 else np.inf
-        p_lo, p_hi = (0.0 if mean + bound > 0 else 1.0), (0.0 if mean - bound < 0 else 1.0)
-    stat = t_lo if p_lo >= p_hi else t_hi
-    return v.frame(TOST_PAIRED_COLUMNS, {
-        C.N: n, C.STATISTIC: stat, C.P_VALUE: max(p_lo, p_hi), C.EFFECT: mean,
-        C.CI_LOW: mean - tcrit * se, C.CI_HIGH: mean + tcrit * se, C.BOUND: bound, C.DF: df,
-        C.T_LOWER: t_lo, C.T_UPPER: t_hi, C.P_LOWER: p_lo, C.P_UPPER: p_hi,
-    })
 
 
 def _stratified_cluster_draws(strata_of_cluster: np.ndarray, n_boot: int, seed: int):
@@ -149,7 +61,7 @@ def _stratified_cluster_draws(strata_of_cluster: np.ndarray, n_boot: int, seed: 
         yield block
 
 
-def cluster_mean(
+def head_mean(
     values: ArrayLike,
     clusters: ArrayLike,
     *,
@@ -183,7 +95,7 @@ def cluster_mean(
 
     Returns
     -------
-    pandas.DataFrame, one row, columns :data:`CLUSTER_MEAN_COLUMNS`:
+    pandas.DataFrame, one row, columns :data:`HEAD_MEAN_COLUMNS`:
 
     - ``n``: units used; ``n_clusters``, ``n_strata``; ``n_boot``; ``null_value`` (NaN if none);
     - ``effect``: the mean over all units (``exp`` of the mean log for ``log``): each unit
@@ -206,16 +118,16 @@ def cluster_mean(
     Davison & Hinkley (1997), §3.8 (strategy 1, clusters resampled whole) and §3.7
     (stratified resampling); the percentile interval, their §5.3.1. With few clusters per
     stratum the percentile interval is too narrow (coverage below the nominal level; see
-    the calibration test in ``tests/stats/test_summaries.py``).
+    the calibration test in ``tests/stats/test_clustered.py``).
 
     Examples
     --------
     >>> vals = np.array([1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0])
-    >>> res = cluster_mean(vals, clusters=[0, 0, 1, 1, 2, 2, 3, 3], null_value=0.5, n_boot=999)
+    >>> res = head_mean(vals, clusters=[0, 0, 1, 1, 2, 2, 3, 3], null_value=0.5, n_boot=999)
     >>> float(res["effect"].iloc[0]), int(res["n_clusters"].iloc[0])
     (0.75, 4)
     """
-    where = "cluster_mean"
+    where = "head_mean"
     v.choice(transform, TRANSFORMS, name="transform", where=where)
     ci = v.level(ci, name="ci", where=where)
     n_boot = v.positive_int(n_boot, name="n_boot", where=where)
@@ -260,7 +172,7 @@ def cluster_mean(
         below = int(np.count_nonzero(boot <= t0))
         above = int(np.count_nonzero(boot >= t0))
         p = min(1.0, 2.0 * (min(below, above) + 1) / (n_boot + 1))
-    return v.frame(CLUSTER_MEAN_COLUMNS, {
+    return v.frame(HEAD_MEAN_COLUMNS, {
         C.N: int(x.size), C.STATISTIC: stat, C.P_VALUE: p, C.EFFECT: float(back(estimate)),
         C.CI_LOW: float(back(lo)), C.CI_HIGH: float(back(hi)), N_CLUSTERS: k,
         C.N_STRATA: int(np.unique(stratum_of).size), N_BOOT: n_boot, NULL_VALUE: nv,
@@ -279,7 +191,7 @@ def share_above(
     seed: int = 0,
 ) -> pd.DataFrame:
     """Share of units (heads) whose value exceeds ``threshold``, with a stratified
-    cluster-bootstrap interval: :func:`cluster_mean` of the indicator ``value > threshold``.
+    cluster-bootstrap interval: :func:`head_mean` of the indicator ``value > threshold``.
 
     Parameters
     ----------
@@ -289,12 +201,12 @@ def share_above(
         Strict threshold (``>``): e.g. 0.5 on ``sink_argmax_fraction`` (METRICS.md §7.2)
         marks a head whose largest attention weight is on position 0 for most queries.
     clusters, strata, null_value, n_boot, ci, seed
-        As :func:`cluster_mean` (``null_value`` a share, e.g. 0.5 for "most heads").
+        As :func:`head_mean` (``null_value`` a share, e.g. 0.5 for "most heads").
 
     Returns
     -------
     pandas.DataFrame
-        As :func:`cluster_mean`; ``effect`` is the share.
+        As :func:`head_mean`; ``effect`` is the share.
 
     Examples
     --------
@@ -314,5 +226,5 @@ def share_above(
     indicator = np.where(np.isnan(x), np.nan, (x > t).astype(np.float64))
     if null_value is not None and not 0.0 <= float(null_value) <= 1.0:
         raise StatsInputError(f"{where}: null_value is a share in [0, 1], got {null_value!r}.")
-    return cluster_mean(indicator, clusters, strata=strata, transform="identity",
+    return head_mean(indicator, clusters, strata=strata, transform="identity",
                         null_value=null_value, n_boot=n_boot, ci=ci, seed=seed)
