@@ -32,13 +32,15 @@ Write one module, ``lie_stats/architectures/<family>.py``, holding a subclass of
 ``architecture`` and ``model_types`` (the ``config.json`` model types it reads),
 ``class_names`` (``config["architectures"]`` entries, for configs without a model type),
 ``probe`` (a layer-0 attention tensor name with ``{l}``, from which the prefix is detected)
-and ``param_patterns`` (``(regex, category)`` for every non-attention tensor); and it
-implements ``_read_shape``, ``_roles``, ``_norm_names`` and ``_raw`` (see the
-:class:`Adapter` notes). Import the module below, in :data:`FAMILIES`. Then add
-``tests/architectures/test_<family>.py``, whose ``CASES`` the attention-reproduction test runs
-over, and a tiny builder in ``tests/_checkpoints.py``; a test fails while a registered
-``model_type`` has no reproduction case. Registering a model type that another adapter already
-holds raises :class:`~lie_stats.errors.ArchitectureError`.
+and ``param_patterns`` (``(regex, category)`` for every non-attention tensor, categories of
+``lie_stats.schema.PARAM_CATEGORIES``); and it implements ``_read_shape``, ``_roles``,
+``_norm_names`` and ``_raw`` (see the :class:`Adapter` notes). Nothing else in the package
+changes: this ``__init__`` imports every module of the package (:data:`FAMILIES`), which
+registers the class. Then add ``tests/architectures/test_<family>.py``, whose ``CASES`` the
+attention-reproduction test runs over, and a tiny builder in ``tests/_checkpoints.py``; a
+test fails while a registered ``model_type`` has no reproduction case. Registering a model
+type (or class name) that another adapter already holds raises
+:class:`~lie_stats.errors.ArchitectureError`, and so does a pattern naming an unknown category.
 
 Examples
 --------
@@ -51,16 +53,24 @@ Examples
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
 from .base import ATTENTION_EXTRAS, Adapter, LayerWeights, ModelShape
 from .parts import LAYER_CATEGORIES, param_category, parameter_parts
 from .registry import adapter_for, register, registered, supported_architectures, unregister
 
-#: The built-in family modules. Each registers its adapters when imported; importing them
-#: here, in this order, fixes the order in which :data:`SUPPORTED_ARCHITECTURES` and the
-#: unknown-architecture error list the model types (whichever module a caller imports first,
-#: Python runs this package's ``__init__`` before it).
-FAMILIES: tuple[str, ...] = ("gpt_neox", "gpt2", "llama", "bert", "gemma3")
+#: Modules of this package that are not architecture families.
+_INFRASTRUCTURE = ("base", "registry", "parts")
+#: The built-in families, in the order they register: the order in which
+#: :data:`SUPPORTED_ARCHITECTURES` and the unknown-architecture error list the model types.
+_BUILT_IN = ("gpt_neox", "gpt2", "llama", "bert", "gemma3")
+#: Every family module, imported (so registered) in this order: the built-in ones, then any
+#: other module of the package in name order. Whichever module a caller imports first, Python
+#: runs this ``__init__`` before it, so the order never depends on the caller.
+FAMILIES: tuple[str, ...] = _BUILT_IN + tuple(sorted(
+    m.name for m in pkgutil.iter_modules(__path__)
+    if m.name not in _BUILT_IN + _INFRASTRUCTURE and not m.name.startswith("_")
+))
 for _family in FAMILIES:
     importlib.import_module(f"{__name__}.{_family}")
 del _family
@@ -71,8 +81,8 @@ from .gpt2 import GPT2Adapter  # noqa: E402
 from .gpt_neox import GPTNeoXAdapter  # noqa: E402
 from .llama import LlamaAdapter, MistralAdapter, Qwen2Adapter, Qwen3Adapter  # noqa: E402
 
-#: Every ``model_type`` a built-in adapter exists for (:func:`supported_architectures` also
-#: lists adapters registered later).
+#: Every ``model_type`` an adapter of the family modules exists for, as registered on import
+#: (:func:`supported_architectures` also lists adapters registered later, e.g. by a test).
 SUPPORTED_ARCHITECTURES: tuple[str, ...] = supported_architectures()
 
 __all__ = [

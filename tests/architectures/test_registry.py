@@ -7,7 +7,7 @@ import pkgutil
 
 import pytest
 
-from lie_stats.architectures import SUPPORTED_ARCHITECTURES, adapter_for
+from lie_stats.architectures import FAMILIES, SUPPORTED_ARCHITECTURES, adapter_for, registered
 from lie_stats.errors import ArchitectureError, CheckpointError
 
 from .._checkpoints import TINY_ARCHITECTURES
@@ -48,3 +48,11 @@ def test_every_registered_model_type_has_an_attention_reproduction_case():
     assert covered, "no CASES found in tests/architectures/test_*.py"
     missing = set(SUPPORTED_ARCHITECTURES) - covered
     assert not missing, f"model types without an attention-reproduction case: {sorted(missing)}"
+
+
+def test_every_family_module_registers_and_in_the_fixed_order():
+    """The package imports each family module; each registers its adapters, and only those."""
+    assert FAMILIES[:5] == ("gpt_neox", "gpt2", "llama", "bert", "gemma3")
+    modules = {cls.__module__ for t, cls in registered().items() if t in SUPPORTED_ARCHITECTURES}
+    assert modules == {f"lie_stats.architectures.{f}" for f in FAMILIES}
+    assert SUPPORTED_ARCHITECTURES[:3] == ("gpt_neox", "gpt2", "llama")
