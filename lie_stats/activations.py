@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ._io import resolve_device, text_sha256
 from .architectures import Adapter, LayerWeights, adapter_for
 from .errors import CheckpointError, MetricError, did_you_mean
 from .operators import family_factors
@@ -481,8 +482,6 @@ def activation_metrics(
     >>> out["sink_score"].shape, out.attrs["loss"], bool(np.isfinite(out["grad_alignment"]).all())
     ((1, 4), 'causal_lm', True)
     """
-    from .metrics import resolve_device
-
     if not isinstance(probe, ProbeSet):
         raise MetricError(f"activation_metrics needs a ProbeSet (lie_stats.probe), got {type(probe).__name__}.")
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
@@ -493,7 +492,7 @@ def activation_metrics(
         raise MetricError(f"Unknown objective {objective!r}.{did_you_mean(objective, OBJECTIVES)} Known: {', '.join(OBJECTIVES)}.")
     if family not in FAMILIES:
         raise MetricError(f"Unknown operator family {family!r}.{did_you_mean(family, FAMILIES)} Known: {', '.join(FAMILIES)}.")
-    dev = resolve_device(device)
+    dev = resolve_device(device, error=MetricError)
     folder: pathlib.Path | None = None
     if isinstance(checkpoint_folder_or_model, torch.nn.Module):
         model = checkpoint_folder_or_model
@@ -710,11 +709,9 @@ def _main(argv: list[str] | None = None) -> int:
     tok = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
     cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     first_id = cfg.get("bos_token_id") if args.first_token == "bos" else None
-    import hashlib
-
     probe = build_probe(text, tok, n_seq=args.n_seq, seq_len=args.seq_len, seed=args.seed,
                         first_token=args.first_token, first_token_id=first_id,
-                        text_source=f"{text_path.name} (sha256:{hashlib.sha256(raw.encode()).hexdigest()[:16]})")
+                        text_source=f"{text_path.name} (sha256:{text_sha256(raw)[:16]})")
     if args.save_probe:
         save_probe(probe, args.save_probe)
     out = activation_metrics(folder, probe, batch_size=args.batch_size, grad=False)
