@@ -27,7 +27,8 @@ import xarray as xr
 from . import schema
 from ._io import resolve_device, text_sha256, write_text_atomic
 from .cube import checkpoint_shard, merge_shards, open_cube, write_cube
-from .errors import CheckpointError, CubeError, LieStatsError
+from .errors import CheckpointError, LieStatsError
+from .executors import run_tasks
 
 __all__ = [
     "ExtractOptions", "Task", "plan_tasks", "extract_checkpoint", "extract", "shard_dir",
@@ -528,8 +529,6 @@ def _extract_locked(tasks: list[Task], store: Path, out: Path, *, options: Extra
                     resume: bool, progress: bool, store_dtype: str, workers: int,
                     scheduler: str | None) -> tuple[xr.Dataset, list[dict]]:
     """The body of :func:`extract`, run while the store's lock is held."""
-    from .executors import run_tasks  # executors imports this module
-
     _prepare_store(store, options, resume=resume)
     tick = _progress(len(tasks), enabled=progress)
     todo = []
@@ -539,7 +538,7 @@ def _extract_locked(tasks: list[Task], store: Path, out: Path, *, options: Extra
         else:
             todo.append(task)
     failures: dict[str, dict] = {}
-    for outcome in run_tasks(todo, options, workers=workers, scheduler=scheduler):
+    for outcome in run_tasks(extract_checkpoint, todo, options, workers=workers, scheduler=scheduler):
         task = outcome.task
         if outcome.error is not None:
             c = task.checkpoint
