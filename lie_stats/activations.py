@@ -44,6 +44,7 @@ import torch
 from ._io import resolve_device, text_sha256
 from .architectures import Adapter, LayerWeights, adapter_for
 from .errors import CheckpointError, MetricError, did_you_mean
+from .forms import functional_killing
 from .operators import family_factors
 from .probe import ProbeSet
 from .schema import FAMILIES, LABEL_CODES, variable_info
@@ -335,33 +336,6 @@ def head_labels(sink_score: np.ndarray, value_norm: np.ndarray, *, sink_threshol
     out[~sink & ~low] = LABEL_CODES["worker"]
     out[np.isnan(s) | np.isnan(v) | np.isnan(cut)] = np.nan
     return out
-
-
-def functional_killing(killing: np.ndarray, value_norm: np.ndarray) -> np.ndarray:
-    """The functional Killing form of METRICS.md §8: ``K[i,j] w_i w_j``.
-
-    ``w_h = value_norm[h] / mean(value_norm of h's layer)``. ``killing`` is ``[..., head,
-    head_j]`` (e.g. the cube's ``(family, projection, layer, head, head_j)``), ``value_norm``
-    ``[..., head]`` with leading axes that broadcast against ``killing``'s (e.g. ``(layer,
-    head)``): the result has ``killing``'s shape (dims of ``killing_functional``).
-
-    Examples
-    --------
-    >>> K = np.ones((1, 1, 2, 3, 3))                     # family, projection, layer, head, head_j
-    >>> vn = np.array([[1., 1., 1.], [1., 2., 3.]])      # layer, head
-    >>> functional_killing(K, vn)[0, 0, 1, :, 2]
-    array([0.75, 1.5 , 2.25])
-    """
-    K = np.asarray(killing, dtype=np.float64)
-    v = np.asarray(value_norm, dtype=np.float64)
-    if K.ndim < 2 or K.shape[-1] != K.shape[-2] or v.ndim < 1 or v.shape[-1] != K.shape[-1]:
-        raise MetricError(
-            f"functional_killing: killing {K.shape} must end in (head, head_j) and value_norm "
-            f"{v.shape} in (head,) of the same size."
-        )
-    with np.errstate(invalid="ignore", divide="ignore"):
-        w = v / np.mean(v, axis=-1, keepdims=True)
-    return K * w[..., :, None] * w[..., None, :]
 
 
 # ----------------------------------------------------------------------------- main

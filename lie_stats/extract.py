@@ -299,7 +299,8 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
         stacked[name] = np.stack([a[name] for a in per_layer], axis=axis)
     act_attrs = None
     if options.probe is not None:
-        from .activations import activation_metrics, functional_killing
+        from .activations import activation_metrics
+        from .forms import functional_killing
         from .probe import load_probe
 
         t0 = time.perf_counter()

@@ -311,6 +311,14 @@ def test_functional_killing_explicit():
                     assert out[f, 0, layer, i, j] == pytest.approx(K[f, 0, layer, i, j] * w[i] * w[j])
     with pytest.raises(MetricError):
         functional_killing(K, vn[:, :3])
+    # a head padded with NaN (a narrower model in a shared cube): with skipna the layer mean
+    # is over the real heads, and those heads' values are the narrower model's own form
+    padded = np.concatenate([vn, np.full((3, 1), np.nan)], axis=-1)
+    Kp = np.pad(K, [(0, 0)] * 3 + [(0, 1), (0, 1)], constant_values=np.nan)
+    got = functional_killing(Kp, padded, skipna=True)
+    np.testing.assert_array_equal(got[..., :4, :4], out)
+    assert np.isnan(got[..., 4, :]).all() and np.isnan(got[..., :, 4]).all()
+    assert np.isnan(functional_killing(Kp, padded)).all()  # without skipna the NaN spreads
 
 
 # ------------------------------------------------------------------------- the real MiniLM
