@@ -61,6 +61,7 @@ __all__ = [
     "functional_killing",
     "load_eager_model",
     "sink_table",
+    "main",
 ]
 
 V_SINK = variable_info("sink_score").name
@@ -629,7 +630,7 @@ def _grad_alignment(model, adapter, params, weights, tokens, loss_kind, mask_id,
 
 # ----------------------------------------------------------------------------- reporting
 def sink_table(metrics: dict[str, np.ndarray]):
-    """Per-layer table of issue 4 item 6: mean ``sink_score`` and the fraction of heads whose
+    """Per-layer table of attention sinks: mean ``sink_score`` and the fraction of heads whose
     largest attention falls on position 0 (``sink_argmax_fraction > 0.5``: for most query
     positions), plus the mean ``sink_argmax_fraction``, as a pandas DataFrame indexed by layer.
 
@@ -652,7 +653,7 @@ def sink_table(metrics: dict[str, np.ndarray]):
     return df
 
 
-def _main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """``python -m lie_stats.activations FOLDER --text FILE ...``: the per-layer sink table.
 
     Builds a probe from ``--text`` with the folder's ``tokenizer.json`` (special tokens from
@@ -666,7 +667,7 @@ def _main(argv: list[str] | None = None) -> int:
 
     from .probe import build_probe, save_probe
 
-    ap = argparse.ArgumentParser(prog="python -m lie_stats.activations", description=_main.__doc__)
+    ap = argparse.ArgumentParser(prog="python -m lie_stats.activations", description=main.__doc__)
     ap.add_argument("folder")
     ap.add_argument("--text", required=True, help="UTF-8 text file; lines starting with '===' are dropped")
     ap.add_argument("--first-token", default="bos", choices=("cls", "bos", "first_word"))
@@ -707,4 +708,4 @@ def _main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(_main())
+    raise SystemExit(main())

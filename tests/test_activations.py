@@ -350,7 +350,7 @@ def test_command_line_table(tmp_path, capsys):
     tokenizers = pytest.importorskip("tokenizers")
     from tokenizers import models, pre_tokenizers
 
-    from lie_stats.activations import _main
+    from lie_stats.activations import main
     from lie_stats.probe import load_probe
 
     from ._checkpoints import make_checkpoint
@@ -364,7 +364,7 @@ def test_command_line_table(tmp_path, capsys):
     tok = tokenizers.Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok.save(str(folder / "tokenizer.json"))
-    assert _main([str(folder), "--text", str(DATA), "--n-seq", "4", "--seq-len", "16",
+    assert main([str(folder), "--text", str(DATA), "--n-seq", "4", "--seq-len", "16",
                   "--save-probe", str(tmp_path / "p.npz")]) == 0
     text = capsys.readouterr().out
     probe = load_probe(tmp_path / "p.npz")
