@@ -41,8 +41,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from ._io import resolve_device, text_sha256
 from .architectures import Adapter, LayerWeights, adapter_for
 from .errors import CheckpointError, MetricError, did_you_mean
+from .forms import functional_killing
 from .operators import family_factors
 from .probe import ProbeSet
 from .schema import FAMILIES, LABEL_CODES, variable_info
@@ -59,6 +61,7 @@ __all__ = [
     "functional_killing",
     "load_eager_model",
     "sink_table",
+    "main",
 ]
 
 V_SINK = variable_info("sink_score").name
@@ -336,33 +339,6 @@ def head_labels(sink_score: np.ndarray, value_norm: np.ndarray, *, sink_threshol
     return out
 
 
-def functional_killing(killing: np.ndarray, value_norm: np.ndarray) -> np.ndarray:
-    """The functional Killing form of METRICS.md §8: ``K[i,j] w_i w_j``.
-
-    ``w_h = value_norm[h] / mean(value_norm of h's layer)``. ``killing`` is ``[..., head,
-    head_j]`` (e.g. the cube's ``(family, projection, layer, head, head_j)``), ``value_norm``
-    ``[..., head]`` with leading axes that broadcast against ``killing``'s (e.g. ``(layer,
-    head)``): the result has ``killing``'s shape (dims of ``killing_functional``).
-
-    Examples
-    --------
-    >>> K = np.ones((1, 1, 2, 3, 3))                     # family, projection, layer, head, head_j
-    >>> vn = np.array([[1., 1., 1.], [1., 2., 3.]])      # layer, head
-    >>> functional_killing(K, vn)[0, 0, 1, :, 2]
-    array([0.75, 1.5 , 2.25])
-    """
-    K = np.asarray(killing, dtype=np.float64)
-    v = np.asarray(value_norm, dtype=np.float64)
-    if K.ndim < 2 or K.shape[-1] != K.shape[-2] or v.ndim < 1 or v.shape[-1] != K.shape[-1]:
-        raise MetricError(
-            f"functional_killing: killing {K.shape} must end in (head, head_j) and value_norm "
-            f"{v.shape} in (head,) of the same size."
-        )
-    with np.errstate(invalid="ignore", divide="ignore"):
-        w = v / np.mean(v, axis=-1, keepdims=True)
-    return K * w[..., :, None] * w[..., None, :]
-
-
 # ----------------------------------------------------------------------------- main
 def _loss_kind(model: torch.nn.Module) -> tuple[str | None, str]:
     name = type(model).__name__
@@ -481,8 +457,6 @@ def activation_metrics(
     >>> out["sink_score"].shape, out.attrs["loss"], bool(np.isfinite(out["grad_alignment"]).all())
     ((1, 4), 'causal_lm', True)
     """
-    from .metrics import resolve_device
-
     if not isinstance(probe, ProbeSet):
         raise MetricError(f"activation_metrics needs a ProbeSet (lie_stats.probe), got {type(probe).__name__}.")
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
@@ -493,7 +467,7 @@ def activation_metrics(
         raise MetricError(f"Unknown objective {objective!r}.{did_you_mean(objective, OBJECTIVES)} Known: {', '.join(OBJECTIVES)}.")
     if family not in FAMILIES:
         raise MetricError(f"Unknown operator family {family!r}.{did_you_mean(family, FAMILIES)} Known: {', '.join(FAMILIES)}.")
-    dev = resolve_device(device)
+    dev = resolve_device(device, error=MetricError)
     folder: pathlib.Path | None = None
     if isinstance(checkpoint_folder_or_model, torch.nn.Module):
         model = checkpoint_folder_or_model
@@ -656,7 +630,7 @@ def _grad_alignment(model, adapter, params, weights, tokens, loss_kind, mask_id,
 
 # ----------------------------------------------------------------------------- reporting
 def sink_table(metrics: dict[str, np.ndarray]):
-    """Per-layer table of issue 4 item 6: mean ``sink_score`` and the fraction of heads whose
+    """Per-layer table of attention sinks: mean ``sink_score`` and the fraction of heads whose
     largest attention falls on position 0 (``sink_argmax_fraction > 0.5``: for most query
     positions), plus the mean ``sink_argmax_fraction``, as a pandas DataFrame indexed by layer.
 
@@ -679,7 +653,7 @@ def sink_table(metrics: dict[str, np.ndarray]):
     return df
 
 
-def _main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """``python -m lie_stats.activations FOLDER --text FILE ...``: the per-layer sink table.
 
     Builds a probe from ``--text`` with the folder's ``tokenizer.json`` (special tokens from
@@ -693,7 +667,7 @@ def _main(argv: list[str] | None = None) -> int:
 
     from .probe import build_probe, save_probe
 
-    ap = argparse.ArgumentParser(prog="python -m lie_stats.activations", description=_main.__doc__)
+    ap = argparse.ArgumentParser(prog="python -m lie_stats.activations", description=main.__doc__)
     ap.add_argument("folder")
     ap.add_argument("--text", required=True, help="UTF-8 text file; lines starting with '===' are dropped")
     ap.add_argument("--first-token", default="bos", choices=("cls", "bos", "first_word"))
@@ -710,11 +684,9 @@ def _main(argv: list[str] | None = None) -> int:
     tok = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
     cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     first_id = cfg.get("bos_token_id") if args.first_token == "bos" else None
-    import hashlib
-
     probe = build_probe(text, tok, n_seq=args.n_seq, seq_len=args.seq_len, seed=args.seed,
                         first_token=args.first_token, first_token_id=first_id,
-                        text_source=f"{text_path.name} (sha256:{hashlib.sha256(raw.encode()).hexdigest()[:16]})")
+                        text_source=f"{text_path.name} (sha256:{text_sha256(raw)[:16]})")
     if args.save_probe:
         save_probe(probe, args.save_probe)
     out = activation_metrics(folder, probe, batch_size=args.batch_size, grad=False)
@@ -736,4 +708,4 @@ def _main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(_main())
+    raise SystemExit(main())

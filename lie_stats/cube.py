@@ -16,9 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ import numpy as np
 import xarray as xr
 
 from . import schema
-from ._version import __version__
+from ._io import atomic_write, cf_global_attrs
 from .errors import CubeError, did_you_mean
 
 __all__ = [
@@ -150,7 +148,7 @@ def checkpoint_shard(
         arr = _str_array([value]) if isinstance(value, str) else np.array([value])
         coords[name] = (schema.MODEL, arr)
     ds = xr.Dataset(data_vars, coords=coords)
-    ds.attrs = _global_attrs([dict(provenance)], [])
+    ds.attrs = cf_global_attrs([dict(provenance)])
     return ds
 
 
@@ -160,17 +158,6 @@ def _var_attrs(info: schema.VariableInfo) -> dict[str, str]:
         attrs["flag_values"] = np.array(list(schema.LABEL_CODES.values()), dtype=np.int64)
         attrs["flag_meanings"] = " ".join(schema.LABEL_CODES)
     return attrs
-
-
-def _global_attrs(provenance: list, failed: list) -> dict[str, Any]:
-    return {
-        schema.ATTR_CONVENTIONS: "CF-1.10",
-        schema.ATTR_METRICS_VERSION: np.int64(schema.METRICS_VERSION),
-        schema.ATTR_LIB_VERSION: __version__,
-        schema.ATTR_CREATED: datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        schema.ATTR_PROVENANCE: json.dumps(provenance, sort_keys=True),
-        schema.ATTR_FAILED: json.dumps(failed, sort_keys=True),
-    }
 
 
 def _info_or_error(name: str, *, where: str) -> schema.VariableInfo:
@@ -271,7 +258,7 @@ def merge_shards(shards: Sequence[xr.Dataset], *, failed: Sequence[Mapping] = ()
     for name in merged.data_vars:
         merged[name].attrs = _var_attrs(schema.VARIABLES[name])
     order = [(m, int(s)) for m in model_order for s in merged[schema.STEP].values if (m, int(s)) in prov]
-    merged.attrs = _global_attrs([prov[k] for k in order], all_failed)
+    merged.attrs = cf_global_attrs([prov[k] for k in order], all_failed)
     return merged
 
 
@@ -392,27 +379,19 @@ def write_cube(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     """
     path = Path(path)
     validate_cube(ds, where=str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)  # outside: its failure is not a full disk
     encoding = {name: dict(_ENCODING) for name in ds.data_vars}
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
     try:
-        ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=encoding)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a cube is meant to be shared
-        os.replace(tmp, path)
-    except BaseException as e:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(e, (OSError, RuntimeError)):  # disk full, quota, file size limit, ...
-            # netCDF4 reports ENOSPC as a bare "NetCDF: HDF error"; say what and where.
-            free = shutil.disk_usage(path.parent).free
-            raise CubeError(
-                f"{path}: could not write the cube ({type(e).__name__}: {e}); "
-                f"{free} bytes free on its file system. Expected enough space for the file; "
-                f"any earlier file at this path is left unchanged."
-            ) from e
-        raise
+        atomic_write(path, lambda tmp: ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4",
+                                                    encoding=encoding), mkdir=False)
+    except (OSError, RuntimeError) as e:  # disk full, quota, file size limit, ...
+        # netCDF4 reports ENOSPC as a bare "NetCDF: HDF error"; say what and where.
+        free = shutil.disk_usage(path.parent).free
+        raise CubeError(
+            f"{path}: could not write the cube ({type(e).__name__}: {e}); "
+            f"{free} bytes free on its file system. Expected enough space for the file; "
+            f"any earlier file at this path is left unchanged."
+        ) from e
     return path
 
 

@@ -21,20 +21,18 @@ as a cube with a ``category`` dimension (variables ``param_delta``, ``param_delt
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import schema
-from ._version import __version__
-from .architectures import LAYER_CATEGORIES, parameter_parts
+from ._io import cf_global_attrs
+from .architectures import parameter_parts
 from .errors import CheckpointError, did_you_mean
 from .sources import Checkpoint, open_source
 
@@ -235,17 +233,6 @@ def _ratio(diff_sq: float, norm_sq: float) -> float:
     return math.sqrt(diff_sq) / math.sqrt(norm_sq)
 
 
-def _attrs(provenance: list[dict]) -> dict[str, Any]:
-    return {
-        schema.ATTR_CONVENTIONS: "CF-1.10",
-        schema.ATTR_METRICS_VERSION: np.int64(schema.METRICS_VERSION),
-        schema.ATTR_LIB_VERSION: __version__,
-        schema.ATTR_CREATED: datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        schema.ATTR_PROVENANCE: json.dumps(provenance, sort_keys=True),
-        schema.ATTR_FAILED: "[]",
-    }
-
-
 def delta_cube(run: str | os.PathLike | Sequence[Checkpoint], *, model: str | None = None,
                categories: Sequence[str] = schema.PARAM_CATEGORIES) -> "xr.Dataset":
     """The parameter-delta trajectory of a run: every checkpoint against the first (METRICS.md §6.4).
@@ -343,6 +330,6 @@ def delta_cube(run: str | os.PathLike | Sequence[Checkpoint], *, model: str | No
         for v in ds.data_vars:
             info = schema.VARIABLES[v]
             ds[v].attrs = {"units": info.units, "long_name": info.long_name, "definition": info.definition}
-        ds.attrs = _attrs([prov])
+        ds.attrs = cf_global_attrs([prov])
         shards.append(ds)
     return merge_shards(shards)

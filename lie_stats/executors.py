@@ -1,8 +1,11 @@
 """Executors of the extraction map: in-process, a local process pool, or a Dask cluster.
 
-Extraction is a map of :func:`lie_stats.extract.extract_checkpoint` over (model,
-checkpoint) tasks (DESIGN.md, scale). This module runs that map and yields each task's
-:class:`Outcome` as it completes; :func:`lie_stats.extract.extract` writes the shards.
+Extraction is a map of one task function over (model, checkpoint) tasks (DESIGN.md, scale).
+This module runs such a map and yields each task's :class:`Outcome` as it completes. It knows
+nothing of what a task computes: :func:`lie_stats.extract.extract` passes its task function
+(:func:`lie_stats.extract.extract_checkpoint`) and writes the shards the outcomes carry.
+The task function travels to Dask workers by reference (a module-level function, which each
+worker imports), so it must be importable there under the same name.
 
 Three executors, one code path for the two parallel ones:
 
@@ -43,13 +46,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import LieStatsError
 
-__all__ = ["Outcome", "run_task", "run_tasks", "WORKER_ENV"]
+__all__ = ["Outcome", "TaskFunction", "run_task", "run_tasks", "local_cluster", "WORKER_ENV",
+           "LOCAL_CLUSTER_CONFIG", "CONNECT_TIMEOUT_S"]
 
 log = logging.getLogger("lie_stats.executors")
 
@@ -101,9 +105,10 @@ class Outcome:
     Attributes
     ----------
     task
-        The :class:`lie_stats.extract.Task` that ran.
+        The task that ran (a :class:`lie_stats.extract.Task` in an extraction).
     shard
-        The one-checkpoint cube (``None`` when the task failed).
+        What the task function returned: in an extraction, the one-checkpoint cube
+        (``None`` when the task failed).
     error
         ``"ErrorClass: message"`` of the failure (``None`` on success).
     """
@@ -113,54 +118,66 @@ class Outcome:
     error: str | None = None
 
 
-def run_task(task: Any, options: Any) -> Outcome:
-    """Run one extraction task; a :class:`LieStatsError` becomes a failed :class:`Outcome`.
+#: The function a map runs on each task: ``compute(task, options)`` -> the task's result.
+TaskFunction = Callable[[Any, Any], Any]
+
+
+def run_task(compute: TaskFunction, task: Any, options: Any) -> Outcome:
+    """Run ``compute(task, options)``; a :class:`LieStatsError` becomes a failed :class:`Outcome`.
 
     This is the function each executor runs (in-process or on a worker), so a failure is
     recorded the same way whichever executor ran it.
 
     Parameters
     ----------
+    compute
+        The task function (in an extraction, :func:`lie_stats.extract.extract_checkpoint`).
     task
-        A :class:`lie_stats.extract.Task`.
+        The task (in an extraction, a :class:`lie_stats.extract.Task`).
     options
-        The :class:`lie_stats.extract.ExtractOptions` of the run.
+        The options of the run, passed to ``compute`` unchanged.
 
     Examples
     --------
-    >>> from lie_stats.extract import ExtractOptions, Task
-    >>> class Missing:  # a checkpoint whose files are gone
-    ...     model, step, revision, path = "m", 0, None, "/nowhere"
-    ...     def adapter(self):
-    ...         from lie_stats.errors import CheckpointError
-    ...         raise CheckpointError("/nowhere: no config.json")
-    >>> c = Missing()
-    >>> run_task(Task(checkpoint=c, init=c, key="k"), ExtractOptions()).error
+    >>> from lie_stats.errors import CheckpointError
+    >>> def read(task, options):  # a checkpoint whose files are gone
+    ...     raise CheckpointError(f"{task}: no config.json")
+    >>> run_task(read, "/nowhere", None).error
     'CheckpointError: /nowhere: no config.json'
+    >>> run_task(lambda task, options: task * options, 3, 2).shard
+    6
     """
-    from .extract import extract_checkpoint
-
     try:
-        return Outcome(task=task, shard=extract_checkpoint(task, options))
+        return Outcome(task=task, shard=compute(task, options))
     except LieStatsError as e:
         return Outcome(task=task, error=f"{type(e).__name__}: {e}")
 
 
 def run_tasks(
+    compute: TaskFunction,
     tasks: Sequence[Any],
     options: Any,
     *,
     workers: int = 1,
     scheduler: str | None = None,
 ) -> Iterator[Outcome]:
-    """Run the tasks on the chosen executor and yield each :class:`Outcome` as it completes.
+    """Run ``compute`` on every task on the chosen executor and yield each :class:`Outcome`
+    as it completes.
 
     Parameters
     ----------
+    compute
+        The task function, ``compute(task, options)`` (in an extraction,
+        :func:`lie_stats.extract.extract_checkpoint`). The parallel executors send it to
+        the workers by reference: it must be a module-level function that the workers can
+        import.
     tasks
-        :class:`lie_stats.extract.Task` objects (picklable, for the parallel executors).
+        The tasks (in an extraction, :class:`lie_stats.extract.Task` objects). For the
+        parallel executors they must be picklable and carry a ``key`` (a string unique
+        within the run).
     options
-        The :class:`lie_stats.extract.ExtractOptions` of the run.
+        The options of the run (in an extraction, its
+        :class:`lie_stats.extract.ExtractOptions`), picklable for the parallel executors.
     workers
         1: in-process, in task order. N > 1: a local Dask ``LocalCluster`` of N
         single-threaded worker processes, outcomes in completion order.
@@ -175,8 +192,9 @@ def run_tasks(
 
     Examples
     --------
-    >>> from lie_stats.extract import ExtractOptions
-    >>> list(run_tasks([], ExtractOptions()))
+    >>> [o.shard for o in run_tasks(pow, [1, 2, 3], 2)]
+    [1, 4, 9]
+    >>> list(run_tasks(pow, [], 2))
     []
     """
     if workers < 1:
@@ -190,9 +208,9 @@ def run_tasks(
         return
     if scheduler is None and workers == 1:
         for task in tasks:
-            yield run_task(task, options)
+            yield run_task(compute, task, options)
         return
-    yield from _run_dask(tasks, options, workers=workers, scheduler=scheduler)
+    yield from _run_dask(compute, tasks, options, workers=workers, scheduler=scheduler)
 
 
 def local_cluster(workers: int) -> Any:
@@ -210,7 +228,8 @@ def local_cluster(workers: int) -> Any:
         )
 
 
-def _run_dask(tasks: Sequence[Any], options: Any, *, workers: int, scheduler: str | None) -> Iterator[Outcome]:
+def _run_dask(compute: TaskFunction, tasks: Sequence[Any], options: Any, *, workers: int,
+              scheduler: str | None) -> Iterator[Outcome]:
     from distributed import Client, KilledWorker, as_completed
 
     cluster = None
@@ -229,7 +248,8 @@ def _run_dask(tasks: Sequence[Any], options: Any, *, workers: int, scheduler: st
                 ) from e
         run_id = uuid.uuid4().hex[:8]
         futures = {
-            client.submit(run_task, task, options, key=f"lie-stats-{run_id}-{task.key}", pure=False): task
+            client.submit(run_task, compute, task, options, key=f"lie-stats-{run_id}-{task.key}",
+                          pure=False): task
             for task in tasks
         }
         for future in as_completed(futures, loop=client.loop):

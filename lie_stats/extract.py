@@ -11,13 +11,12 @@ restarted with ``resume=True`` redoes no finished checkpoint. A checkpoint that 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,12 +25,14 @@ import numpy as np
 import xarray as xr
 
 from . import schema
+from ._io import resolve_device, text_sha256, write_text_atomic
 from .cube import checkpoint_shard, merge_shards, open_cube, write_cube
-from .errors import CheckpointError, CubeError, LieStatsError
+from .errors import CheckpointError, LieStatsError
+from .executors import run_tasks
 
 __all__ = [
-    "ExtractOptions", "Task", "plan_tasks", "extract_checkpoint", "extract", "resolve_device",
-    "shard_dir", "lock_store",
+    "ExtractOptions", "Task", "plan_tasks", "extract_checkpoint", "extract", "shard_dir",
+    "lock_store",
 ]
 
 log = logging.getLogger("lie_stats.extract")
@@ -208,21 +209,6 @@ def _normalize_probe(probe: Any) -> str | tuple[tuple[str, str], ...] | None:
     return tuple(sorted(pairs.items()))
 
 
-def resolve_device(device: str) -> str:
-    """``"auto"`` -> ``"cuda"`` when a CUDA device is present, else ``"cpu"``.
-
-    >>> resolve_device("cpu")
-    'cpu'
-    """
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise LieStatsError("--device cuda was asked for, but torch sees no CUDA device.")
-    return device
-
-
 @dataclass(frozen=True)
 class Task:
     """One (model, checkpoint) unit of work, with the run's first checkpoint (METRICS.md §5.5)."""
@@ -239,7 +225,7 @@ class Task:
 
 def _task_key(checkpoint: Any) -> str:
     ident = json.dumps([checkpoint.model, checkpoint.step, checkpoint.revision, str(checkpoint.path)])
-    return hashlib.sha256(ident.encode()).hexdigest()[:16]
+    return text_sha256(ident)[:16]
 
 
 def plan_tasks(sources: Sequence[str], *, revisions: str | Sequence[str] | None = None) -> list[Task]:
@@ -277,7 +263,7 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
     from .metrics import change_from_init, compute_layer
     from .operators import projection_matrix
 
-    device = resolve_device(options.device)
+    device = resolve_device(options.device)  # a torch.device; provenance records str(device)
     ckpt, init = task.checkpoint, task.init
     adapter = ckpt.adapter()
     shape = adapter.shape
@@ -313,7 +299,8 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
         stacked[name] = np.stack([a[name] for a in per_layer], axis=axis)
     act_attrs = None
     if options.probe is not None:
-        from .activations import activation_metrics, functional_killing
+        from .activations import activation_metrics
+        from .forms import functional_killing
         from .probe import load_probe
 
         t0 = time.perf_counter()
@@ -332,7 +319,7 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
     )
     prov = dict(ckpt.provenance())
     prov.update(
-        model=ckpt.model, step=step, device=device, options=options.result_key(),
+        model=ckpt.model, step=step, device=str(device), options=options.result_key(),
         init={"step": init.step, "revision": init.revision, "path": str(init.path)},
         timing={"read_s": round(t_read, 4), "compute_s": round(t_compute, 4)},
         torch_version=torch.__version__, metrics_version=schema.METRICS_VERSION,
@@ -452,9 +439,7 @@ def _prepare_store(store: Path, options: ExtractOptions, *, resume: bool) -> Non
     store.mkdir(parents=True, exist_ok=True)
     for stale in store.glob(".*.tmp"):  # half-written shards of a killed run (the lock is ours)
         stale.unlink(missing_ok=True)
-    tmp = opt_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps(wanted, sort_keys=True))
-    os.replace(tmp, opt_file)
+    write_text_atomic(opt_file, json.dumps(wanted, sort_keys=True))
 
 
 def _progress(total: int, *, enabled: bool) -> Callable[[str], None]:
@@ -545,8 +530,6 @@ def _extract_locked(tasks: list[Task], store: Path, out: Path, *, options: Extra
                     resume: bool, progress: bool, store_dtype: str, workers: int,
                     scheduler: str | None) -> tuple[xr.Dataset, list[dict]]:
     """The body of :func:`extract`, run while the store's lock is held."""
-    from .executors import run_tasks  # executors imports this module
-
     _prepare_store(store, options, resume=resume)
     tick = _progress(len(tasks), enabled=progress)
     todo = []
@@ -556,7 +539,7 @@ def _extract_locked(tasks: list[Task], store: Path, out: Path, *, options: Extra
         else:
             todo.append(task)
     failures: dict[str, dict] = {}
-    for outcome in run_tasks(todo, options, workers=workers, scheduler=scheduler):
+    for outcome in run_tasks(extract_checkpoint, todo, options, workers=workers, scheduler=scheduler):
         task = outcome.task
         if outcome.error is not None:
             c = task.checkpoint

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from . import _io
 from .errors import MetricError, did_you_mean
 from .operators import (
     CanonicalHeads,
@@ -175,29 +176,21 @@ for _info in VARIABLES.values():
 del _info
 
 
-# ----------------------------------------------------------------------------- helpers
+# ----------------------------------------------------------------------------- devices and inputs
 def resolve_device(device: str | torch.device) -> torch.device:
-    """``"auto"`` -> CUDA when available, else CPU; ``"cpu"``, ``"cuda"``, ``"cuda:N"`` checked.
+    """:func:`lie_stats._io.resolve_device` raising :class:`~lie_stats.errors.MetricError`:
+    ``"auto"`` -> CUDA when available, else CPU; ``"cpu"``, ``"cuda"``, ``"cuda:N"`` checked.
 
     Examples
     --------
     >>> resolve_device("cpu")
     device(type='cpu')
+    >>> resolve_device("tpu")
+    Traceback (most recent call last):
+    ...
+    lie_stats.errors.MetricError: Unsupported device 'tpu': expected 'auto', 'cpu' or 'cuda'.
     """
-    if isinstance(device, torch.device):
-        dev = device
-    elif device == "auto":
-        dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    else:
-        try:
-            dev = torch.device(device)
-        except (RuntimeError, TypeError) as e:
-            raise MetricError(f"Unknown device {device!r}: expected 'auto', 'cpu' or 'cuda'.") from e
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise MetricError(f"Device {device!r} asked for, but torch sees no CUDA device; use 'auto' or 'cpu'.")
-    if dev.type not in ("cpu", "cuda"):
-        raise MetricError(f"Unsupported device {device!r}: expected 'auto', 'cpu' or 'cuda'.")
-    return dev
+    return _io.resolve_device(device, error=MetricError)
 
 
 def _layer_tensors(w: Any, dev: torch.device, dtype: torch.dtype) -> dict[str, torch.Tensor]:

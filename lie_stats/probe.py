@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ._io import atomic_write, text_sha256
 from .errors import LieStatsError, did_you_mean
 
 __all__ = [
@@ -324,7 +325,7 @@ def build_probe(text: str, tokenizer: Any, *, n_seq: int, seq_len: int, seed: in
     chosen = np.sort(rng.choice(len(windows), size=n_seq, replace=False))
     rows = [head + ids[windows[i]:windows[i] + body].tolist() + tail for i in chosen]
     if tokenizer_name is None:
-        digest = hashlib.sha256(raw.to_str().encode()).hexdigest()[:16]
+        digest = text_sha256(raw.to_str())[:16]
         tokenizer_name = f"tokenizers.Tokenizer(vocab={raw.get_vocab_size()}, sha256:{digest})"
     return ProbeSet.from_tokens(np.array(rows, dtype=np.int64), tokenizer=tokenizer_name,
                                 text_source=text_source, first_token=first_token)
@@ -332,7 +333,8 @@ def build_probe(text: str, tokenizer: Any, *, n_seq: int, seq_len: int, seed: in
 
 # ----------------------------------------------------------------------------- files
 def save_probe(probe: ProbeSet, path: str | os.PathLike) -> pathlib.Path:
-    """Write a probe set to ``path`` (``.npz``: ``tokens`` int64 and ``meta``, a JSON string).
+    """Write a probe set to ``path`` (``.npz``: ``tokens`` int64 and ``meta``, a JSON string),
+    atomically (:func:`lie_stats._io.atomic_write`: an earlier file survives a failed write).
 
     Examples
     --------
@@ -349,10 +351,12 @@ def save_probe(probe: ProbeSet, path: str | os.PathLike) -> pathlib.Path:
     if path.suffix != ".npz":
         raise ProbeError(f"{path}: probe files end in .npz.")
     meta = json.dumps(probe.metadata(), sort_keys=True)
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, tokens=probe.tokens, meta=np.array(meta))
-    os.replace(tmp, path)
-    return path
+
+    def write(tmp: pathlib.Path) -> None:
+        with open(tmp, "wb") as fh:  # a file object: np.savez would add ".npz" to a name
+            np.savez(fh, tokens=probe.tokens, meta=np.array(meta))
+
+    return atomic_write(path, write)
 
 
 def load_probe(path: str | os.PathLike) -> ProbeSet:

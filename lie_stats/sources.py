@@ -15,7 +15,6 @@ tensors actually read are fetched, so memory and download stay near the attentio
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import pathlib
@@ -26,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from ._io import file_sha256
 from .architectures import Adapter, LayerWeights, adapter_for
 from .errors import CheckpointError, did_you_mean
 
@@ -68,14 +68,6 @@ def _offline() -> bool:
 
     env = os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
     return env or bool(constants.HF_HUB_OFFLINE)
-
-
-def _sha256(path: pathlib.Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 @dataclass
@@ -480,7 +472,7 @@ class Checkpoint:
             if self._hub is not None and re.fullmatch(r"[0-9a-f]{64}", real.name):
                 self._hashes[filename] = real.name
             else:
-                self._hashes[filename] = _sha256(real)
+                self._hashes[filename] = file_sha256(real)
         return {f: self._hashes[f] for f in self._read}
 
     def provenance(self) -> dict:

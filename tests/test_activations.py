@@ -311,6 +311,14 @@ def test_functional_killing_explicit():
                     assert out[f, 0, layer, i, j] == pytest.approx(K[f, 0, layer, i, j] * w[i] * w[j])
     with pytest.raises(MetricError):
         functional_killing(K, vn[:, :3])
+    # a head padded with NaN (a narrower model in a shared cube): with skipna the layer mean
+    # is over the real heads, and those heads' values are the narrower model's own form
+    padded = np.concatenate([vn, np.full((3, 1), np.nan)], axis=-1)
+    Kp = np.pad(K, [(0, 0)] * 3 + [(0, 1), (0, 1)], constant_values=np.nan)
+    got = functional_killing(Kp, padded, skipna=True)
+    np.testing.assert_array_equal(got[..., :4, :4], out)
+    assert np.isnan(got[..., 4, :]).all() and np.isnan(got[..., :, 4]).all()
+    assert np.isnan(functional_killing(Kp, padded)).all()  # without skipna the NaN spreads
 
 
 # ------------------------------------------------------------------------- the real MiniLM
@@ -342,7 +350,7 @@ def test_command_line_table(tmp_path, capsys):
     tokenizers = pytest.importorskip("tokenizers")
     from tokenizers import models, pre_tokenizers
 
-    from lie_stats.activations import _main
+    from lie_stats.activations import main
     from lie_stats.probe import load_probe
 
     from ._checkpoints import make_checkpoint
@@ -356,7 +364,7 @@ def test_command_line_table(tmp_path, capsys):
     tok = tokenizers.Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok.save(str(folder / "tokenizer.json"))
-    assert _main([str(folder), "--text", str(DATA), "--n-seq", "4", "--seq-len", "16",
+    assert main([str(folder), "--text", str(DATA), "--n-seq", "4", "--seq-len", "16",
                   "--save-probe", str(tmp_path / "p.npz")]) == 0
     text = capsys.readouterr().out
     probe = load_probe(tmp_path / "p.npz")

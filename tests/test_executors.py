@@ -1,4 +1,4 @@
-"""Executors of the extraction map and the shard-store lock (issue 7, items 1-2).
+"""Executors of the extraction map and the shard-store lock.
 
 The parallel executor is a real multi-process Dask LocalCluster (spawned worker
 processes); the lock is contended by a real second Python process.

@@ -1,9 +1,8 @@
-"""End to end: checkpoints -> `lie-stats extract` -> cube -> `lie-stats info` (issue 2)."""
+"""End to end: checkpoints -> `lie-stats extract` -> cube -> `lie-stats info`."""
 
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
@@ -197,7 +196,7 @@ def test_float32_storage_halves_precision_only(neox_run, tmp_path):
     assert back["killing"].attrs["definition"] == "METRICS.md §3.4"
 
 
-# ------------------------------------------------------------------ per-model probes (issue 5)
+# ------------------------------------------------------------------ per-model probes
 @pytest.fixture(scope="module")
 def twin_runs(tmp_path_factory):
     """Two runs, ``alpha`` and ``beta``, with the same weights: only their probes tell them apart."""

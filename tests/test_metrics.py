@@ -529,7 +529,7 @@ def test_errors_name_what_is_wrong() -> None:
         compute_layer(w, projections=("fixed:3",), projection_matrices={"fixed:3": torch.zeros(6, 4)})
     with pytest.raises(MetricError, match="not among the projections"):
         compute_layer(w, projection_matrices={"fixed:3": torch.zeros(6, 3)})
-    with pytest.raises(MetricError, match="Unknown device"):
+    with pytest.raises(MetricError, match="Unsupported device"):
         compute_layer(w, device="tpu")
     if not torch.cuda.is_available():
         with pytest.raises(MetricError, match="no CUDA"):

@@ -26,6 +26,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from lie_stats.errors import StatsInputError
+from lie_stats.forms import functional_killing
 from lie_stats.schema import STAT_COLUMNS
 from lie_stats.stats import _validate as v
 from lie_stats.stats.columns import (
@@ -364,7 +365,7 @@ def head_enrichment_excess(
     })
 
 
-# ----------------------------------------------------------------------------- B3, B8 helpers
+# ----------------------------------------------------------------------------- shared by B3 and B8
 
 
 def _layer_stack(first: ArrayLike, last: ArrayLike, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -532,11 +533,9 @@ def boundary_enrichment(
 # ----------------------------------------------------------------------------- B8
 
 
-def _functional(k: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``K[i,j] w_i w_j`` with ``w`` divided by its layer mean (METRICS.md §8); ``[..., L, H]``."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        wn = w / w.mean(axis=-1, keepdims=True)
-    return k * wn[..., :, None] * wn[..., None, :]
+#: The functional form is the metric's own definition (numpy, torch-free); this private name is
+#: kept for callers that still use it.
+_functional = functional_killing
 
 
 def functional_boundary_shift(
@@ -642,7 +641,7 @@ def functional_boundary_shift(
             return _boundary(_summarize(k1, m1, summary, (-2, -1)) / _summarize(k0, m0, summary, (-2, -1)))
 
     r_total = float(ratio(kf, kl, mask_f, mask_l))
-    r_func = float(ratio(_functional(kf, wf), _functional(kl, wl), mask_f, mask_l))
+    r_func = float(ratio(functional_killing(kf, wf), functional_killing(kl, wl), mask_f, mask_l))
     if not (np.isfinite(r_total) and np.isfinite(r_func) and r_total > 0 and r_func > 0):
         raise StatsInputError(f"{where}: the boundary ratios must be positive and finite; total "
                               f"{r_total}, functional {r_func} (a layer summary is 0 or negative).")
@@ -654,7 +653,7 @@ def functional_boundary_shift(
         perm = rng.permuted(np.broadcast_to(np.arange(h), (b - a, n_layers, h)), axis=-1)
         pf, pl = wf[lay, perm], wl[lay, perm]
         with np.errstate(invalid="ignore", divide="ignore"):
-            t_null.append(np.log(ratio(_functional(kf, pf), _functional(kl, pl), mask_f, mask_l) / r_total))
+            t_null.append(np.log(ratio(functional_killing(kf, pf), functional_killing(kl, pl), mask_f, mask_l) / r_total))
     t_null_a = np.concatenate(t_null)
     center = float(t_null_a.mean()) if np.isfinite(t_null_a).all() else np.nan
     p = permutation_pvalue(t_obs, t_null_a, alternative=alternative, center=center)
@@ -669,7 +668,7 @@ def functional_boundary_shift(
             (x0, m0), (x1, m1) = _boot_pairs(kf, idx), _boot_pairs(kl, idx)
             bwf, bwl = wf[lay4, idx], wl[lay4, idx]
             with np.errstate(invalid="ignore", divide="ignore"):
-                boot.append(ratio(_functional(x0, bwf), _functional(x1, bwl), m0, m1) / ratio(x0, x1, m0, m1))
+                boot.append(ratio(functional_killing(x0, bwf), functional_killing(x1, bwl), m0, m1) / ratio(x0, x1, m0, m1))
         boot_a = np.concatenate(boot)
         frac_undef = _undefined_share(boot_a)
         lo, hi = v.percentile_ci(boot_a, ci)

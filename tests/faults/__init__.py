@@ -1,1 +1,1 @@
-"""Fault injection (issue 8): real broken files and real processes, no mocks."""
+"""Fault injection: real broken files and real processes, no mocks."""

@@ -1,4 +1,4 @@
-"""Broken checkpoints, as real files on disk, through the library and through the CLI (issue 8, item 1).
+"""Broken checkpoints, as real files on disk, through the library and through the CLI.
 
 Each fault is built by damaging a copy of a tiny seeded GPT-2 checkpoint. For each one the
 test asserts the exact error class, that the message names the file at fault and what was

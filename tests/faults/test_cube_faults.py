@@ -1,4 +1,4 @@
-"""Malformed cubes given to every public function that takes one (issue 8, item 3).
+"""Malformed cubes given to every public function that takes one.
 
 Each bad cube is a real Dataset (or a real file on disk for ``load_dataset``); each
 function must raise :class:`~lie_stats.errors.CubeError` naming the argument or file and
@@ -9,7 +9,6 @@ are in ``tests/test_cube.py``; this file covers the other entry points.)
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import xarray as xr
 

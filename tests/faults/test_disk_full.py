@@ -1,4 +1,4 @@
-"""Disk full while writing a cube (issue 8, item 2): nothing half-written replaces a good cube.
+"""Disk full while writing a cube: nothing half-written replaces a good cube.
 
 Two real ways to run out of room, no mocks: a small ``tmpfs`` mounted for the test (needs
 root and a sandbox that allows ``mount``; skipped with the reason otherwise), and a file size
@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import uuid
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""SIGKILL of the driver of ``lie-stats extract --workers 2`` mid-run (issue 7, item 2).
+"""SIGKILL of the driver of ``lie-stats extract --workers 2`` mid-run.
 
 A real subprocess (``python -m lie_stats extract RUN -o OUT --workers 2``: a real Dask
 LocalCluster of two spawned worker processes) is killed with SIGKILL, the signal no code

@@ -1,4 +1,4 @@
-"""Ctrl-C during ``lie-stats extract``, as a real process and a real SIGINT (issue 8, item 2).
+"""Ctrl-C during ``lie-stats extract``, as a real process and a real SIGINT.
 
 The run is a real subprocess (``python -m lie_stats extract``) on a run folder of tiny
 checkpoints; SIGINT is sent once the first shard exists in ``OUT.nc.shards/``. Expected:

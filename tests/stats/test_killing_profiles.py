@@ -11,8 +11,9 @@ import pytest
 import scipy.stats as sps
 import torch
 
-from lie_stats.activations import functional_killing, killing_cv_torch
+from lie_stats.activations import killing_cv_torch
 from lie_stats.errors import StatsInputError
+from lie_stats.forms import functional_killing
 from lie_stats.stats import killing_profiles as kp
 
 from ._sim import BAND, N_DATASETS, rejections
@@ -212,7 +213,7 @@ def test_functional_shift_matches_definitions():
     k0, k1, w0, w1 = _anchor_data(rng)
     res = kp.functional_boundary_shift(k0, k1, w0, w1, summary="mean_abs", n_perm=999, n_boot=500)
     assert list(res.columns) == list(kp.FUNCTIONAL_SHIFT_COLUMNS)
-    # the functional form is lie_stats.activations.functional_killing (METRICS.md §8)
+    # the functional form is the metric's, lie_stats.forms.functional_killing (METRICS.md §8)
     f0, f1 = functional_killing(k0, w0), functional_killing(k1, w1)
     iu = np.triu_indices(8, 1)
 
@@ -258,3 +259,15 @@ def test_functional_shift_errors():
         kp.functional_boundary_shift(k0, k1, w0[:3], w1)
     assert math.isfinite(kp.functional_boundary_shift(k0, k1, w0, w1, n_perm=10, n_boot=0,
                                                       alternative="two-sided")["p_value"].iloc[0])
+
+
+def test_the_stats_layer_and_the_functional_form_import_no_torch():
+    """lie_stats.stats is the pure numeric layer: importing it (and the functional form it
+    shares with the extraction, lie_stats.forms) loads neither torch nor a module that does."""
+    import subprocess
+    import sys
+
+    code = ("import sys, lie_stats.stats, lie_stats.stats.killing_profiles, lie_stats.forms; "
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
