@@ -13,7 +13,7 @@ difference (``group_difference``: workers minus anchors, centred within layers, 
 permutations, seed 0, rank-biserial effect, cluster-bootstrap interval). Prediction
 positive: workers reach 90 % later. The specification curve: both 96-head seeds x the log and
 the linear (step) time scale. The per-head times are computed inside the test from the
-selected trajectories (``lie_stats.stats.classes.time_to_fraction``), never stored.
+selected trajectories (``lie_stats.stats.classification.time_to_fraction``), never stored.
 Stricter than CLAIMS.md: the comparison permutes within layers, and needs 2 heads per class
 (else inconclusive with the label counts). The essay's other two words for anchors
 ("high-magnitude, low-variance") are not tested here.

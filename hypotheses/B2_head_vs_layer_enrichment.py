@@ -3,7 +3,7 @@ at 4.9x).
 
 Test design (CLAIMS.md B2: "per layer, max head enrichment / layer enrichment; permutation
 null"; made stricter as below). Test kind ``head_enrichment_excess``
-(:func:`lie_stats.stats.killing_profiles.head_enrichment_excess`).
+(:func:`lie_stats.stats.pairwise.head_enrichment_excess`).
 
 Metric. The essay's Killing-form metric is the Killing-form CV ("High Killing Form CV means
 the model has developed rich internal structure"): ``killing_cv`` (METRICS.md §4.4), the

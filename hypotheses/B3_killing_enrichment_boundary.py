@@ -2,7 +2,7 @@
 
 Test design (CLAIMS.md B3: "layer enrichment profile; boundary vs interior"; made stricter
 as below). Test kind ``enrichment_profile``
-(:func:`lie_stats.stats.killing_profiles.boundary_enrichment`).
+(:func:`lie_stats.stats.pairwise.boundary_enrichment`).
 
 Metric. The essay's Killing-form metric is its CV: ``killing_cv`` (METRICS.md §4.4), the
 ``std / mean |.|`` of ``Khat[i,j]`` over a layer's pairs ``i < j``, recomputed from the

@@ -3,7 +3,7 @@ weighting by value norm lowers boundary enrichment relative to the total.
 
 Test design (CLAIMS.md B8: "enrichment profile of functional vs total Killing form"; made
 stricter as below). Test kind ``functional_boundary_shift``
-(:func:`lie_stats.stats.killing_profiles.functional_boundary_shift`).
+(:func:`lie_stats.stats.pairwise.functional_boundary_shift`).
 
 Forms. The total form is the Killing form ``K[i,j]`` (METRICS.md §3.4) and the functional
 form ``Kf[i,j] = K[i,j] w_i w_j``, ``w_h`` = the head's ``value_norm`` (§7.3) over its layer

@@ -5,7 +5,7 @@ Killing form ``killing`` and the activation metric ``value_norm``. Its definitio
 once, in plain numpy and without torch, so that the numeric layer (:mod:`lie_stats.stats`,
 which must not import torch) computes exactly the numbers the extraction stores:
 :mod:`lie_stats.activations` re-exports it, :func:`lie_stats.extract.extract_checkpoint`
-stores it, and :func:`lie_stats.stats.killing_profiles.functional_boundary_shift` recomputes
+stores it, and :func:`lie_stats.stats.pairwise.functional_boundary_shift` recomputes
 it under permutations and resamples of the value norms.
 
 This module imports only numpy and :mod:`lie_stats.errors`.

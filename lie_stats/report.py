@@ -253,7 +253,7 @@ def _layer_values(da: Any, summary: str, weights: Any = None) -> Any:
     layer values as they are."""
     import xarray as xr
 
-    from .stats.killing_profiles import pair_summary
+    from .stats.pairwise import pair_summary
 
     if schema.HEAD_J in da.dims:
         da = da.transpose(..., schema.HEAD, schema.HEAD_J)

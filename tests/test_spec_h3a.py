@@ -12,8 +12,9 @@ import pytest
 
 from lie_stats import cube, schema
 from lie_stats.errors import SpecError
+from lie_stats.forms import functional_killing
 from lie_stats.spec import HypothesisSpec, Prediction, Select, evaluate_cube
-from lie_stats.stats import killing_profiles as kp
+from lie_stats.stats import pairwise as kp
 
 L, H = 8, 8
 STEPS = (0, 1, 2, 4, 8, 16, 32, 64)
@@ -212,7 +213,7 @@ def test_pair_summary_reproduces_bundled_killing_cv_and_functional_form():
     K = sub["killing"].transpose(schema.LAYER, schema.HEAD, schema.HEAD_J).values[:12, :8, :8]
     w = sub["value_norm"].transpose(schema.LAYER, schema.HEAD).values[:12, :8]
     kf = sub["killing_functional"].transpose(schema.LAYER, schema.HEAD, schema.HEAD_J).values[:12, :8, :8]
-    np.testing.assert_allclose(kp._functional(K.astype(np.float64), w.astype(np.float64)), kf, rtol=1e-4)
+    np.testing.assert_allclose(functional_killing(K.astype(np.float64), w.astype(np.float64)), kf, rtol=1e-4)
 
 
 def test_layer_summary_is_checked_at_declaration():

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import schema
 from ..errors import LieStatsError, SpecError, StatsInputError
-from ..stats.killing_profiles import symmetric_pairs
+from ..stats.pairwise import symmetric_pairs
 from .parts import Prediction
 
 __all__ = [

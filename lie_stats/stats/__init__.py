@@ -2,7 +2,8 @@
 
 One module per statistical family (as pingouin): :mod:`.permutation`, :mod:`.correlation`,
 :mod:`.groups`, :mod:`.equivalence`, :mod:`.replication`, :mod:`.trend`, :mod:`.models`,
-:mod:`.multiplicity`. Every test returns a :class:`pandas.DataFrame` with one row per test,
+:mod:`.multiplicity`, :mod:`.clustered`, :mod:`.ranks`, :mod:`.pairwise`,
+:mod:`.classification`; every test is re-exported here. Every test returns a :class:`pandas.DataFrame` with one row per test,
 numeric columns only, starting with :data:`lie_stats.schema.STAT_COLUMNS`; the
 family-specific columns are named in :mod:`.columns`.
 
@@ -20,17 +21,35 @@ Conventions
 """
 
 from lie_stats.stats import columns
+from lie_stats.stats.classification import (
+    class_auc,
+    class_interaction,
+    cohen_kappa,
+    threshold_agreement,
+    threshold_zones,
+    time_to_fraction,
+)
+from lie_stats.stats.clustered import head_mean, share_above
 from lie_stats.stats.correlation import correlation, partial_correlation
-from lie_stats.stats.equivalence import fisher_z_se, tost_correlation, tost_relative
+from lie_stats.stats.equivalence import fisher_z_se, tost_correlation, tost_paired, tost_relative
 from lie_stats.stats.groups import group_difference
 from lie_stats.stats.models import compare_models, mixed_model
 from lie_stats.stats.multiplicity import adjust_pvalues
+from lie_stats.stats.pairwise import (
+    boundary_enrichment,
+    functional_boundary_shift,
+    head_enrichment_excess,
+    pair_summary,
+    row_summary,
+    symmetric_pairs,
+)
 from lie_stats.stats.permutation import (
     cluster_bootstrap_indices,
     n_distinct_permutations,
     permutation_indices,
     permutation_pvalue,
 )
+from lie_stats.stats.ranks import delta_order, delta_rank, pooled_relative, ratio_of_changes
 from lie_stats.stats.replication import power_correlation, r33, replicate_correlation
 from lie_stats.stats.trend import boundary_ratio, depth_crossover, depth_gradient, enrichment, trend
 
@@ -44,6 +63,7 @@ __all__ = [
     "partial_correlation",
     "group_difference",
     "tost_relative",
+    "tost_paired",
     "tost_correlation",
     "fisher_z_se",
     "replicate_correlation",
@@ -57,4 +77,22 @@ __all__ = [
     "compare_models",
     "mixed_model",
     "adjust_pvalues",
+    "head_mean",
+    "share_above",
+    "delta_rank",
+    "delta_order",
+    "ratio_of_changes",
+    "pooled_relative",
+    "symmetric_pairs",
+    "pair_summary",
+    "row_summary",
+    "head_enrichment_excess",
+    "boundary_enrichment",
+    "functional_boundary_shift",
+    "class_auc",
+    "class_interaction",
+    "threshold_agreement",
+    "threshold_zones",
+    "cohen_kappa",
+    "time_to_fraction",
 ]

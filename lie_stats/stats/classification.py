@@ -1,6 +1,6 @@
 """Head classes (anchor / worker labels, METRICS.md §8) against head metrics, nested in layers.
 
-Four families of questions about labelled heads (CLAIMS.md B7, B9, B10, B11):
+Four families of questions about labelled heads:
 
 * :func:`class_auc`: does a metric separate one class from the others (area under the ROC
   curve, computed from head pairs **within** layers, within-layer permutation p)?
@@ -33,7 +33,7 @@ from scipy import stats as sps
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
-from lie_stats.stats.permutation import _BootstrapPlan, _codes, _PermutationPlan, permutation_pvalue
+from lie_stats.stats.permutation import BootstrapPlan, strata_codes, PermutationPlan, permutation_pvalue
 
 __all__ = [
     "class_auc",
@@ -93,7 +93,7 @@ def _binary(g: ArrayLike, n: int, *, name: str, where: str) -> np.ndarray:
 
 
 def _strata_codes(strata: ArrayLike | None, n: int, where: str) -> np.ndarray:
-    return np.zeros(n, dtype=np.intp) if strata is None else _codes(strata, n, name="strata", where=where)
+    return np.zeros(n, dtype=np.intp) if strata is None else strata_codes(strata, n, name="strata", where=where)
 
 
 def _within_pairs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -117,7 +117,7 @@ def _within_ranks(x: np.ndarray, codes: np.ndarray) -> np.ndarray:
     return r
 
 
-def _check_common(where: str, alternative: str, n_perm: int, n_boot: int, ci: float,
+def check_correlation_options(where: str, alternative: str, n_perm: int, n_boot: int, ci: float,
                   seed: int) -> tuple[int, int, float, int]:
     v.choice(alternative, v.ALTERNATIVES, name="alternative", where=where)
     return (v.positive_int(n_perm, name="n_perm", where=where),
@@ -195,7 +195,7 @@ def class_auc(
     (0.8889, 1)
     """
     where = "class_auc"
-    n_perm, n_boot, ci, seed = _check_common(where, alternative, n_perm, n_boot, ci, seed)
+    n_perm, n_boot, ci, seed = check_correlation_options(where, alternative, n_perm, n_boot, ci, seed)
     xv = v.vector(x, name="x", where=where)
     n_all = xv.size
     g = _binary(positive, n_all, name="positive", where=where)
@@ -219,7 +219,7 @@ def class_auc(
     const = float((n1s * (n1s + 1) / 2.0).sum())
     gf = g.astype(np.float64)
     auc = (float(r @ gf) - const) / pairs
-    plan = _PermutationPlan(codes, n_perm, seed)
+    plan = PermutationPlan(codes, n_perm, seed)
     go = gf[plan.order]
     t_null = (np.concatenate([(vals @ go - const) / pairs for vals in plan.value_chunks(r)])
               if plan.size else np.empty(0))
@@ -231,7 +231,7 @@ def class_auc(
     if n_boot:
         pi, pj = _within_pairs(codes)  # slots share the strata layout, so the pairs are fixed
         boots = []
-        for idx in _BootstrapPlan(codes, n, n_boot, seed + 1, True).chunks():
+        for idx in BootstrapPlan(codes, n, n_boot, seed + 1, True).chunks():
             xb, gb = xv[idx], gf[idx]
             w = gb[:, pi] * (1.0 - gb[:, pj])
             d = xb[:, pi] - xb[:, pj]
@@ -382,7 +382,7 @@ def threshold_agreement(
     (0.5, 0.7222)
     """
     where = "threshold_agreement"
-    n_perm, n_boot, ci, seed = _check_common(where, alternative, n_perm, n_boot, ci, seed)
+    n_perm, n_boot, ci, seed = check_correlation_options(where, alternative, n_perm, n_boot, ci, seed)
     n_all = int(np.size(predicted))
     a = _codes_int(predicted, n_all, name="predicted", where=where)
     b = _codes_int(observed, n_all, name="observed", where=where)
@@ -405,7 +405,7 @@ def threshold_agreement(
                               f"class; chance agreement is 1 and kappa is undefined.")
     po = float(np.mean(a == b))
     kappa = (po - pe) / (1.0 - pe)
-    plan = _PermutationPlan(codes, n_perm, seed)
+    plan = PermutationPlan(codes, n_perm, seed)
     ao = a[plan.order]
     t_null = (np.concatenate([(vals == ao).mean(axis=1) for vals in plan.value_chunks(b)])
               if plan.size else np.empty(0))
@@ -419,7 +419,7 @@ def threshold_agreement(
         boots = []
         onehot_a, onehot_b = np.eye(k)[a], np.eye(k)[b]  # [n, k]
         slot = np.eye(n_strata)[codes]  # [n, S]: slot membership (fixed layout)
-        for idx in _BootstrapPlan(codes, n, n_boot, seed + 1, True).chunks():
+        for idx in BootstrapPlan(codes, n, n_boot, seed + 1, True).chunks():
             pob = (a[idx] == b[idx]).mean(axis=1)
             cab = np.einsum("ns,cnk->csk", slot, onehot_a[idx])
             cbb = np.einsum("ns,cnk->csk", slot, onehot_b[idx])
@@ -528,7 +528,7 @@ def class_interaction(
     (True, 0.005)
     """
     where = "class_interaction"
-    n_perm, n_boot, ci, seed = _check_common(where, alternative, n_perm, n_boot, ci, seed)
+    n_perm, n_boot, ci, seed = check_correlation_options(where, alternative, n_perm, n_boot, ci, seed)
     min_group = v.positive_int(min_group, name="min_group", where=where, minimum=2)
     yv = v.vector(y, name="y", where=where)
     xv = v.vector(x, name="x", where=where)
@@ -576,7 +576,7 @@ def class_interaction(
 
     beta = A @ ys
     t_obs = float(_t(ys[None, :])[0])
-    plan = _PermutationPlan(codes, n_perm, seed)
+    plan = PermutationPlan(codes, n_perm, seed)
     inv_order = np.argsort(plan.order)
     t_null = (np.concatenate([_t(vals[:, inv_order]) for vals in plan.value_chunks(e)])
               if plan.size else np.empty(0))
@@ -586,7 +586,7 @@ def class_interaction(
     lo = hi = np.nan
     if n_boot:
         boots = []
-        for idx in _BootstrapPlan(codes, n, n_boot, seed + 1, True).chunks():
+        for idx in BootstrapPlan(codes, n, n_boot, seed + 1, True).chunks():
             Xb = np.broadcast_to(np.eye(n_strata)[codes], (*idx.shape, n_strata))  # slot dummies
             Xb = np.concatenate([xs[idx][..., None], gf[idx][..., None],
                                  (xs[idx] * gf[idx])[..., None], Xb], axis=-1)

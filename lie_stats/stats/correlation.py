@@ -21,13 +21,13 @@ from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
 from lie_stats.stats.permutation import (
-    _BootstrapPlan,
-    _codes,
-    _PermutationPlan,
+    BootstrapPlan,
+    strata_codes,
+    PermutationPlan,
     permutation_pvalue,
 )
 
-__all__ = ["correlation", "partial_correlation"]
+__all__ = ["correlation", "partial_correlation", "check_correlation_options", "correlation_plans"]
 
 
 def _prepare(
@@ -37,7 +37,7 @@ def _prepare(
     n = v.same_length(*arrays.items(), where=where)
     codes = None
     if strata is not None:
-        codes = _codes(strata, n, name="strata", where=where)
+        codes = strata_codes(strata, n, name="strata", where=where)
     keep = np.ones(n, dtype=bool)
     for a in arrays.values():
         keep &= ~np.isnan(a).reshape(n, -1).any(axis=1)
@@ -108,7 +108,7 @@ class _Kernel:
             return float((self.sx * m[self.codes][:, self.codes]).sum() / self.denom)
         return float(self.zx @ _stratum_means(self.zy, self.codes))
 
-    def null(self, plan: _PermutationPlan) -> np.ndarray:
+    def null(self, plan: PermutationPlan) -> np.ndarray:
         if plan.size == 0:
             return np.empty(0)
         if self.method != "kendall":
@@ -146,14 +146,15 @@ class _Kernel:
         return (_unit(xb, axis=1) * _unit(yb, axis=1)).sum(axis=1)
 
 
-def _resampled(kernel, plan: _PermutationPlan, boot_plan: _BootstrapPlan | None):
+def _resampled(kernel, plan: PermutationPlan, boot_plan: BootstrapPlan | None):
     t_null = kernel.null(plan)
     boot = (np.concatenate([kernel.boot(i) for i in boot_plan.chunks()])
             if boot_plan is not None else np.empty(0))
     return t_null, boot
 
 
-def _check_common(method, alternative, n_perm, n_boot, ci, seed, where, methods=v.CORRELATION_METHODS):
+def check_correlation_options(method, alternative, n_perm, n_boot, ci, seed, where, methods=v.CORRELATION_METHODS):
+    """Check the options every correlation-based test takes (raises StatsInputError)."""
     v.choice(method, methods, name="method", where=where)
     v.choice(alternative, v.ALTERNATIVES, name="alternative", where=where)
     v.positive_int(n_perm, name="n_perm", where=where)
@@ -242,8 +243,8 @@ def correlation(
     (0.929, 1)
     """
     where = "correlation"
-    _check_common(method, alternative, n_perm, n_boot, ci, seed, where)
-    kernel, plan, t_null, boot, center = _run(x, y, strata, method, n_perm, n_boot, seed, where)
+    check_correlation_options(method, alternative, n_perm, n_boot, ci, seed, where)
+    kernel, plan, t_null, boot, center = correlation_plans(x, y, strata, method, n_perm, n_boot, seed, where)
     p = permutation_pvalue(kernel.t_obs, t_null, alternative=alternative, center=center)
     lo, hi = v.percentile_ci(boot, ci) if n_boot else (np.nan, np.nan)
     return v.frame(C.CORRELATION_COLUMNS, {
@@ -253,7 +254,7 @@ def correlation(
     })
 
 
-def _run(x, y, strata, method, n_perm, n_boot, seed, where):
+def correlation_plans(x, y, strata, method, n_perm, n_boot, seed, where):
     """Validated data -> kernel, permutation plan, null, bootstrap replicates, centre."""
     arrays, codes = _prepare(
         {"x": v.vector(x, name="x", where=where), "y": v.vector(y, name="y", where=where)},
@@ -264,8 +265,8 @@ def _run(x, y, strata, method, n_perm, n_boot, seed, where):
     n = xv.size
     kernel = _Kernel(xv, yv, method, codes)
     plan_codes = codes if codes is not None else np.zeros(n, dtype=np.intp)
-    plan = _PermutationPlan(plan_codes, n_perm, seed)
-    boot_plan = _BootstrapPlan(codes, n, n_boot, seed + 1, True) if n_boot else None
+    plan = PermutationPlan(plan_codes, n_perm, seed)
+    boot_plan = BootstrapPlan(codes, n, n_boot, seed + 1, True) if n_boot else None
     t_null, boot = _resampled(kernel, plan, boot_plan)
     return kernel, plan, t_null, boot, kernel.center()
 
@@ -306,7 +307,7 @@ class _PartialKernel:
         # exact permutation expectation of the numerator, scaled by the observed norm
         return float(self.ux @ _stratum_means(self.ry, self.codes) / np.sqrt(self.ry @ self.ry))
 
-    def null(self, plan: _PermutationPlan) -> np.ndarray:
+    def null(self, plan: PermutationPlan) -> np.ndarray:
         if plan.size == 0:
             return np.empty(0)
         q, ux = self.q[plan.order], self.ux[plan.order]
@@ -398,7 +399,7 @@ def partial_correlation(
     True
     """
     where = "partial_correlation"
-    _check_common(method, alternative, n_perm, n_boot, ci, seed, where, ("spearman", "pearson"))
+    check_correlation_options(method, alternative, n_perm, n_boot, ci, seed, where, ("spearman", "pearson"))
     z = np.asarray(covar, dtype=np.float64) if not isinstance(covar, np.ndarray) else covar.astype(np.float64)
     if z.ndim == 1:
         z = z[:, None]
@@ -418,8 +419,8 @@ def partial_correlation(
     v.not_constant(yv, name="y", where=where)
     n = xv.size
     kernel = _PartialKernel(xv, yv, zv, method, codes)
-    plan = _PermutationPlan(codes if codes is not None else np.zeros(n, dtype=np.intp), n_perm, seed)
-    boot_plan = _BootstrapPlan(codes, n, n_boot, seed + 1, True) if n_boot else None
+    plan = PermutationPlan(codes if codes is not None else np.zeros(n, dtype=np.intp), n_perm, seed)
+    boot_plan = BootstrapPlan(codes, n, n_boot, seed + 1, True) if n_boot else None
     t_null, boot = _resampled(kernel, plan, boot_plan)
     center = kernel.center()
     p = permutation_pvalue(kernel.t_obs, t_null, alternative=alternative, center=center)

@@ -9,7 +9,7 @@ from numpy.typing import ArrayLike
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
-from lie_stats.stats.permutation import _BootstrapPlan, _codes, _PermutationPlan, permutation_pvalue
+from lie_stats.stats.permutation import BootstrapPlan, strata_codes, PermutationPlan, permutation_pvalue
 
 __all__ = ["group_difference"]
 
@@ -117,7 +117,7 @@ def group_difference(
     xv = v.vector(x, name="x", where=where)
     n_all = xv.size
     g = _group_codes(group, n_all, where)
-    codes = None if strata is None else _codes(strata, n_all, name="strata", where=where)
+    codes = None if strata is None else strata_codes(strata, n_all, name="strata", where=where)
     keep = ~np.isnan(xv)
     xv, g = xv[keep], g[keep]
     if codes is not None:
@@ -135,7 +135,7 @@ def group_difference(
     plan_codes = codes if codes is not None else np.zeros(n, dtype=np.intp)
     avg = _slot_average(plan_codes)
     center = float(scale * (gf @ (avg.T @ xv)[plan_codes]) - total / n0)
-    plan = _PermutationPlan(plan_codes, n_perm, seed)
+    plan = PermutationPlan(plan_codes, n_perm, seed)
     go = gf[plan.order]
     t_null = (np.concatenate([scale * (vals @ go) - total / n0 for vals in plan.value_chunks(xv)])
               if plan.size else np.empty(0))
@@ -144,7 +144,7 @@ def group_difference(
     lo = hi = np.nan
     if n_boot:
         boots = []
-        for idx in _BootstrapPlan(codes, n, n_boot, seed + 1, True).chunks():
+        for idx in BootstrapPlan(codes, n, n_boot, seed + 1, True).chunks():
             xb, gb = xv[idx], gf[idx]
             n1b = gb.sum(axis=1)
             n0b = n - n1b

@@ -24,6 +24,9 @@ __all__ = [
     "permutation_pvalue",
     "cluster_bootstrap_indices",
     "n_distinct_permutations",
+    "strata_codes",
+    "PermutationPlan",
+    "BootstrapPlan",
 ]
 
 #: Relative tolerance under which a resampled statistic counts as equal to the observed one
@@ -31,7 +34,8 @@ __all__ = [
 TIE_RTOL = 1e-9
 
 
-def _codes(strata: ArrayLike | None, n: int, *, name: str, where: str) -> np.ndarray:
+def strata_codes(strata: ArrayLike | None, n: int, *, name: str, where: str) -> np.ndarray:
+    """Integer stratum codes of ``strata`` (all 0 when None: one stratum)."""
     if strata is None:
         return np.zeros(n, dtype=np.intp)
     return v.labels(strata, n=n, name=name, where=where)
@@ -55,8 +59,8 @@ def n_distinct_permutations(strata_codes: np.ndarray, *, limit: int | None = Non
     return total
 
 
-class _PermutationPlan:
-    """Chunked within-strata permutations of ``range(n)`` (internal).
+class PermutationPlan:
+    """Chunked within-strata permutations of ``range(n)`` (used by every permutation test here).
 
     ``exact`` plans hold every distinct within-strata permutation except the identity;
     Monte Carlo plans draw ``n_perm`` permutations from ``default_rng(seed)``.
@@ -186,7 +190,7 @@ def permutation_indices(
     n = v.positive_int(n, name="n", where=where)
     n_perm = v.positive_int(n_perm, name="n_perm", where=where)
     seed = v.seed_value(seed, where=where)
-    plan = _PermutationPlan(_codes(strata, n, name="strata", where=where), n_perm, seed)
+    plan = PermutationPlan(strata_codes(strata, n, name="strata", where=where), n_perm, seed)
     parts = list(plan.chunks())
     if not parts:
         return np.empty((0, n), dtype=np.intp)
@@ -260,8 +264,8 @@ def permutation_pvalue(
     return float((1.0 + count) / (1.0 + t_null.size))
 
 
-class _BootstrapPlan:
-    """Chunked two-stage (cluster, then unit) bootstrap indices (internal)."""
+class BootstrapPlan:
+    """Chunked two-stage (cluster, then unit) bootstrap indices (used by every bootstrap here)."""
 
     def __init__(self, codes: np.ndarray | None, n: int, n_boot: int, seed: int,
                  resample_clusters: bool) -> None:
@@ -339,6 +343,6 @@ def cluster_bootstrap_indices(
     n = v.positive_int(n, name="n", where=where)
     n_boot = v.positive_int(n_boot, name="n_boot", where=where)
     seed = v.seed_value(seed, where=where)
-    codes = None if clusters is None else _codes(clusters, n, name="clusters", where=where)
-    plan = _BootstrapPlan(codes, n, n_boot, seed, bool(resample_clusters))
+    codes = None if clusters is None else strata_codes(clusters, n, name="clusters", where=where)
+    plan = BootstrapPlan(codes, n, n_boot, seed, bool(resample_clusters))
     return np.concatenate(list(plan.chunks()), axis=0)

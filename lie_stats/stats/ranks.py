@@ -1,6 +1,6 @@
 """Ranks of parameter categories and ratios of changes, with bootstraps over layers.
 
-Two families for the post-training claims (CLAIMS.md A2, A7):
+Two families, for changes of parameters over training:
 
 * :func:`delta_rank` and :func:`delta_order`: where a parameter category ranks in
   the parameter-delta map (METRICS.md §6.4), with a bootstrap over layers that recomputes

@@ -18,7 +18,7 @@ from scipy import stats as sps
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
-from lie_stats.stats.correlation import _check_common, _run
+from lie_stats.stats.correlation import check_correlation_options, correlation_plans
 from lie_stats.stats.equivalence import fisher_z_se
 from lie_stats.stats.permutation import permutation_pvalue
 
@@ -138,7 +138,7 @@ def replicate_correlation(
     True
     """
     where = "replicate_correlation"
-    _check_common(method, "two-sided", n_perm, n_boot, ci, seed, where)
+    check_correlation_options(method, "two-sided", n_perm, n_boot, ci, seed, where)
     alpha = v.level(alpha, name="alpha", where=where)
     try:
         r0 = float(original_r)
@@ -148,7 +148,7 @@ def replicate_correlation(
         raise StatsInputError(f"{where}: original_r must be non-zero and in (-1, 1), got {original_r!r}.")
     if isinstance(original_n, bool) or not isinstance(original_n, (int, np.integer)) or original_n < 5:
         raise StatsInputError(f"{where}: original_n must be an integer >= 5, got {original_n!r}.")
-    kernel, plan, t_null, boot, center = _run(x, y, strata, method, n_perm, n_boot, seed, where)
+    kernel, plan, t_null, boot, center = correlation_plans(x, y, strata, method, n_perm, n_boot, seed, where)
     r_new, n = kernel.t_obs, kernel.x.size
     if abs(r_new) >= 1.0:
         raise StatsInputError(f"{where}: the new correlation is {r_new:+.0f}; Fisher's z is undefined.")

@@ -12,8 +12,8 @@ from numpy.typing import ArrayLike
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
-from lie_stats.stats.correlation import _check_common, _run
-from lie_stats.stats.permutation import _BootstrapPlan, _codes, permutation_pvalue
+from lie_stats.stats.correlation import check_correlation_options, correlation_plans
+from lie_stats.stats.permutation import BootstrapPlan, strata_codes, permutation_pvalue
 
 __all__ = ["trend", "enrichment", "depth_gradient", "depth_crossover", "boundary_ratio"]
 
@@ -61,8 +61,8 @@ def trend(
     (0.9, 0.08333333333333333)
     """
     where = "trend"
-    _check_common(method, alternative, n_perm, 0, 0.5, seed, where)
-    kernel, plan, t_null, _, center = _run(values, steps, None, method, n_perm, 0, seed, where)
+    check_correlation_options(method, alternative, n_perm, 0, 0.5, seed, where)
+    kernel, plan, t_null, _, center = correlation_plans(values, steps, None, method, n_perm, 0, seed, where)
     p = permutation_pvalue(kernel.t_obs, t_null, alternative=alternative, center=center)
     return v.frame(C.TREND_COLUMNS, {
         C.N: kernel.x.size, C.STATISTIC: kernel.t_obs, C.P_VALUE: p, C.EFFECT: kernel.t_obs,
@@ -166,7 +166,7 @@ def enrichment(
     if paired:
         v.same_length(("first", f), ("last", l_), where=where)
         codes = (np.zeros(f.size, dtype=np.intp) if clusters is None
-                 else _codes(clusters, f.size, name="clusters", where=where))
+                 else strata_codes(clusters, f.size, name="clusters", where=where))
         keep = ~(np.isnan(f) | np.isnan(l_))
         f, l_ = f[keep], l_[keep]
         codes = np.unique(codes[keep], return_inverse=True)[1].reshape(-1)
@@ -192,12 +192,12 @@ def enrichment(
                                               else np.arange(f.size), n_perm, seed)
         p = permutation_pvalue(t_obs, t_null, alternative=alternative)
         if n_boot:
-            boot = [l_[i].mean(axis=1) / f[i].mean(axis=1) for i in _BootstrapPlan(
+            boot = [l_[i].mean(axis=1) / f[i].mean(axis=1) for i in BootstrapPlan(
                 None if clusters is None else codes, f.size, n_boot, seed + 1, True).chunks()]
             lo, hi = v.percentile_ci(np.concatenate(boot), ci)
     elif n_boot:
-        bf = np.concatenate([f[i].mean(axis=1) for i in _BootstrapPlan(None, f.size, n_boot, seed + 1, True).chunks()])
-        bl = np.concatenate([l_[i].mean(axis=1) for i in _BootstrapPlan(None, l_.size, n_boot, seed + 2, True).chunks()])
+        bf = np.concatenate([f[i].mean(axis=1) for i in BootstrapPlan(None, f.size, n_boot, seed + 1, True).chunks()])
+        bl = np.concatenate([l_[i].mean(axis=1) for i in BootstrapPlan(None, l_.size, n_boot, seed + 2, True).chunks()])
         with np.errstate(invalid="ignore", divide="ignore"):
             lo, hi = v.percentile_ci(bl / bf, ci)
     return v.frame(C.ENRICHMENT_COLUMNS, {
@@ -358,7 +358,7 @@ def depth_crossover(
     v.min_n(st.size, 2, where=where, what="checkpoints")
     if np.isnan(st).any() or (st < 0).any() or (np.diff(st) <= 0).any():
         raise StatsInputError(f"{where}: steps must be non-negative and strictly increasing, got {st.tolist()}.")
-    codes = _codes(layer_of_head, vals.shape[1], name="layer_of_head", where=where)
+    codes = strata_codes(layer_of_head, vals.shape[1], name="layer_of_head", where=where)
     n_layers = int(codes.max()) + 1
     if n_layers < 2:
         raise StatsInputError(f"{where}: needs at least 2 layers, got {n_layers}.")
@@ -371,7 +371,7 @@ def depth_crossover(
     lo = hi = frac_none = np.nan
     if n_boot:
         n = vals.shape[1]
-        plan = _BootstrapPlan(codes, n, n_boot, seed, resample_clusters=False)
+        plan = BootstrapPlan(codes, n, n_boot, seed, resample_clusters=False)
         boots = []
         for idx in plan.chunks():
             for a, b in v.chunks(idx.shape[0], n * vals.shape[0]):
@@ -455,7 +455,7 @@ def boundary_ratio(
     ci = v.level(ci, name="ci", where=where)
     seed = v.seed_value(seed, where=where)
     x = v.vector(values, name="values", where=where)
-    codes = _codes(clusters, x.size, name="clusters", where=where)
+    codes = strata_codes(clusters, x.size, name="clusters", where=where)
     n_layers_all = int(codes.max()) + 1
     keep = ~np.isnan(x)
     x, codes = x[keep], codes[keep]
@@ -496,7 +496,7 @@ def boundary_ratio(
     lo = hi = np.nan
     if n_boot:
         boot = []
-        for idx in _BootstrapPlan(codes, x.size, n_boot, seed, resample_clusters=False).chunks():
+        for idx in BootstrapPlan(codes, x.size, n_boot, seed, resample_clusters=False).chunks():
             sb = summarize(x[idx])
             with np.errstate(invalid="ignore", divide="ignore"):
                 boot.append((sb[:, 0] + sb[:, -1]) / 2.0 / sb[:, 1:-1].mean(axis=1))

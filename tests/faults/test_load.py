@@ -147,9 +147,9 @@ _RETAINED = []
 _run_task = _executors.run_task
 
 
-def leaky_run_task(task, options):
+def leaky_run_task(compute, task, options):
     _RETAINED.append(_np.ones({n}))  # written, so resident
-    return _run_task(task, options)
+    return _run_task(compute, task, options)
 
 
 _executors.run_task = leaky_run_task

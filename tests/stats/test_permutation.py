@@ -154,10 +154,10 @@ def test_ordinary_bootstrap_without_clusters():
 @pytest.mark.parametrize("strata", [None, np.repeat(np.arange(6), 5), np.array([0, 0, 1, 1, 1, 2] * 5)])
 @pytest.mark.parametrize("n_perm", [50, 100_000])
 def test_value_chunks_apply_the_same_permutations(strata, n_perm):
-    from lie_stats.stats.permutation import _PermutationPlan
+    from lie_stats.stats.permutation import PermutationPlan
 
     codes = np.zeros(30, np.intp) if strata is None else np.unique(strata, return_inverse=True)[1]
-    plan = _PermutationPlan(codes, min(n_perm, 5000), seed=4)
+    plan = PermutationPlan(codes, min(n_perm, 5000), seed=4)
     values = np.random.default_rng(0).normal(size=30)
     perms = np.concatenate(list(plan.chunks()))
     fast = np.concatenate(list(plan.value_chunks(values)))

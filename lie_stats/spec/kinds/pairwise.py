@@ -1,5 +1,5 @@
 """Kinds over pairwise forms of heads: ``head_enrichment_excess``, ``enrichment_profile``,
-``functional_boundary_shift`` (:mod:`lie_stats.stats.killing_profiles`).
+``functional_boundary_shift`` (:mod:`lie_stats.stats.pairwise`).
 
 Each takes a pairwise variable (``head`` x ``head_j``, e.g. the Killing form) and summarizes
 a layer's pairs i < j with ``layer_summary``: ``"cv"`` (std / mean |.|, which on
@@ -23,7 +23,7 @@ import numpy as np
 from ... import schema
 from ...errors import SpecError, StatsInputError
 from ...stats import columns as C
-from ...stats.killing_profiles import (
+from ...stats.pairwise import (
     boundary_enrichment,
     functional_boundary_shift,
     head_enrichment_excess,
@@ -184,7 +184,7 @@ register_test("head_enrichment_excess", _run_head_enrichment_excess, decide_head
                           "(METRICS §6.1) of a pair form's summary (values: a pairwise variable, "
                           "step='all'; head value = the summary over the head's own pairs), "
                           "against a null permuting each checkpoint's per-head changes among the "
-                          "layer's heads (lie_stats.stats.killing_profiles.head_enrichment_excess)")
+                          "layer's heads (lie_stats.stats.pairwise.head_enrichment_excess)")
 register_test("enrichment_profile", _run_enrichment_profile, decide_interval_and_p,
               roles=("first", "last"),
               params={"layer_summary": "cv", "n_boot": 2000, "ci": 0.95},
@@ -192,7 +192,7 @@ register_test("enrichment_profile", _run_enrichment_profile, decide_interval_and
               description="boundary layers' enrichment of a pair form's summary over the "
                           "interior's (METRICS §6.1, §6.3; first/last: a pairwise variable of one "
                           "model), exact layer-permutation p, heads bootstrapped within layers "
-                          "(lie_stats.stats.killing_profiles.boundary_enrichment)")
+                          "(lie_stats.stats.pairwise.boundary_enrichment)")
 register_test("functional_boundary_shift", _run_functional_boundary_shift, decide_interval_and_p,
               roles=("first", "last", "w_first", "w_last"),
               params={"layer_summary": "cv", "n_perm": 9999, "n_boot": 2000, "ci": 0.95},
@@ -200,4 +200,4 @@ register_test("functional_boundary_shift", _run_functional_boundary_shift, decid
               description="boundary enrichment of the functional Killing form (METRICS §8: "
                           "K[i,j] w_i w_j, w = value_norm / layer mean) over the total form's; "
                           "p permutes the value norms among a layer's heads "
-                          "(lie_stats.stats.killing_profiles.functional_boundary_shift)")
+                          "(lie_stats.stats.pairwise.functional_boundary_shift)")

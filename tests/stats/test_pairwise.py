@@ -1,4 +1,4 @@
-"""lie_stats.stats.killing_profiles: pair summaries, head vs layer enrichment (B2), boundary
+"""lie_stats.stats.pairwise: pair summaries, head vs layer enrichment (B2), boundary
 enrichment profile (B3), functional vs total Killing form (B8)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 from lie_stats.activations import killing_cv_torch
 from lie_stats.errors import StatsInputError
 from lie_stats.forms import functional_killing
-from lie_stats.stats import killing_profiles as kp
+from lie_stats.stats import pairwise as kp
 
 from ._sim import BAND, N_DATASETS, rejections
 
@@ -267,7 +267,7 @@ def test_the_stats_layer_and_the_functional_form_import_no_torch():
     import subprocess
     import sys
 
-    code = ("import sys, lie_stats.stats, lie_stats.stats.killing_profiles, lie_stats.forms; "
+    code = ("import sys, lie_stats.stats, lie_stats.stats.pairwise, lie_stats.forms; "
             "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout

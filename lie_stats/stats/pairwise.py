@@ -1,7 +1,7 @@
-"""Head-level and layer-level enrichment of pairwise (Killing-form) quantities: the excess of
-the most enriched head over its layer, the boundary-layer enrichment profile, and the shift
-of that profile under the functional (value-norm weighted) Killing form (CLAIMS.md B2, B3,
-B8; METRICS.md §3.4, §4.4, §6.1, §6.3, §8).
+"""Enrichment of pairwise quantities of heads (e.g. the Killing form): the excess of the most
+enriched head over its layer, the boundary-layer enrichment profile, and the shift of that
+profile under the functional (value-norm weighted) Killing form (METRICS.md §3.4, §4.4,
+§6.1, §6.3, §8).
 
 Every function takes pair matrices ``[..., head, head_j]`` (symmetric; the diagonal and NaN
 entries are ignored) and summarizes a layer by a statistic over its pairs ``i < j``:
@@ -211,7 +211,7 @@ def row_summary(matrix: ArrayLike, *, summary: str = "cv") -> np.ndarray:
     return _summarize(m, mask, summary, (-1,))
 
 
-# ----------------------------------------------------------------------------- B2
+# ----------------------------------------------------------------------------- head over layer
 
 
 def head_enrichment_excess(
@@ -225,7 +225,7 @@ def head_enrichment_excess(
     alternative: str = "greater",
 ) -> pd.DataFrame:
     """How far the most enriched head of a layer exceeds the layer's own enrichment, against
-    a null of heads whose per-checkpoint changes are exchangeable (CLAIMS.md B2).
+    a null of heads whose per-checkpoint changes are exchangeable.
 
     For each layer (unit) ``l`` with per-head trajectories ``V[t, h] > 0`` and a layer
     trajectory ``W[t] > 0`` over the same checkpoints ``t = 0..S-1``: head enrichment
@@ -365,7 +365,7 @@ def head_enrichment_excess(
     })
 
 
-# ----------------------------------------------------------------------------- shared by B3 and B8
+# ----------------------------------------------------------------------------- boundary layers
 
 
 def _layer_stack(first: ArrayLike, last: ArrayLike, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -415,7 +415,7 @@ def _check_layers(f: np.ndarray, where: str, need_pairs: int) -> None:
                               f"(3 heads); pairs per layer: {pairs.tolist()}.")
 
 
-# ----------------------------------------------------------------------------- B3
+# ----------------------------------------------------------------------------- boundary enrichment
 
 
 def boundary_enrichment(
@@ -429,7 +429,7 @@ def boundary_enrichment(
     alternative: str = "greater",
 ) -> pd.DataFrame:
     """Enrichment profile of a pair form over layers: boundary layers over interior layers
-    (CLAIMS.md B3; METRICS.md §6.1, §6.3).
+    (METRICS.md §6.1, §6.3).
 
     Each layer's enrichment is ``E_l = s(last_l) / s(first_l)`` where ``s`` is the pair
     summary (:func:`pair_summary`; ``"cv"`` of ``killing_norm`` is ``killing_cv``), and the
@@ -530,12 +530,7 @@ def boundary_enrichment(
     })
 
 
-# ----------------------------------------------------------------------------- B8
-
-
-#: The functional form is the metric's own definition (numpy, torch-free); this private name is
-#: kept for callers that still use it.
-_functional = functional_killing
+# ----------------------------------------------------------------------------- functional form
 
 
 def functional_boundary_shift(
@@ -552,7 +547,7 @@ def functional_boundary_shift(
     alternative: str = "less",
 ) -> pd.DataFrame:
     """Boundary enrichment of the functional Killing form relative to the total form
-    (CLAIMS.md B8; METRICS.md §8, §6.1, §6.3).
+    (METRICS.md §8, §6.1, §6.3).
 
     The functional form is ``Kf[i,j] = K[i,j] w_i w_j`` with ``w_h`` the head's
     ``value_norm`` over its layer's mean, at each checkpoint with that checkpoint's value
