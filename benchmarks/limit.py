@@ -215,8 +215,8 @@ def read_time(ckpt: Path, reps: int) -> float:
 
 
 def api_extract(ckpt: Path) -> dict:
-    """``lie_stats.extract.extract_checkpoint`` in this process: CPU and wall seconds of read + compute."""
-    from lie_stats.extract import ExtractOptions, extract_checkpoint, plan_tasks
+    """``lie_stats.extraction.extract_checkpoint`` in this process: CPU and wall seconds of read + compute."""
+    from lie_stats.extraction import ExtractOptions, extract_checkpoint, plan_tasks
 
     (task,) = plan_tasks([str(ckpt)])
     opts = ExtractOptions(device="cpu")
@@ -229,7 +229,7 @@ def api_extract(ckpt: Path) -> dict:
 
 def import_overhead() -> dict:
     """CPU/wall seconds of a child that only imports what ``lie-stats extract`` imports."""
-    r = B.run_measured([sys.executable, "-c", "import lie_stats.cli, lie_stats.extract, lie_stats.cube, "
+    r = B.run_measured([sys.executable, "-c", "import lie_stats.cli, lie_stats.extraction, lie_stats.cube, "
                         "lie_stats.metrics, lie_stats.sources, transformers"], env={"OMP_NUM_THREADS": "1"})
     return dict(imp_cpu_s=r["cpu_s"], imp_wall_s=r["wall_s"])
 
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     B.PYTHIA.update(B.DEV_SHAPES)
-    import lie_stats.extract  # noqa: F401  (imports outside the timed regions)
+    import lie_stats.extraction  # noqa: F401  (imports outside the timed regions)
     work = Path(args.work)
     rows = []
     log = []
@@ -329,7 +329,7 @@ def write_report(data: dict, out: Path) -> None:
         f"- date: {data['date']}",
         "- extraction: `lie-stats extract CKPT -o OUT.nc --device cpu --quiet` (families Q,K,V,O,QK,OV, projection none, "
         "64 null draws, float64), fresh child, OMP_NUM_THREADS=1, once per shape (command CPU s, wall s); core = "
-        "`lie_stats.extract.extract_checkpoint` (read + compute, the python API) in the benchmark process, CPU time "
+        "`lie_stats.extraction.extract_checkpoint` (read + compute, the python API) in the benchmark process, CPU time "
         "(`time.process_time`; no imports, no cube writing), median of the repeats; imports = CPU time of a child "
         "that only imports",
         "- limit = read (attention tensors, warm page cache) + FLOPs of the extraction / float64 one-thread "

@@ -10,7 +10,7 @@ Parts (``--parts workers,grid,suite``):
     interleave the W values; medians; speed-up = wall(1) / wall(W). All with
     OMP_NUM_THREADS=1, so W = 1 uses one core; the machine has 2 (shared with other jobs).
 ``grid``
-    CPU time of ``lie_stats.extract.extract_checkpoint`` (the python API, in this process,
+    CPU time of ``lie_stats.extraction.extract_checkpoint`` (the python API, in this process,
     ``time.process_time``; default options: families Q,K,V,O,QK,OV, 64 null draws, float64)
     on random-init GPT-NeoX checkpoints of one layer over d_model x n_heads in
     {256, 512, 1024} x {4, 8, 16}; medians of repeats. Fitted: log t = a + b log d_model +
@@ -121,7 +121,7 @@ def part_workers(work: Path, n: int, workers: list[int], repeats: int, log: list
 
 # ----------------------------------------------------------------------------- grid
 def _api_cpu(ckpt: Path) -> float:
-    from lie_stats.extract import ExtractOptions, extract_checkpoint, plan_tasks
+    from lie_stats.extraction import ExtractOptions, extract_checkpoint, plan_tasks
 
     (task,) = plan_tasks([str(ckpt)])
     c0 = time.process_time()
@@ -137,7 +137,7 @@ def part_grid(work: Path, repeats: int, log: list[str], grid_d=GRID_D, grid_h=GR
     import limit as LM
 
     torch.set_num_threads(1)
-    import lie_stats.extract  # noqa: F401  (imports outside the timed region)
+    import lie_stats.extraction  # noqa: F401  (imports outside the timed region)
 
     _api_cpu(B.make_neox_checkpoint(work / "grid-warm", num_hidden_layers=1, hidden_size=64,
                                     num_attention_heads=2, vocab_size=256))

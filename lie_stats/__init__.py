@@ -1,8 +1,31 @@
 """lie_stats: pre-registered, testable science about the weight geometry of attention heads.
 
-See DESIGN.md for the data flow: source -> adapter -> head weights -> operators -> metrics
--> cube -> store, and hypothesis module -> selection -> statistical test -> verdict -> report.
+The data flow: source -> adapter -> head weights -> operators -> metrics -> cube -> store,
+and hypothesis module -> selection -> statistical test -> verdict -> report.
+
+The public API, in the style of xarray (``import lie_stats as ls``):
+
+* :func:`extract`: checkpoints -> a metric cube (NetCDF); :func:`open_cube` reads one,
+  :func:`load_dataset` opens a dataset card's cube;
+* :class:`HypothesisSpec` (with :class:`Select`, :class:`Prediction`) declares a hypothesis,
+  :class:`OutOfScope` a claim not testable here;
+* :func:`evaluate` (on a spec's datasets) and :func:`evaluate_cube` (on a cube in hand)
+  give a :class:`~lie_stats.spec.Result` with its verdict;
+* :func:`test_kinds`: the registry of test kinds (``lie-stats kinds`` prints it);
+* the errors, all subclasses of :class:`LieStatsError`.
+
+The names load on first use, so ``import lie_stats`` (and the pytest plugin, which every
+pytest run of the environment loads) stays light.
+
+>>> import lie_stats as ls
+>>> sorted(ls.test_kinds())[:3]
+['boundary_ratio', 'class_auc', 'class_interaction']
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from ._version import __version__
 from .errors import (
@@ -15,8 +38,34 @@ from .errors import (
     StatsInputError,
 )
 
+#: Public name -> the module that defines it (imported on first access).
+_LAZY = {
+    "HypothesisSpec": "lie_stats.spec",
+    "Select": "lie_stats.spec",
+    "Prediction": "lie_stats.spec",
+    "OutOfScope": "lie_stats.spec",
+    "evaluate": "lie_stats.spec",
+    "evaluate_cube": "lie_stats.spec",
+    "test_kinds": "lie_stats.spec",
+    "open_cube": "lie_stats.cube",
+    "load_dataset": "lie_stats.datasets",
+    "extract": "lie_stats.extraction",
+    "DatasetError": "lie_stats.datasets",
+    "ProbeError": "lie_stats.probe",
+}
+
 __all__ = [
     "__version__",
+    "HypothesisSpec",
+    "Select",
+    "Prediction",
+    "OutOfScope",
+    "evaluate",
+    "evaluate_cube",
+    "open_cube",
+    "load_dataset",
+    "extract",
+    "test_kinds",
     "LieStatsError",
     "CheckpointError",
     "ArchitectureError",
@@ -24,4 +73,19 @@ __all__ = [
     "CubeError",
     "SpecError",
     "StatsInputError",
+    "DatasetError",
+    "ProbeError",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lie_stats' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

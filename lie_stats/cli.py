@@ -120,7 +120,7 @@ def _probe_arg(values: list[str] | None) -> str | dict[str, str] | None:
 
 def _cmd_extract(args: argparse.Namespace) -> int:
     from .cube import provenance_of
-    from .extract import ExtractOptions, extract
+    from .extraction import ExtractOptions, extract
 
     revisions = args.revisions
     if revisions and revisions != "all":

@@ -349,6 +349,18 @@ def open_cube(path: str | os.PathLike) -> xr.Dataset:
     CubeError
         The file is missing, is not NetCDF, or breaks the cube contract; the message names
         the file.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> try:
+    ...     open_cube(pathlib.Path(tempfile.mkdtemp()) / "absent.nc")
+    ... except CubeError as e:
+    ...     print(str(e).split(": ", 1)[1])
+    no such cube file.
+
+    A cube round-trips exactly through :func:`write_cube` (see
+    :func:`lie_stats.extraction.extract` for one made from checkpoints).
     """
     path = Path(path)
     if not path.is_file():

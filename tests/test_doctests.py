@@ -10,7 +10,7 @@ import pytest
 
 import lie_stats
 
-MODULES = sorted(
+MODULES = ["lie_stats"] + sorted(
     m.name for m in pkgutil.walk_packages(lie_stats.__path__, prefix="lie_stats.")
     if m.name not in ("lie_stats.__main__",)
 )

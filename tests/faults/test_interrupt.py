@@ -20,7 +20,7 @@ import xarray as xr
 
 from lie_stats import cli, schema
 from lie_stats.cube import open_cube, provenance_of
-from lie_stats.extract import shard_dir
+from lie_stats.extraction import shard_dir
 
 from .._checkpoints import make_run
 

@@ -116,8 +116,8 @@ def test_the_driver_writes_shards_without_the_cluster_as_default_scheduler(loade
     object per checkpoint in the driver. Each shard write must see no default Dask scheduler."""
     import dask.base
 
-    from lie_stats import extract as extract_module
-    from lie_stats.extract import ExtractOptions, extract
+    from lie_stats import extraction as extract_module
+    from lie_stats.extraction import ExtractOptions, extract
 
     run_dir, _, _ = loaded_run
     seen: list[object] = []

@@ -11,7 +11,7 @@ from safetensors.torch import load_file, save_file
 
 from lie_stats import cli, schema
 from lie_stats.cube import open_cube, provenance_of
-from lie_stats.extract import ExtractOptions, extract, shard_dir
+from lie_stats.extraction import ExtractOptions, extract, shard_dir
 from lie_stats.metrics import change_from_init, compute_layer
 from lie_stats.sources import open_source
 

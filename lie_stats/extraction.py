@@ -35,7 +35,7 @@ __all__ = [
     "lock_store",
 ]
 
-log = logging.getLogger("lie_stats.extract")
+log = logging.getLogger("lie_stats.extraction")
 
 
 @dataclass(frozen=True)
@@ -495,13 +495,28 @@ def extract(
     ``workers`` single-threaded processes, or on the Dask cluster at ``scheduler``
     (:mod:`lie_stats.executors`); workers return shards and this process writes them, so
     the store needs no shared filesystem. The cube is bitwise the same whichever executor
-    ran it. The run holds an exclusive lock on the shard store (:func:`lie_stats.extract.lock_store`).
+    ran it. The run holds an exclusive lock on the shard store (:func:`lie_stats.extraction.lock_store`).
 
     Raises
     ------
     LieStatsError
         When no checkpoint at all could be extracted, the shard store conflicts or is in
         use by another run, or ``workers``/``scheduler`` are both given.
+
+    Examples
+    --------
+    A run folder of two tiny random GPT-NeoX checkpoints:
+
+    >>> import pathlib, tempfile, torch, transformers
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> cfg = transformers.GPTNeoXConfig(hidden_size=16, num_attention_heads=2, num_hidden_layers=2,
+    ...                                  intermediate_size=32, vocab_size=64, max_position_embeddings=32)
+    >>> for step in (0, 10):
+    ...     _ = torch.manual_seed(step)
+    ...     transformers.GPTNeoXForCausalLM(cfg).save_pretrained(root / "run" / f"step_{step}")
+    >>> cube, failed = extract([str(root / "run")], root / "run.nc", progress=False)
+    >>> cube.sizes["step"], cube.sizes["layer"], cube.sizes["head"], failed
+    (2, 2, 2, [])
     """
     if store_dtype not in ("float64", "float32"):
         raise ValueError(f"store_dtype={store_dtype!r}: expected 'float64' or 'float32'.")
