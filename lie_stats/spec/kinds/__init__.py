@@ -16,21 +16,21 @@
 A module here holds, for each of its kinds, the binding (selected data -> the statistic of
 :mod:`lie_stats.stats`), the decision rule when no shared rule of
 :mod:`lie_stats.spec.rules` fits, the checks only that kind knows, and one
-:func:`~lie_stats.spec.registry.register_test` call. A new kind is a new module listed here.
+:func:`~lie_stats.spec.registry.register_test` call. Every module of this package is imported
+(in name order; the order does not matter), so a new kind is one new module here plus its
+statistic in :mod:`lie_stats.stats`; ``lie-stats kinds`` lists it.
 """
 
-from . import (  # noqa: F401  (imported for their registrations)
-    agreement,
-    classification,
-    clustered,
-    correlation,
-    equivalence,
-    groups,
-    models,
-    pairwise,
-    ranks,
-    trend,
-)
+import importlib
+import pkgutil
+
 from .agreement import compression_agreement, compression_tag
 
-__all__ = ["compression_agreement", "compression_tag"]
+#: The family modules of this package, in the order they were imported.
+FAMILY_MODULES = tuple(
+    importlib.import_module(f"{__name__}.{info.name}").__name__
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
+    if not info.name.startswith("_")
+)
+
+__all__ = ["compression_agreement", "compression_tag", "FAMILY_MODULES"]
