@@ -1,7 +1,11 @@
 """Reports: results -> ``results.json``, ``report.md``, ``report.html`` and PNG figures.
 
-The only module that formats or rounds numbers (STYLE.md, lesson 2): ``results.json`` keeps
-full precision (NaN as ``null``); the Markdown, HTML and terminal tables round.
+The only package that formats or rounds numbers (STYLE.md, lesson 2): ``results.json`` keeps
+full precision (NaN as ``null``); the Markdown, HTML and terminal tables round
+(:mod:`lie_stats.report.text`). Each result's figure is drawn by
+:mod:`lie_stats.report.figures`; sections that read several results together are added by
+hook (:func:`register_section`, :mod:`lie_stats.report.sections`) from the claims' own
+modules.
 
 ``results.json`` is a list with one object per hypothesis and dataset holding the fields of
 :data:`lie_stats.schema.RESULT_FIELDS` (DESIGN.md, "Results") and also ``source``,
@@ -22,16 +26,17 @@ import html
 import json
 import math
 import os
-import re
-import tempfile
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import schema
+from .. import schema
+from .._io import file_sha256, write_text_atomic
+from .figures import draw_figure
+from .sections import linked_images, register_section, report_sections, unregister_section, write_sections
+from .text import estimate_text, figure_name, fmt, reference_text, relative_path, result_field
 
 __all__ = [
     "results_records",
@@ -41,6 +46,15 @@ __all__ = [
     "fmt",
     "figure_name",
     "dataset_records",
+    "result_field",
+    "relative_path",
+    "register_section",
+    "unregister_section",
+    "report_sections",
+    "RESULTS_JSON",
+    "REPORT_MD",
+    "REPORT_HTML",
+    "FIGURES",
 ]
 
 RESULTS_JSON = "results.json"
@@ -49,90 +63,35 @@ REPORT_HTML = "report.html"
 FIGURES = "figures"
 
 
-# ----------------------------------------------------------------------------- formatting
-
-
-def fmt(value: Any, digits: int = 3) -> str:
-    """A number rounded to ``digits`` significant digits for humans; ``-`` for missing.
-
-    Examples
-    --------
-    >>> fmt(-0.27412), fmt(0.0000123), fmt(float("nan")), fmt(96.0)
-    ('-0.274', '1.23e-05', '-', '96')
-    """
-    if value is None:
-        return "-"
-    if isinstance(value, (bool, np.bool_)):
-        return str(bool(value)).lower()
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    if not math.isfinite(v):
-        return "-"
-    if v == int(v) and abs(v) < 1e6:
-        return str(int(v))
-    return f"{v:.{digits}g}"
-
-
-def _interval(lo: Any, hi: Any) -> str:
-    return "-" if fmt(lo) == "-" and fmt(hi) == "-" else f"[{fmt(lo)}, {fmt(hi)}]"
-
-
-def _estimate(e: Any, lo: Any, hi: Any) -> str:
-    ci = _interval(lo, hi)
-    return fmt(e) if ci == "-" else f"{fmt(e)} {ci}"
-
-
-def _reference_text(ref: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k} = {fmt(v) if isinstance(v, (int, float)) else v}" for k, v in ref.items()) or "-"
-
-
-def figure_name(result_id: str, dataset: str) -> str:
-    """Deterministic figure file name of one result.
-
-    >>> figure_name("B5", "pico pythia")
-    'B5__pico_pythia.png'
-    """
-    safe = lambda s: re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_") or "x"  # noqa: E731
-    return f"{safe(result_id)}__{safe(dataset)}.png"
-
-
-def _get(result: Any, name: str, default: Any = None) -> Any:
-    if isinstance(result, Mapping):
-        return result.get(name, default)
-    return getattr(result, name, default)
-
-
 def result_row_text(result: Any) -> str:
     """One result as a short aligned block (what a failing pytest item prints).
 
     Examples
     --------
-    >>> print(result_row_text({"id": "B5", "dataset": "toy", "test": "correlation",
+    >>> print(result_row_text({"id": "X1", "dataset": "toy", "test": "correlation",
     ...     "gate": "pinned", "verdict": "refuted", "reason": "r", "n": 96, "statistic": 0.1,
     ...     "p_value": 0.01, "effect": 0.1, "ci_low": 0.02, "ci_high": 0.2}))
-    id       B5 on toy (correlation, gate pinned)
+    id       X1 on toy (correlation, gate pinned)
     verdict  refuted: r
     numbers  n = 96, statistic = 0.1, p = 0.01, effect = 0.1 [0.02, 0.2]
     """
     lines = [
-        f"id       {_get(result, 'id')} on {_get(result, 'dataset')} ({_get(result, 'test')}, "
-        f"gate {_get(result, 'gate')})",
-        f"verdict  {_get(result, 'verdict')}: {_get(result, 'reason')}",
-        f"numbers  n = {fmt(_get(result, 'n'))}, statistic = {fmt(_get(result, 'statistic'))}, "
-        f"p = {fmt(_get(result, 'p_value'))}, effect = "
-        f"{_estimate(_get(result, 'effect'), _get(result, 'ci_low'), _get(result, 'ci_high'))}",
+        f"id       {result_field(result, 'id')} on {result_field(result, 'dataset')} ({result_field(result, 'test')}, "
+        f"gate {result_field(result, 'gate')})",
+        f"verdict  {result_field(result, 'verdict')}: {result_field(result, 'reason')}",
+        f"numbers  n = {fmt(result_field(result, 'n'))}, statistic = {fmt(result_field(result, 'statistic'))}, "
+        f"p = {fmt(result_field(result, 'p_value'))}, effect = "
+        f"{estimate_text(result_field(result, 'effect'), result_field(result, 'ci_low'), result_field(result, 'ci_high'))}",
     ]
-    extra = _get(result, "extra") or {}
+    extra = result_field(result, "extra") or {}
     if extra:
         lines.append("extra    " + ", ".join(f"{k} = {fmt(v)}" for k, v in extra.items()))
-    ref = _get(result, "reference") or {}
+    ref = result_field(result, "reference") or {}
     if ref:
-        lines.append(f"original {_reference_text(ref)}")
-    if _get(result, "pinned_verdict"):
-        lines.append(f"pinned   {_get(result, 'pinned_verdict')} (hash "
-                     f"{str(_get(result, 'pinned_hash'))[:12]}; now {str(_get(result, 'spec_hash'))[:12]})")
+        lines.append(f"original {reference_text(ref)}")
+    if result_field(result, "pinned_verdict"):
+        lines.append(f"pinned   {result_field(result, 'pinned_verdict')} (hash "
+                     f"{str(result_field(result, 'pinned_hash'))[:12]}; now {str(result_field(result, 'spec_hash'))[:12]})")
     return "\n".join(lines)
 
 
@@ -148,8 +107,8 @@ def _table_rows(records: Sequence[Mapping[str, Any]], outcomes: Mapping[str, str
         rows.append([
             str(r["id"]), str(r["dataset"]), str(r["gate"]),
             str(r["verdict"]) + (f" ({outcome})" if outcome in ("passed", "failed") else ""),
-            _estimate(r.get("effect"), r.get("ci_low"), r.get("ci_high")),
-            fmt(r.get("p_value")), _reference_text(r.get("reference") or {}),
+            estimate_text(r.get("effect"), r.get("ci_low"), r.get("ci_high")),
+            fmt(r.get("p_value")), reference_text(r.get("reference") or {}),
             "-" if share is None else f"{fmt(100 * share, 3)} % of {len(r.get('spec_curve') or [])}",
             flag,
         ])
@@ -161,10 +120,10 @@ def verdict_table(results: Sequence[Any], *, outcomes: Mapping[str, str] | None 
 
     Examples
     --------
-    >>> print(verdict_table([{"id": "B5", "dataset": "toy", "gate": "report",
+    >>> print(verdict_table([{"id": "X1", "dataset": "toy", "gate": "report",
     ...     "verdict": "supported", "effect": -0.3, "ci_low": -0.5, "ci_high": -0.1,
     ...     "p_value": 0.001, "reference": {"rho": -0.274}}]).splitlines()[2])
-    B5  toy      report  supported  -0.3 [-0.5, -0.1]  0.001  rho = -0.274  -
+    X1  toy      report  supported  -0.3 [-0.5, -0.1]  0.001  rho = -0.274  -
     """
     records = [r if isinstance(r, Mapping) else r.row() for r in results]
     rows = _table_rows(records, outcomes)
@@ -204,252 +163,14 @@ def results_records(results: Sequence[Any]) -> list[dict[str, Any]]:
     ], dtype=float)
     holm = bh = np.full(len(records), np.nan)
     if np.isfinite(p).any():
-        from .spec import _stats
+        from ..stats import adjust_pvalues
 
-        adjust_pvalues = _stats().adjust_pvalues
         holm = np.asarray(adjust_pvalues(p, method="holm"), dtype=float)
         bh = np.asarray(adjust_pvalues(p, method="bh"), dtype=float)
     for r, h, b in zip(records, holm, bh):
         r["p_holm"] = float(h) if math.isfinite(h) else None
         r["p_bh"] = float(b) if math.isfinite(b) else None
     return records
-
-
-# ----------------------------------------------------------------------------- figures
-
-
-def _figure(result: Any, record: Mapping[str, Any], path: Path) -> bool:
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
-
-    data = getattr(result, "data", None)
-    with warnings.catch_warnings():
-        # layout and legend placement notices are cosmetic; they must not fail a report
-        # (the project turns lie_stats-attributed warnings into errors)
-        warnings.simplefilter("ignore", UserWarning)
-        return _draw(result, record, path, data, Figure)
-
-
-def _draw(result: Any, record: Mapping[str, Any], path: Path, data: Any, Figure: Any) -> bool:
-    fig = Figure(figsize=(9, 3.6), dpi=100)
-    ax_data, ax_est = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.2, 1]})
-    labels = {role: f"{role}: {sel.get('metric')} ({sel.get('step', 'last')})"
-              for role, sel in (record.get("selection") or {}).items()}
-    if not (_plot_layer_profile(ax_data, data, record) or _plot_trajectory_by_group(ax_data, data, labels)):
-        _plot_data(ax_data, data, labels)
-    _plot_estimates(ax_est, record)
-    fig.suptitle(f"{record['id']} on {record['dataset']}: {record['verdict']}", fontsize=10)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", metadata={"Software": None})
-    return True
-
-
-def _layer_values(da: Any, summary: str, weights: Any = None) -> Any:
-    """One value per (model, layer) of a selection: pair matrices summarized over ``i < j``
-    (``summary``, as the test's ``layer_summary``; weighted by ``w_i w_j``, ``w`` over its
-    layer mean, for the functional Killing form of METRICS.md §8), per-head values averaged,
-    layer values as they are."""
-    import xarray as xr
-
-    from .stats.killing_profiles import pair_summary
-
-    if schema.HEAD_J in da.dims:
-        da = da.transpose(..., schema.HEAD, schema.HEAD_J)
-        m = da.values
-        if weights is not None:
-            w = weights.transpose(..., schema.HEAD).values
-            w = w / np.nanmean(w, axis=-1, keepdims=True)
-            m = m * w[..., :, None] * w[..., None, :]
-        return xr.DataArray(pair_summary(m, summary=summary), dims=da.dims[:-2],
-                            coords={d: da[d] for d in da.dims[:-2] if d in da.coords})
-    if schema.HEAD in da.dims:
-        return da.mean(dim=schema.HEAD, skipna=True)
-    return da
-
-
-def _plot_layer_profile(ax: Any, data: Any, record: Mapping[str, Any]) -> bool:
-    """Layer enrichment profile last / first (METRICS.md §6.1) of ``first``/``last`` selections,
-    one line per model, boundary layers marked; with ``w_first``/``w_last`` (B8) the
-    functional Killing form's profile beside the total's. False when the roles do not fit."""
-    arrays = getattr(data, "arrays", None) or {}
-    if "first" not in arrays or "last" not in arrays or schema.LAYER not in arrays["first"].dims:
-        return False
-    summary = (record.get("params") or {}).get("layer_summary", "cv")
-    curves = {"total" if "w_first" in arrays else "": (None, None)}
-    if "w_first" in arrays and "w_last" in arrays:
-        curves["functional"] = (arrays["w_first"], arrays["w_last"])
-    drawn = False
-    for kind, (w0, w1) in curves.items():
-        try:
-            ratio = _layer_values(arrays["last"], summary, w1) / _layer_values(arrays["first"], summary, w0)
-        except Exception:  # noqa: BLE001 - a figure must not fail a report
-            return False
-        extra = [d for d in ratio.dims if d not in (schema.MODEL, schema.LAYER)]
-        if extra:
-            ratio = ratio.mean(dim=extra, skipna=True)
-        if schema.MODEL not in ratio.dims:
-            ratio = ratio.expand_dims({schema.MODEL: ["model"]})
-        for m in ratio[schema.MODEL].values.tolist():
-            r = ratio.sel({schema.MODEL: m})
-            ok = np.isfinite(r.values) & (r.values > 0)
-            if not ok.any():
-                continue
-            layers = r[schema.LAYER].values[ok]
-            ax.plot(layers, r.values[ok], marker="o", ms=3, ls="-" if kind != "functional" else "--",
-                    label=" ".join(x for x in (str(m), kind) if x))
-            ax.plot(layers[[0, -1]], r.values[ok][[0, -1]], "s", ms=7, mfc="none", color="k")
-            drawn = True
-    if not drawn:
-        return False
-    ax.axhline(1.0, color="0.6", ls=":", lw=1)
-    ax.set_yscale("log")
-    ax.set_xlabel("layer (boundary layers boxed)")
-    metric = (record.get("selection") or {}).get("last", {}).get("metric", "")
-    ax.set_ylabel(f"layer enrichment last / first\n{metric}" + (f" ({summary})" if schema.HEAD_J in
-                  arrays["last"].dims else ""), fontsize=8)
-    ax.legend(fontsize=7)
-    return True
-
-
-def _plot_trajectory_by_group(ax: Any, data: Any, labels: Mapping[str, str]) -> bool:
-    """Mean trajectory over steps of a per-head ``values`` selection for each label of the
-    ``group`` role (METRICS.md §8 codes), one line per (model, label)."""
-    arrays = getattr(data, "arrays", None) or {}
-    values, group = arrays.get("values"), arrays.get("group")
-    if values is None or group is None or schema.STEP not in values.dims or schema.HEAD not in values.dims:
-        return False
-    names = {code: name for name, code in schema.LABEL_CODES.items()}
-    g = group.reset_coords(drop=True)
-    if schema.STEP in g.dims:
-        g = g.isel({schema.STEP: -1})
-    drawn = False
-    for code in sorted({float(c) for c in np.unique(g.values) if np.isfinite(c)}):
-        mean = values.where(g == code).mean(dim=[d for d in values.dims if d not in (schema.MODEL, schema.STEP)],
-                                           skipna=True)
-        if schema.MODEL not in mean.dims:
-            mean = mean.expand_dims({schema.MODEL: ["model"]})
-        n = int((g == code).sum())
-        for m in mean[schema.MODEL].values.tolist():
-            s = mean.sel({schema.MODEL: m})
-            ok = np.isfinite(s.values)
-            ax.plot(s[schema.STEP].values[ok], s.values[ok], marker="o", ms=3,
-                    label=f"{m} {names.get(int(code), code)} (n={n})")
-            drawn = True
-    if not drawn:
-        return False
-    ax.set_xscale("symlog", linthresh=1)
-    ax.set_xlabel("step")
-    ax.set_ylabel(f"{labels.get('values', 'values')}, mean by label", fontsize=8)
-    ax.legend(fontsize=7)
-    return True
-
-
-def _plot_data(ax: Any, data: Any, labels: Mapping[str, str]) -> None:
-    if data is None or not getattr(data, "arrays", None):
-        ax.text(0.5, 0.5, "no data selected", ha="center", va="center", transform=ax.transAxes)
-        ax.set_axis_off()
-        return
-    roles = list(data.arrays)
-    stepped = [r for r in roles if schema.STEP in data.arrays[r].dims]
-    if stepped:
-        role = stepped[0]
-        da = data.arrays[role]
-        over = [d for d in da.dims if d not in (schema.MODEL, schema.STEP)]
-        mean = da.mean(dim=over, skipna=True) if over else da
-        if schema.MODEL not in mean.dims:
-            mean = mean.expand_dims({schema.MODEL: ["model"]})
-        for m in mean[schema.MODEL].values.tolist():
-            s = mean.sel({schema.MODEL: m})
-            ok = np.isfinite(s.values)
-            ax.plot(s[schema.STEP].values[ok], s.values[ok], marker="o", ms=3, label=str(m))
-        ax.set_xlabel("step")
-        ax.set_ylabel(f"{labels.get(role, role)}, mean", fontsize=8)
-        if mean.sizes[schema.MODEL] <= 8:
-            ax.legend(fontsize=7)
-        return
-    try:
-        if len(roles) >= 2:
-            table = data.table(roles[0], roles[1], drop_model=roles[:2] == ["base", "tuned"])
-        else:
-            table = data.table(roles[0])
-    except Exception:  # noqa: BLE001 - a figure must not fail a report
-        ax.text(0.5, 0.5, "data not plottable", ha="center", va="center", transform=ax.transAxes)
-        ax.set_axis_off()
-        return
-    color = table[schema.LAYER].to_numpy() if schema.LAYER in table.columns else None
-    if len(roles) >= 2:
-        sc = ax.scatter(table[roles[0]], table[roles[1]], c=color, s=12, cmap="viridis")
-        ax.set_xlabel(labels.get(roles[0], roles[0]), fontsize=8)
-        ax.set_ylabel(labels.get(roles[1], roles[1]), fontsize=8)
-    else:
-        x = color if color is not None else np.arange(len(table))
-        sc = ax.scatter(x, table[roles[0]], c=color, s=12, cmap="viridis")
-        ax.set_xlabel(schema.LAYER if color is not None else "unit")
-        ax.set_ylabel(labels.get(roles[0], roles[0]), fontsize=8)
-    if color is not None:
-        ax.figure.colorbar(sc, ax=ax, label=schema.LAYER)
-
-
-def _reference_value(ref: Mapping[str, Any]) -> tuple[str, float] | None:
-    for key in ("r", "rho", "effect", "ratio", "value", "fraction"):
-        v = ref.get(key)
-        if isinstance(v, (int, float)) and math.isfinite(v):
-            return key, float(v)
-    return None
-
-
-def _original_interval(record: Mapping[str, Any], ref: tuple[str, float]) -> dict[str, float]:
-    """Fisher-z interval of an original correlation from its n (for the replication plot)."""
-    n = (record.get("reference") or {}).get("n")
-    params = record.get("params") or {}
-    if ref[0] not in ("r", "rho") or not isinstance(n, int) or not -1 < ref[1] < 1:
-        return {}
-    from scipy.stats import norm
-
-    from .spec import _stats
-
-    try:
-        se = _stats().fisher_z_se(n, params.get("method", "pearson"))
-    except Exception:  # noqa: BLE001 - an interval we cannot draw is left out
-        return {}
-    z = float(norm.ppf(0.5 + float(params.get("ci", 0.95)) / 2))
-    centre = math.atanh(ref[1])
-    return {"ci_low": math.tanh(centre - z * se), "ci_high": math.tanh(centre + z * se)}
-
-
-def _plot_estimates(ax: Any, record: Mapping[str, Any]) -> None:
-    ref = _reference_value(record.get("reference") or {})
-    original = [] if ref is None else [(f"original {ref[0]}", {"effect": ref[1], "verdict": "original",
-                                                               **_original_interval(record, ref)})]
-    rows = [("main", record)] + original + [
-        (", ".join(f"{k}={v}" for k, v in c["choice"].items()), c) for c in record.get("spec_curve") or []
-    ]
-    for i, (label, r) in enumerate(rows):
-        e = r.get("effect")
-        lo, hi = r.get("ci_low"), r.get("ci_high")
-        if e is None:
-            continue
-        color = {"supported": "tab:green", "refuted": "tab:red", "original": "k"}.get(r.get("verdict"), "tab:gray")
-        if lo is not None and hi is not None:
-            ax.plot([lo, hi], [i, i], color=color, lw=2)
-        ax.plot([e], [i], "o", color=color)
-    shown = [float(v) for _, r in rows for v in (r.get("effect"), r.get("ci_low"), r.get("ci_high"))
-             if isinstance(v, (int, float)) and math.isfinite(v)]
-    if shown and min(shown) > 0 and max(shown) / min(shown) > 100:
-        ax.set_xscale("log")  # ratios over orders of magnitude (enrichment)
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([label for label, _ in rows], fontsize=7)
-    ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top
-    if ref is not None:
-        ax.axvline(ref[1], color="k", ls="--", lw=1, label=f"original {ref[0]} = {fmt(ref[1])}")
-        ax.legend(fontsize=7, loc="best")
-    value = (record.get("prediction") or {}).get("value")
-    if value is not None:
-        ax.axvline(value, color="0.6", ls=":", lw=1)
-    ax.set_xlabel("effect [interval]; green supported, red refuted", fontsize=8)
 
 
 # ----------------------------------------------------------------------------- documents
@@ -472,14 +193,14 @@ def _sections(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             ("n", fmt(r.get("n"))), ("statistic", fmt(r.get("statistic"))),
             ("p", fmt(r.get("p_value"))), ("p (Holm)", fmt(r.get("p_holm"))),
             ("p (BH)", fmt(r.get("p_bh"))),
-            ("effect", _estimate(r.get("effect"), r.get("ci_low"), r.get("ci_high"))),
+            ("effect", estimate_text(r.get("effect"), r.get("ci_low"), r.get("ci_high"))),
         ] + [(k, fmt(v)) for k, v in (r.get("extra") or {}).items()]
         facts = [
             ("claim", r["claim"]), ("source", r.get("source") or "-"),
             ("data", f"dataset {r['dataset']}; {_selection_text(r.get('selection') or {})}"),
             ("test", f"{r['test']} ({params})"),
             ("prediction", ", ".join(f"{k} {v}" for k, v in pred.items())),
-            ("reference", _reference_text(r.get("reference") or {})),
+            ("reference", reference_text(r.get("reference") or {})),
             ("verdict", f"{r['verdict']}: {r.get('reason', '')}"),
             ("gate", f"{r['gate']}" + (f" ({r['outcome']})" if r.get("outcome") else "")),
             ("pre-registration hash", str(r["spec_hash"])),
@@ -494,7 +215,7 @@ def _sections(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             facts.append(("notes", r["notes"]))
         curve = [
             [", ".join(f"{k}={v}" for k, v in c["choice"].items()), c["verdict"],
-             _estimate(c.get("effect"), c.get("ci_low"), c.get("ci_high")), fmt(c.get("p_value"))]
+             estimate_text(c.get("effect"), c.get("ci_low"), c.get("ci_high")), fmt(c.get("p_value"))]
             for c in r.get("spec_curve") or []
         ]
         out.append({"title": f"{r['id']} on {r['dataset']}", "facts": facts, "numbers": numbers,
@@ -630,29 +351,6 @@ def _html(records: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, Any]
     return "\n".join(parts) + "\n"
 
 
-def _relative(path: str, base: Path) -> str:
-    try:
-        return Path(path).resolve().relative_to(base).as_posix()
-    except (ValueError, OSError):
-        return Path(path).name
-
-
-def _write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file, rename), readable by all (0644): a
-    report, an export index and the pinned verdicts are meant to be shared, and mkstemp
-    makes its file private."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _data_rows(data: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     return [[d["dataset"], d["title"], d["state"], d["cube"], d["sha256"][:16] if d["sha256"] else "-",
              fmt(d["bytes"])] for d in data]
@@ -672,9 +370,7 @@ def dataset_records(names: Sequence[str], datasets_dir: str | os.PathLike, *, ba
     >>> dataset_records(["toy"], tempfile.mkdtemp())
     []
     """
-    import hashlib
-
-    from .datasets import DatasetError, find_dataset
+    from ..datasets import DatasetError, find_dataset
 
     out = []
     for name in sorted(set(names)):
@@ -685,13 +381,9 @@ def dataset_records(names: Sequence[str], datasets_dir: str | os.PathLike, *, ba
         for path in card.cubes:
             digest, size = None, None
             if path.is_file():
-                h = hashlib.sha256()
-                with open(path, "rb") as fh:
-                    for block in iter(lambda: fh.read(1 << 20), b""):
-                        h.update(block)
-                digest, size = h.hexdigest(), path.stat().st_size
+                digest, size = file_sha256(path), path.stat().st_size
             out.append({"dataset": name, "title": card.title, "state": card.state,
-                        "cube": _relative(str(path), base) if base else str(path),
+                        "cube": relative_path(path, base) if base else str(path),
                         "sha256": digest, "bytes": size})
     return out
 
@@ -711,12 +403,14 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
         Draw one PNG per non-skipped result (``figures/<id>__<dataset>.png``); figures of
         earlier runs that this run did not draw are removed, so the folder matches the report.
     datasets_dir : path, optional
-        The dataset cards' folder: the reports then list the cube files used, with sha256.
+        The dataset cards' folder: the reports then list the cube files used, with sha256,
+        and (with ``figures``) add the sections of :func:`register_section`.
 
     Returns
     -------
     dict of str to Path
-        ``{"json", "markdown", "html"}`` and each figure by ``"<id>::<dataset>"``.
+        ``{"json", "markdown", "html"}``, each figure by ``"<id>::<dataset>"`` and each
+        section's figure by the section's name (``"<name>:<k>"`` when it links several).
 
     Examples
     --------
@@ -729,27 +423,25 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
     'skipped'
     """
     reports_dir = Path(reports_dir)
-    results = sorted(results, key=lambda r: (str(_get(r, "id")), str(_get(r, "dataset"))))
+    results = sorted(results, key=lambda r: (str(result_field(r, "id")), str(result_field(r, "dataset"))))
     records = results_records(results)
     for rec in records:  # machine-independent: the module relative to the reports' parent
-        rec["module"] = _relative(rec.get("module") or "", reports_dir.resolve().parent)
+        rec["module"] = relative_path(rec.get("module") or "", reports_dir.resolve().parent)
     written: dict[str, Path] = {}
     for res, rec in zip(results, records):
         rec["figure"] = None
         if figures and rec["verdict"] != "skipped":
             rel = f"{FIGURES}/{figure_name(rec['id'], rec['dataset'])}"
-            if _figure(res, rec, reports_dir / rel):
+            if draw_figure(res, rec, reports_dir / rel):
                 rec["figure"] = rel
                 written[f"{rec['id']}::{rec['dataset']}"] = reports_dir / rel
     extra = []
     if figures and datasets_dir is not None:
-        # sections that read several results together (A10: lie_stats.report_a10)
-        from . import report_a10
-
-        section = report_a10.write_a10(results, reports_dir, datasets_dir)
-        if section is not None:
+        for name, section in write_sections(results, reports_dir, datasets_dir):
             extra.append(section)
-            written["A10"] = reports_dir / FIGURES / "A10.png"
+            images = linked_images(section)
+            written.update({name if len(images) == 1 else f"{name}:{k}": reports_dir / rel
+                            for k, rel in enumerate(images, start=1)})
     if figures and (reports_dir / FIGURES).is_dir():
         keep = {p.name for p in written.values()}
         for old in (reports_dir / FIGURES).glob("*__*.png"):
@@ -759,9 +451,9 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
     if datasets_dir is not None:
         names = [r["dataset"] for r in records if r["dataset"] != "-"]
         data = dataset_records(names, datasets_dir, base=reports_dir.resolve().parent)
-    _write_text(reports_dir / RESULTS_JSON, json.dumps(records, indent=2, sort_keys=True, allow_nan=False) + "\n")
-    _write_text(reports_dir / REPORT_MD, _markdown(records, data, extra))
-    _write_text(reports_dir / REPORT_HTML, _html(records, data, extra))
+    write_text_atomic(reports_dir / RESULTS_JSON, json.dumps(records, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    write_text_atomic(reports_dir / REPORT_MD, _markdown(records, data, extra))
+    write_text_atomic(reports_dir / REPORT_HTML, _html(records, data, extra))
     written.update(json=reports_dir / RESULTS_JSON, markdown=reports_dir / REPORT_MD,
                    html=reports_dir / REPORT_HTML)
     return written
