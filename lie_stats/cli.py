@@ -156,10 +156,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if args.export is not None:
         from .export import export_hypotheses
+        from .report import verdict_table
 
         done = export_hypotheses(args.paths, args.export, datasets_dir=args.datasets,
                                  reports_dir=args.reports, update_verdicts=args.update_verdicts,
                                  strict=False)
+        print(verdict_table(done.results))
+        for failure in done.failures:
+            print(f"FAILED {failure}")
         print(f"exported {sum(1 for e in done.entries if e['file'])} file(s) to {args.export}")
         return done.status
     return int(run(args.paths, datasets_dir=args.datasets, reports_dir=args.reports,
@@ -169,7 +173,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     from .export import INDEX_FILE, export_hypotheses
 
-    done = export_hypotheses(args.paths, args.output, datasets_dir=args.datasets, pytest_args=["-q"])
+    done = export_hypotheses(args.paths, args.output, datasets_dir=args.datasets)
     files = [e for e in done.entries if e["file"]]
     print(f"exported {len(files)} file(s) ({sum(e['bytes'] for e in files)} bytes) to {args.output}; "
           f"{len(done.entries) - len(files)} skipped result(s) listed in {INDEX_FILE}")

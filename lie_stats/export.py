@@ -2,9 +2,11 @@
 
 ``lie-stats export`` (DESIGN.md: "the cubes are exported as self-describing NetCDF for
 collaborators") evaluates hypothesis modules exactly as ``lie-stats run`` does (the same
-pytest collection, so the same specs, datasets, pins and multiplicity family) and writes,
-for each result with data, one NetCDF4 file ``<id>__<dataset>.nc`` readable with plain
-``netCDF4`` or ``xarray`` (no lie_stats types, no pickles):
+collection, :mod:`lie_stats.collect`; the same evaluation, :func:`lie_stats.spec.evaluate`;
+the same gates and pins, :mod:`lie_stats.gates`; so the same specs, datasets, outcomes and
+multiplicity family), without a pytest session, and writes, for each result with data, one
+NetCDF4 file ``<id>__<dataset>.nc`` readable with plain ``netCDF4`` or ``xarray`` (no
+lie_stats types, no pickles):
 
 Variables
     One per role of the spec's selection (``x``, ``y`` / ``first``, ``last`` / ``values``
@@ -50,7 +52,6 @@ as it was. Files an earlier export listed in its index and this one does not are
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -64,6 +65,7 @@ from typing import Any
 import numpy as np
 
 from . import schema
+from ._io import file_sha256, write_text_atomic
 from ._version import __version__
 from .errors import LieStatsError, SpecError, did_you_mean
 
@@ -93,8 +95,8 @@ def export_name(result_id: str, dataset: str) -> str:
 
     Examples
     --------
-    >>> export_name("A1-killing_cv", "pico_pythia_ft")
-    'A1-killing_cv__pico_pythia_ft.nc'
+    >>> export_name("X1-killing_cv", "pico_pythia_ft")
+    'X1-killing_cv__pico_pythia_ft.nc'
     """
     from .report import figure_name
 
@@ -302,14 +304,6 @@ def _write_netcdf(ds: Any, path: Path) -> None:
     os.chmod(path, 0o644)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 # ----------------------------------------------------------------------------- a folder
 
 
@@ -383,7 +377,7 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
     >>> json.loads((out / "index.json").read_text())["exports"][0]["verdict"]
     'skipped'
     """
-    from .report import _write_text, dataset_records, results_records
+    from .report import dataset_records, results_records
 
     outdir = Path(outdir)
     results = list(results)
@@ -423,7 +417,7 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
                     raise LieStatsError(f"{outdir / name}: could not write the export "
                                         f"({type(e).__name__}: {e}); {free} bytes free. Nothing "
                                         f"of this export was kept; the earlier one is unchanged.") from e
-                entry.update(file=name, bytes=path.stat().st_size, sha256=_sha256(path))
+                entry.update(file=name, bytes=path.stat().st_size, sha256=file_sha256(path))
             entries.append(entry)
         old = _previous_files(outdir)
         for entry in entries:
@@ -432,7 +426,7 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
         index = {"lie_stats_version": __version__,
                  "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                  "exports": entries}
-        _write_text(outdir / INDEX_FILE, json.dumps(index, indent=2, sort_keys=True, allow_nan=False) + "\n")
+        write_text_atomic(outdir / INDEX_FILE, json.dumps(index, indent=2, sort_keys=True, allow_nan=False) + "\n")
         keep = {e["file"] for e in entries if e["file"]}
         for name in sorted(old - keep):
             if Path(name).name == name:  # only plain names of the folder
@@ -470,16 +464,24 @@ class ExportRun:
     Attributes
     ----------
     status : int
-        pytest's exit status of the evaluation (1 when a gate failed; the export is written
-        all the same).
+        As pytest's exit status of the same run: 1 when a gate failed, a result could not
+        be evaluated or (not ``strict``) a module could not be collected; else 0. The
+        export is written all the same.
     entries : list of dict
         The index entries (:func:`export_results`).
     outdir : Path
+    results : list of lie_stats.spec.Result
+        The evaluated results, with their gate's ``outcome`` and pin.
+    failures : list of str
+        One line per failure behind ``status`` 1: ``<id>::<dataset>: <why>``, or a module
+        that could not be collected.
     """
 
     status: int
     entries: list[dict[str, Any]] = field(default_factory=list)
     outdir: Path = Path(".")
+    results: list[Any] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
 
 
 def _check_paths(paths: Sequence[str | os.PathLike]) -> None:
@@ -495,57 +497,81 @@ def _check_paths(paths: Sequence[str | os.PathLike]) -> None:
                         f"Expected a .py file or a folder of hypothesis modules (default: hypotheses).")
 
 
-class _Capture:
-    """pytest plugin object: keeps the session's config and the modules that failed to collect."""
+def _evaluate(found: Any, datasets_dir: Path, update: bool) -> tuple[list[Any], list[str], dict]:
+    """Evaluate every collected declaration as the plugin's items do; gates applied."""
+    from . import gates
+    from .spec import evaluate
 
-    def __init__(self, abort_on_errors: bool) -> None:
-        self.abort = abort_on_errors
-        self.config: Any = None
-        self.errors: list[str] = []
-
-    def pytest_configure(self, config: Any) -> None:
-        self.config = config
-
-    def pytest_collection_modifyitems(self, session: Any, config: Any, items: list) -> None:
-        from .pytest_plugin import ModuleErrorItem
-
-        bad = [it for it in items if isinstance(it, ModuleErrorItem)]
-        self.errors = [f"{it.path}: {it.text}" for it in bad]
-        if bad and self.abort:  # evaluate nothing: a partial export would look complete
-            config.hook.pytest_deselected(items=list(items))
-            items[:] = []
+    results: list[Any] = []
+    failures: list[str] = []
+    registries: dict[Path, dict] = {}
+    pins: dict[Path, dict] = {}
+    for decl in found.declarations:
+        if decl.out_of_scope:
+            res = decl.obj.result()
+            res.outcome = "skipped"
+            results.append(res)
+            continue
+        path = decl.path.parent / gates.REGISTRY_FILE
+        for ds in decl.datasets:
+            key = f"{decl.obj.id}::{ds}"
+            try:
+                res = evaluate(decl.obj, datasets_dir, datasets=[ds])[0]
+            except Exception as e:  # noqa: BLE001 - this item fails; the others still run
+                failures.append(f"{key}: {type(e).__name__}: {e}")
+                continue
+            results.append(res)
+            try:
+                if path not in registries:
+                    registries[path] = gates.read_registry(path)
+                gate = gates.check(res, registries[path].get(key), update=update, registry=path)
+            except LieStatsError as e:
+                res.outcome = "failed"
+                failures.append(f"{key}: {type(e).__name__}: {e}")
+                continue
+            gate.annotate(res)
+            res.outcome = gate.outcome
+            if gate.pin is not None:
+                pins.setdefault(path, {})[key] = gate.pin
+            if gate.failed:
+                failures.append(f"{key}: {gate.message}")
+    return results, failures, {p: {**registries[p], **new} for p, new in pins.items()}
 
 
 def export_hypotheses(paths: Sequence[str | os.PathLike] = ("hypotheses",),
                       outdir: str | os.PathLike = "exports", *,
                       datasets_dir: str | os.PathLike = "datasets",
                       reports_dir: str | os.PathLike | None = None,
-                      update_verdicts: bool = False, strict: bool = True,
-                      pytest_args: Sequence[str] = ()) -> ExportRun:
+                      update_verdicts: bool = False, strict: bool = True) -> ExportRun:
     """Evaluate hypothesis modules as ``lie-stats run`` does and export every result.
 
-    The evaluation is the pytest session of :func:`lie_stats.pytest_plugin.run` (same
-    collection, pins and gates); its ``results.json`` rows become the files' attributes.
+    The modules are collected as the pytest plugin collects them
+    (:func:`lie_stats.collect.collect`: same modules, declarations and errors), each spec
+    evaluated on each of its datasets (:func:`lie_stats.spec.evaluate`) and its gate
+    applied against the registry beside its module (:func:`lie_stats.gates.check`); the
+    results' rows of ``results.json`` (adjusted p-values across every result of this call)
+    become the files' attributes.
 
     Parameters
     ----------
     paths : sequence of path
-        Hypothesis modules or folders, as ``lie-stats run``.
+        Hypothesis modules, folders or ``file.py::<id>[<dataset>]`` node ids, as
+        ``lie-stats run``.
     outdir : path
         The export folder (:func:`export_results`).
     datasets_dir : path
         The dataset cards' folder.
     reports_dir : path, optional
-        Where the run's reports go; by default a temporary folder, removed afterwards
-        (``lie-stats run --export`` passes its ``--reports``).
+        When given, the run's reports are written there as ``lie-stats run`` writes them
+        (:func:`lie_stats.report.write_reports`) and the exported rows name the modules
+        relative to its parent; otherwise no report is written and the modules are named
+        relative to the working folder.
     update_verdicts : bool
         Re-pin, as ``lie-stats run --update-verdicts``.
     strict : bool
         A module that fails to import or declares a malformed spec is an error and nothing
-        is evaluated or written (``lie-stats export``); otherwise it fails as a test item
-        and the other modules are exported (``lie-stats run --export``).
-    pytest_args : sequence of str
-        Further pytest arguments.
+        is evaluated or written (``lie-stats export``); otherwise it counts as a failure
+        (``status`` 1) and the other modules are exported (``lie-stats run --export``).
 
     Returns
     -------
@@ -555,7 +581,8 @@ def export_hypotheses(paths: Sequence[str | os.PathLike] = ("hypotheses",),
     ------
     SpecError
         A path does not exist or holds no hypothesis; with ``strict``, a module could not be
-        collected (the message names it and says why).
+        collected (the message names it and says why); a pytest argument other than an
+        output option.
     LieStatsError
         The export could not be written (:func:`export_results`).
 
@@ -566,46 +593,35 @@ def export_hypotheses(paths: Sequence[str | os.PathLike] = ("hypotheses",),
     ...
     lie_stats.errors.SpecError: no_such_folder: no such hypothesis module or folder. Expected a .py file or a folder of hypothesis modules (default: hypotheses).
     """
-    import pytest
-
-    from .pytest_plugin import _STATE
-    from .report import RESULTS_JSON, _relative
+    from . import collect, gates, report
 
     _check_paths(paths)
     outdir = Path(outdir)
     if outdir.exists() and not outdir.is_dir():  # before the (long) evaluation
         _prepare_outdir(outdir)
-    tmp = None
-    if reports_dir is None:
-        tmp = tempfile.mkdtemp(prefix="lie_stats_export_reports_")
-        reports_dir = tmp
-    try:
-        capture = _Capture(abort_on_errors=strict)
-        args = [*map(str, paths), "--lie-datasets", str(datasets_dir),
-                "--lie-reports", str(reports_dir)]
-        if tmp is not None:
-            args.append("--lie-no-figures")
-        if update_verdicts:
-            args.append("--update-verdicts")
-        args.extend(pytest_args)
-        status = int(pytest.main(args, plugins=[capture]))
-        if strict and capture.errors:
-            raise SpecError("cannot export: hypothesis module(s) could not be collected:\n"
-                            + "\n".join(capture.errors))
-        state = capture.config.stash.get(_STATE, None) if capture.config is not None else None
-        results = list(state.results) if state is not None else []
-        if not results:
-            raise SpecError(f"no hypothesis was evaluated under {', '.join(map(str, paths))} "
-                            f"(pytest exit status {status}); expected modules declaring "
-                            f"HypothesisSpec objects.")
-        rows = json.loads((Path(reports_dir) / RESULTS_JSON).read_text(encoding="utf-8"))
-        by_key = {(r["id"], r["dataset"]): r for r in rows}
-        records = [dict(by_key[(r.id, r.dataset)]) for r in results]
-        if tmp is not None:  # the module as the run's report would name it from here
-            for res, rec in zip(results, records):
-                rec["module"] = _relative(res.module or "", Path.cwd().resolve())
-        entries = export_results(results, outdir, records=records, datasets_dir=datasets_dir)
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return ExportRun(status=status, entries=entries, outdir=outdir)
+    datasets = Path(datasets_dir).resolve()
+    found = collect.collect(paths, datasets_dir=datasets)
+    errors = [str(e) for e in found.errors]
+    if strict and errors:  # evaluate nothing: a partial export would look complete
+        raise SpecError("cannot export: hypothesis module(s) could not be collected:\n" + "\n".join(errors))
+    results, failures, pins = _evaluate(found, datasets, update_verdicts)
+    failures = errors + failures
+    if not results:
+        raise SpecError(f"no hypothesis was evaluated under {', '.join(map(str, paths))}; "
+                        f"expected modules declaring HypothesisSpec objects.")
+    for path, data in pins.items():
+        gates.write_registry(path, data)
+    results = sorted(results, key=lambda r: (str(r.id), str(r.dataset)))
+    if reports_dir is not None:
+        report.write_reports(results, reports_dir, datasets_dir=datasets)
+        base = Path(reports_dir).resolve().parent
+    else:
+        base = Path.cwd().resolve()
+    records = report.results_records(results)
+    for rec in records:
+        rec["module"] = report.relative_path(rec.get("module") or "", base)
+    # the rows exactly as results.json holds them (key order, JSON types)
+    records = json.loads(json.dumps(records, sort_keys=True, allow_nan=False))
+    entries = export_results(results, outdir, records=records, datasets_dir=datasets_dir)
+    return ExportRun(status=1 if failures else 0, entries=entries, outdir=outdir, results=results,
+                     failures=failures)

@@ -1,8 +1,10 @@
 """pytest plugin: hypothesis modules as science tests (DESIGN.md, "Gates").
 
 ``pytest hypotheses/`` collects every module-level :class:`lie_stats.spec.HypothesisSpec`
-as test items, one per spec and dataset, evaluates them on the dataset cubes and passes or
-fails each item by its gate:
+as test items, one per spec and dataset (:mod:`lie_stats.collect` finds them, as it does
+for ``lie-stats export``), evaluates them on the dataset cubes
+(:func:`lie_stats.spec.evaluate`) and passes, fails or skips each item as its gate says
+(:func:`lie_stats.gates.check`):
 
 ``replication``
     fails unless the verdict is ``supported``.
@@ -42,9 +44,7 @@ imports nothing heavy at import time and does nothing unless it collected its ow
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,11 +52,10 @@ from typing import Any
 
 import pytest
 
-__all__ = ["run", "SpecItem", "OutOfScopeItem", "HypothesisModule", "REGISTRY_FILE"]
+from . import collect
+from .gates import REGISTRY_FILE
 
-#: Name of the registry of pinned verdicts, beside the hypothesis modules.
-REGISTRY_FILE = "verdicts.json"
-_SPEC_MODULE = "lie_stats.spec"
+__all__ = ["run", "SpecItem", "OutOfScopeItem", "HypothesisModule", "ModuleErrorItem", "REGISTRY_FILE"]
 
 
 @dataclass
@@ -71,7 +70,7 @@ class _State:
     registries: dict = field(default_factory=dict)  # path -> dict (loaded)
     pins: dict = field(default_factory=dict)  # path -> {key: entry} to write
     changed: dict = field(default_factory=dict)  # result key -> (old hash, new hash)
-    collected: dict = field(default_factory=dict)  # spec id -> (spec, node id) first seen
+    declarations: collect.Declarations = field(default_factory=collect.Declarations)
 
 
 _STATE = pytest.StashKey[_State]()
@@ -101,12 +100,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     base = Path(config.invocation_params.dir)
     override = config.getoption("--lie-verdicts")
+    datasets = (base / config.getoption("--lie-datasets")).resolve()
     config.stash[_STATE] = _State(
-        datasets=(base / config.getoption("--lie-datasets")).resolve(),
+        datasets=datasets,
         reports=(base / config.getoption("--lie-reports")).resolve(),
         registry_override=(base / override).resolve() if override else None,
         update=bool(config.getoption("--update-verdicts")),
         figures=not config.getoption("--lie-no-figures"),
+        declarations=collect.Declarations(datasets),
     )
 
 
@@ -114,9 +115,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _is_hypothesis_file(file_path: Path, config: pytest.Config) -> bool:
-    return (file_path.suffix == ".py" and not file_path.name.startswith("_")
-            and file_path.name != "conftest.py"
-            and file_path.parent.name in config.getini("lie_hypothesis_dirs"))
+    return collect.is_hypothesis_file(file_path, config.getini("lie_hypothesis_dirs"))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Any:
@@ -148,17 +147,12 @@ class HypothesisModule(pytest.Module):
 
 def _describe(e: BaseException) -> str:
     """One readable message for a module that failed to import or declare."""
-    from .errors import LieStatsError
-
-    ctx = e.__context__ if isinstance(e, pytest.Collector.CollectError) else None
-    if isinstance(ctx, SyntaxError):
-        line = (ctx.text or "").rstrip()
-        return f"SyntaxError: {ctx.msg} ({ctx.filename}, line {ctx.lineno})" + (f"\n    {line}" if line else "")
     if isinstance(e, pytest.Collector.CollectError):
+        ctx = e.__context__
+        if isinstance(ctx, SyntaxError):
+            return collect.describe_error(ctx)
         return str(e)  # pytest's short traceback of the import error
-    if isinstance(e, LieStatsError):
-        return f"{type(e).__name__}: {e}"
-    return f"{type(e).__name__}: {e}"
+    return collect.describe_error(e)
 
 
 class ModuleErrorItem(pytest.Item):
@@ -183,27 +177,16 @@ class _ModuleError(Exception):
 
 
 def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: Any) -> Any:
-    spec_mod = sys.modules.get(_SPEC_MODULE)
-    if spec_mod is None or not isinstance(obj, (spec_mod.HypothesisSpec, spec_mod.OutOfScope)):
-        return None  # inert: no spec module imported, or not a spec
     state = collector.config.stash[_STATE]
-    first = state.collected.get(obj.id)
-    if first is not None:
-        if first[0] is obj:
-            return []  # the same declaration imported into another module: collected once
-        return [ModuleErrorItem.from_parent(
-            collector, name=f"{name}[duplicate]",
-            text=f"SpecError: {obj.module}: HypothesisSpec {obj.id!r}, field 'id': the id is "
-                 f"already declared by {first[1]}; ids must be unique in a registry.")]
-    state.collected[obj.id] = (obj, f"{collector.nodeid}::{name}")
-    if isinstance(obj, spec_mod.OutOfScope):
-        return [OutOfScopeItem.from_parent(collector, name=obj.id, record=obj, attr=name)]
-    try:
-        spec_mod.check_datasets(obj, state.datasets)
-    except Exception as e:  # noqa: BLE001 - SpecError or a malformed card, for this spec only
-        return [ModuleErrorItem.from_parent(collector, name=f"{name}[datasets]", text=_describe(e))]
-    return [SpecItem.from_parent(collector, name=f"{obj.id}[{ds}]", spec=obj, dataset=ds, attr=name)
-            for ds in obj.datasets]
+    got = state.declarations.declare(obj, name, collector.path, where=f"{collector.nodeid}::{name}")
+    if got is None:
+        return None  # not a declaration (or one already collected): pytest's own rules apply
+    if isinstance(got, collect.CollectionError):
+        return [ModuleErrorItem.from_parent(collector, name=got.name, text=got.text)]
+    if got.out_of_scope:
+        return [OutOfScopeItem.from_parent(collector, name=got.item_name(), record=obj, attr=name)]
+    return [SpecItem.from_parent(collector, name=got.item_name(ds), spec=obj, dataset=ds, attr=name)
+            for ds in got.datasets]
 
 
 # ----------------------------------------------------------------------------- items
@@ -239,6 +222,7 @@ class SpecItem(pytest.Item):
         return state.registry_override or (self.path.parent / REGISTRY_FILE)
 
     def runtest(self) -> None:
+        from . import gates
         from . import spec as spec_mod
 
         state = self.config.stash[_STATE]
@@ -246,38 +230,19 @@ class SpecItem(pytest.Item):
         self.result = result
         state.results.append(result)
         path = self.registry_path()
-        pinned = _load_registry(state, path).get(self.key)
-        result.pinned_verdict = pinned.get("verdict") if pinned else None
-        result.pinned_hash = pinned.get("spec_hash") if pinned else None
-        result.declaration_changed = bool(pinned) and pinned.get("spec_hash") != result.spec_hash
-        if result.declaration_changed and not state.update:
+        gate = gates.check(result, _registry(state, path).get(self.key), update=state.update,
+                           registry=path)
+        gate.annotate(result)
+        if gate.changed is not None:
             # flagged in the terminal summary and the report (not a Python warning: the
             # project turns lie_stats warnings into errors, which would fail report gates)
-            state.changed[self.key] = (pinned.get("spec_hash"), result.spec_hash)
-        if result.verdict == "skipped":
-            build = f" Build it with: {result.build}" if result.build else ""
-            _skip(f"{self.key}: {result.reason}.{build}")
-        if state.update:  # re-pin every gate's verdict; only the pinned gate's check is skipped
-            state.pins.setdefault(path, {})[self.key] = {
-                "verdict": result.verdict, "spec_hash": result.spec_hash, "gate": result.gate,
-            }
-        gate = self.spec.gate
-        if gate == "replication" and result.verdict != "supported":
-            raise GateFailure(result, f"replication gate: verdict {result.verdict!r}, "
-                                      f"needs 'supported' ({result.reason})")
-        if gate == "pinned" and not state.update:
-            if pinned is None:
-                raise GateFailure(result, f"pinned gate: no verdict pinned for {self.key} in "
-                                          f"{path}; run with --update-verdicts to pin "
-                                          f"{result.verdict!r}")
-            if pinned.get("verdict") != result.verdict:
-                raise GateFailure(result, f"pinned gate: verdict changed: pinned "
-                                          f"{pinned.get('verdict')!r} -> now {result.verdict!r}")
-            if result.declaration_changed:
-                raise GateFailure(result, "pinned gate: the declaration changed after pinning "
-                                          f"(hash {str(pinned.get('spec_hash'))[:12]} -> "
-                                          f"{result.spec_hash[:12]}); review and re-pin with "
-                                          f"--update-verdicts")
+            state.changed[self.key] = gate.changed
+        if gate.outcome == "skipped":
+            _skip(gate.message)
+        if gate.pin is not None:  # re-pin every gate's verdict; only the pinned gate's check is skipped
+            state.pins.setdefault(path, {})[self.key] = gate.pin
+        if gate.failed:
+            raise GateFailure(result, gate.message)
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
         if isinstance(excinfo.value, GateFailure):
@@ -325,20 +290,12 @@ def _skip(reason: str) -> None:
         pytest.skip(reason)
 
 
-def _load_registry(state: _State, path: Path) -> dict:
+def _registry(state: _State, path: Path) -> dict:
+    """The registry at ``path``, read once per session."""
     if path not in state.registries:
-        data: dict = {}
-        if path.is_file():
-            from .errors import SpecError
+        from .gates import read_registry
 
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except ValueError as e:
-                raise SpecError(f"{path}: the registry of pinned verdicts is not JSON ({e}).") from e
-            if not isinstance(data, dict):
-                raise SpecError(f"{path}: the registry must be a JSON object of "
-                                f"'<id>::<dataset>' -> {{verdict, spec_hash}}.")
-        state.registries[path] = data
+        state.registries[path] = read_registry(path)
     return state.registries[path]
 
 
@@ -356,21 +313,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
 # ----------------------------------------------------------------------------- session end
 
 
-def _write_json_atomic(path: Path, data: dict) -> None:
-    from .report import _write_text  # the one atomic writer (temp file + rename)
-
-    _write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
-
-
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(_STATE, None)
     if state is None or not state.results:
         return
+    from . import gates, report
+
     for path, pins in state.pins.items():
-        data = dict(_load_registry(state, path))
-        data.update(pins)
-        _write_json_atomic(path, data)
-    from . import report
+        gates.write_registry(path, {**_registry(state, path), **pins})
 
     for res in state.results:
         res.outcome = state.outcomes.get(res.key, "")

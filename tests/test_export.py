@@ -24,7 +24,7 @@ import xarray as xr
 from lie_stats import cube as cube_mod
 from lie_stats import export, schema
 from lie_stats.datasets import load_dataset
-from lie_stats.errors import LieStatsError
+from lie_stats.errors import LieStatsError, SpecError
 from lie_stats.spec import HypothesisSpec, OutOfScope, Prediction, Select, evaluate, evaluate_cube, select
 from tests._spec_cubes import make_datasets
 
@@ -407,13 +407,13 @@ def test_cli_export_errors_are_clear_and_write_nothing(datasets, tmp_path, monke
     assert main(["export", "hypotheses", "--datasets", str(datasets), "-o", "exp"]) == 2
     assert "exp: the export folder is an existing file, not a folder" in capsys.readouterr().err
     assert (tmp_path / "exp").read_text() == "a file"
-    # refused after collection: a pytest session of its own
+    # refused after collection, before any evaluation, in a process of its own
     (folder / "broken.py").write_text("from lie_stats.spec import Select\n\ndef broken(:\n")
     proc = cli("export", "hypotheses", "--datasets", datasets, "-o", "exp2", cwd=tmp_path)
     assert proc.returncode == 2
     assert "cannot export: hypothesis module(s) could not be collected" in proc.stderr
-    assert "broken.py" in proc.stderr and "SyntaxError" in proc.stderr
-    assert "B5" not in proc.stdout.split("lie_stats verdicts")[-1]  # nothing was evaluated
+    assert "broken.py" in proc.stderr and "SyntaxError: invalid syntax" in proc.stderr
+    assert proc.stdout == ""  # nothing was evaluated
     assert not (tmp_path / "exp2").exists()
     empty = tmp_path / "empty" / "hypotheses"
     empty.mkdir(parents=True)
@@ -443,3 +443,94 @@ def test_a_real_bundled_hypothesis_exports_what_the_run_reports(tmp_path):
     assert [(p["model"], p["step"]) for p in prov] == [("p96_s0", int(select(B6.selection["x"], cube)["step"]))]
     files = json.loads(meta["nc_attrs"]["dataset_cubes"])
     assert [f["cube"] for f in files] == ["datasets/pico_pythia/pico_pythia.nc", "datasets/pico_pythia/pico_sweep.nc"]
+
+
+# ----------------------------------------------------------------------------- without pytest
+
+
+def write_claims(tmp_path, name, *extra: str):
+    """A hypotheses folder with ``<name>.py`` (MODULE) and ``<name>_<i>.py`` for each extra
+    text; names differ between tests, since an imported module keeps its name in this process."""
+    folder = tmp_path / "hypotheses"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.py").write_text(textwrap.dedent(MODULE))
+    for i, text in enumerate(extra):
+        (folder / f"{name}_{i}.py").write_text(textwrap.dedent(text))
+    return folder
+
+
+def test_export_runs_no_pytest_session_and_applies_the_gates(datasets, tmp_path, monkeypatch):
+    folder = write_claims(tmp_path, "gated_claims")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(pytest, "main", lambda *a, **k: pytest.fail("export started a pytest session"))
+    done = export.export_hypotheses(["hypotheses"], "exp", datasets_dir=datasets)
+    assert done.status == 1 and done.failures == [
+        "B5-null::synth: replication gate: verdict 'refuted', needs 'supported' "
+        f"({next(r.reason for r in done.results if r.id == 'B5-null')})"]
+    assert [(r.id, r.dataset, r.outcome) for r in done.results] == [
+        ("B5", "absent", "skipped"), ("B5", "synth", "passed"), ("B5-null", "synth", "failed")]
+    assert not (folder / "verdicts.json").exists() and sorted(p.name for p in tmp_path.iterdir()) == [
+        "exp", "hypotheses"]
+    # re-pinning writes the registry beside the module, as lie-stats run --update-verdicts
+    again = export.export_hypotheses(["hypotheses"], "exp", datasets_dir=datasets, update_verdicts=True)
+    pins = json.loads((folder / "verdicts.json").read_text())
+    assert set(pins) == {"B5::synth", "B5-null::synth"} and pins["B5-null::synth"]["verdict"] == "refuted"
+    assert again.status == 1  # a replication that is not supported still fails
+
+
+def test_node_ids_select_items_and_run_export_writes_the_reports(datasets, tmp_path, monkeypatch):
+    write_claims(tmp_path, "node_claims")
+    monkeypatch.chdir(tmp_path)
+    done = export.export_hypotheses(["hypotheses/node_claims.py::B5[synth]", "hypotheses/node_claims.py::B5-null"],
+                                    "exp", datasets_dir=datasets, reports_dir="rep")
+    assert [(e["id"], e["dataset"]) for e in done.entries] == [("B5", "synth"), ("B5-null", "synth")]
+    rows = {(r["id"], r["dataset"]): r for r in json.loads((tmp_path / "rep" / "results.json").read_text())}
+    assert set(rows) == {("B5", "synth"), ("B5-null", "synth")}
+    assert (tmp_path / "rep" / "report.md").is_file() and (tmp_path / "rep" / "figures" / "B5__synth.png").is_file()
+    with xr.open_dataset(tmp_path / "exp" / "B5-null__synth.nc") as ds:
+        assert ds.attrs["outcome"] == "failed" and ds.attrs["p_holm"] == rows[("B5-null", "synth")]["p_holm"]
+        assert ds.attrs["module"] == rows[("B5-null", "synth")]["module"] == "hypotheses/node_claims.py"
+
+
+DUPLICATE = '''
+from lie_stats.spec import HypothesisSpec, Prediction, Select
+
+AGAIN = HypothesisSpec(
+    id="B5", claim="another claim", source="essay", datasets=("synth",), test="correlation",
+    selection={"x": Select("head_contribution", step="first"), "y": Select("change_from_init")},
+    params={"n_perm": 199, "n_boot": 50}, prediction=Prediction("negative"), gate="report")
+'''
+
+
+def test_bad_modules_refuse_a_strict_export_and_fail_a_lenient_one(datasets, tmp_path, monkeypatch):
+    folder = write_claims(tmp_path, "bad_claims", DUPLICATE, "def broken(:\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SpecError, match="could not be collected") as err:
+        export.export_hypotheses(["hypotheses"], "exp", datasets_dir=datasets)
+    text = str(err.value)
+    assert "bad_claims_0.py: SpecError: " in text and "field 'id': the id is already declared by" in text
+    assert "hypotheses/bad_claims.py::REP" in text and "bad_claims_1.py: SyntaxError: invalid syntax" in text
+    assert not (tmp_path / "exp").exists()
+    done = export.export_hypotheses(["hypotheses"], "exp", datasets_dir=datasets, strict=False)
+    assert done.status == 1 and len(done.failures) == 3  # two modules, and B5-null's gate
+    assert {e["id"] for e in done.entries} == {"B5", "B5-null"}
+    assert {r.claim for r in done.results if r.id == "B5"} == {"contribution predicts change"}
+    assert [f.split(": ", 1)[0] for f in done.failures[:2]] == [
+        str(folder / "bad_claims_0.py"), str(folder / "bad_claims_1.py")]
+
+
+def test_export_collects_the_declarations_pytest_collects():
+    """The bundled hypotheses: the export's collection gives pytest's items, in its order."""
+    from lie_stats import collect
+
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "hypotheses", "--collect-only", "-q",
+                           "-p", "no:cacheprovider"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    by_pytest = [line for line in proc.stdout.splitlines() if "::" in line]
+    found = collect.collect([REPO / "hypotheses"], datasets_dir=REPO / "datasets", base=REPO)
+    assert found.errors == []
+    mine = [f"{d.path.relative_to(REPO).as_posix()}::{d.item_name(ds)}"
+            for d in found.declarations for ds in (d.datasets or (None,))]
+    assert len(mine) > 90 and mine == by_pytest

@@ -302,3 +302,29 @@ def test_run_entry_point_returns_pytest_status_and_writes_reports(pytester, data
     recs = json.loads((pytester.path / "out" / "results.json").read_text())
     assert {(r["id"], r["dataset"], r["outcome"]) for r in recs} == {
         ("B5", "synth", "passed"), ("B5", "absent", "skipped"), ("B5-null", "synth", "failed")}
+
+
+SECTION = '''
+from lie_stats.report import register_section
+
+
+def write_s9(results, reports_dir, datasets_dir):
+    ids = ", ".join(r.id for r in results if r.id.startswith("S9"))
+    return f"## S9, read together\\n\\n{ids}\\n"
+
+
+register_section("S9", write_s9)
+'''
+
+
+def test_a_section_module_without_specs_is_collected_and_adds_its_section(pytester, datasets):
+    write_module(pytester, "claims", pinned(gate="report", ident="S9-a"), pinned(gate="report", name="B",
+                                                                              ident="S9-b"))
+    write_module(pytester, "S9_report", SECTION, header=False)
+    try:
+        res = run(pytester, datasets, figures=True)
+        res.assert_outcomes(passed=2)
+        md = (pytester.path / "reports" / "report.md").read_text()
+        assert md.endswith("## S9, read together\n\nS9-a, S9-b\n")
+    finally:
+        report.unregister_section("S9")

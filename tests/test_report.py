@@ -12,6 +12,7 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 
 from lie_stats import report, schema
+from lie_stats.report.figures import original_interval
 from lie_stats.spec import HypothesisSpec, Prediction, Select, evaluate
 from tests._spec_cubes import make_datasets
 
@@ -85,6 +86,7 @@ def test_results_json_has_every_field_at_full_precision(results, written):
     assert c1["spec_curve_share"] == 0.5 and c1["spec_curve_supported"] == 0.5
     # no absolute, machine-specific path: relative to the reports' parent, else the file name
     assert rec["module"] == "test_report.py"
+
 
 def test_adjusted_pvalues_match_statsmodels_and_skip_skipped(written):
     out, _ = written
@@ -189,9 +191,106 @@ def test_original_interval_of_the_replication_plot():
     from scipy.stats import norm
 
     rec = {"reference": {"rho": -0.274, "n": 96}, "params": {"method": "spearman", "ci": 0.95}}
-    got = report._original_interval(rec, ("rho", -0.274))
+    got = original_interval(rec, ("rho", -0.274))
     # Fisher z with the Spearman standard error sqrt(1.06 / (n - 3)) (Fieller et al. 1957)
     half = norm.ppf(0.975) * math.sqrt(1.06 / 93)
     assert got["ci_low"] == pytest.approx(math.tanh(math.atanh(-0.274) - half), abs=1e-12)
     assert got["ci_high"] == pytest.approx(math.tanh(math.atanh(-0.274) + half), abs=1e-12)
-    assert report._original_interval({"reference": {"ratio": 5.0}}, ("ratio", 5.0)) == {}
+    assert original_interval({"reference": {"ratio": 5.0}}, ("ratio", 5.0)) == {}
+
+
+# ----------------------------------------------------------------------------- sections by hook
+
+
+@pytest.fixture
+def section():
+    """Register a section writer for the test; it records its calls and draws one figure."""
+    calls = []
+
+    def writer(results, reports_dir, datasets_dir):
+        calls.append(([(r.id, r.dataset) for r in results], reports_dir, datasets_dir))
+        (reports_dir / "figures").mkdir(parents=True, exist_ok=True)
+        (reports_dir / "figures" / "C__together.png").write_bytes(b"\x89PNG drawn by the section")
+        return "## C, read together\n\n| claim | n |\n|---|---|\n| C | 2 |\n\n![C](figures/C__together.png)\n"
+
+    name = report.register_section("C", writer)
+    yield calls
+    report.unregister_section(name)
+
+
+def test_a_registered_section_follows_the_results_in_md_and_html(results, section, tmp_path):
+    root = results[0].data_root
+    out = report.write_reports(results, tmp_path, datasets_dir=root)
+    assert len(section) == 1
+    ids, reports_dir, datasets_dir = section[0]
+    assert ids == sorted(ids) and ("C1", "synth") in ids and ("B5", "absent") in ids  # every result
+    assert reports_dir == tmp_path and datasets_dir == root
+    md, page = out["markdown"].read_text(), out["html"].read_text()
+    assert md.endswith("| C | 2 |\n\n![C](figures/C__together.png)\n")
+    assert md.index("## C2 on synth") < md.index("## C, read together")
+    assert "<h2>C, read together</h2>" in page and "<td>C</td><td>2</td>" in page
+    assert '<img src="figures/C__together.png" alt="C">' in page
+    # its figure is this run's: listed, and not removed as a stale per-result figure
+    assert out["C"] == tmp_path / "figures" / "C__together.png" and out["C"].is_file()
+
+
+def test_sections_need_a_matching_result_figures_and_datasets(results, section, tmp_path):
+    root = results[0].data_root
+    others = [r for r in results if not r.id.startswith("C")]
+    md = report.write_reports(others, tmp_path / "a", datasets_dir=root)["markdown"].read_text()
+    assert "read together" not in md and section == []  # no result matches: not called
+    report.write_reports(results, tmp_path / "b", figures=False, datasets_dir=root)
+    report.write_reports(results, tmp_path / "c")
+    assert section == []
+
+
+def test_sections_by_predicate_replace_by_name_and_may_decline(results, tmp_path):
+    seen = []
+    name = report.register_section(lambda r: r.verdict == "skipped",
+                                   lambda rs, d, ds: seen.append("first") or "## First\n", name="skips")
+    try:
+        assert name == "skips" and "skips" in report.report_sections()
+        report.register_section(lambda r: r.verdict == "skipped",
+                                lambda rs, d, ds: seen.append("second"), name="skips")  # returns None
+        assert report.report_sections().count("skips") == 1
+        md = report.write_reports(results, tmp_path, datasets_dir=results[0].data_root)["markdown"].read_text()
+        assert seen == ["second"] and "## First" not in md
+    finally:
+        report.unregister_section("skips")
+    assert "skips" not in report.report_sections()
+    with pytest.raises(TypeError, match="expected an id prefix"):
+        report.register_section(3, lambda *a: None)
+    with pytest.raises(TypeError, match="is not callable"):
+        report.register_section("X", "not a writer")
+
+
+A10_AGREEMENT = {
+    "id": "A10-verdicts-A3", "claim": "same verdicts under every compression", "source": "s",
+    "dataset": "toy", "verdict": "refuted", "reason": "fixed:64 changes the conclusion", "gate": "report",
+    "test": "verdict_agreement", "spec_hash": "0" * 64, "reference": {},
+    "params": {"compressions": ["none", "adaptive", "fixed:64"], "target_id": "A3"},
+    "extra": {"verdict_none": 1.0, "effect_none": 5.0, "verdict_adaptive": 1.0, "effect_adaptive": 4.5,
+              "verdict_fixed_64": -1.0, "effect_fixed_64": 0.2},
+}
+
+
+def test_the_a10_module_registers_its_section_when_imported(tmp_path):
+    import doctest
+
+    from hypotheses import A10_report
+
+    assert "A10" in report.report_sections()
+    got = doctest.testmod(A10_report, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert got.attempted > 0 and got.failed == 0
+    empty = tmp_path / "datasets"
+    empty.mkdir()
+    out = report.write_reports([A10_AGREEMENT], tmp_path / "r", datasets_dir=empty)
+    md, page = out["markdown"].read_text(), out["html"].read_text()
+    assert "## A10: the projection-artifact control, read together" in md
+    assert "| A3 | toy | supported (5) | supported (4.5) | refuted (0.2) | refuted |" in md
+    assert md.rstrip().endswith("![A10](figures/A10.png)")
+    assert "<h2>A10: the projection-artifact control, read together</h2>" in page
+    assert out["A10"] == tmp_path / "r" / "figures" / "A10.png"
+    assert out["A10"].read_bytes()[:4] == b"\x89PNG"
+    other = dict(A10_AGREEMENT, id="B1")
+    assert "A10" not in report.write_reports([other], tmp_path / "r2", datasets_dir=empty)["markdown"].read_text()

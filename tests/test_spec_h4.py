@@ -271,7 +271,7 @@ def test_cluster_mean_mask_needs_its_threshold(synth):
 
 
 def test_a10_table_and_figure_from_agreement_results(synth, tmp_path):
-    from lie_stats import report_a10
+    from hypotheses import A10_report as report_a10
 
     spec = compression_agreement(_enrichment_target(), id="A10-verdicts-T", claim="same", source="s",
                                  compressions=PROJECTIONS)

@@ -1,4 +1,5 @@
-"""The projection-artifact control's figure and table (claim A10; METRICS.md §2, §4.2, §4.6).
+"""A10's report section: the projection-artifact control's figure and table, read together
+(METRICS.md §2, §4.2, §4.6; the specs are in ``A10_projection_artifact.py``).
 
 Two views that the generic per-result figure of :mod:`lie_stats.report` cannot give,
 because A10 is a set of results read together:
@@ -12,10 +13,11 @@ because A10 is a set of results read together:
   A10's verdict on their agreement.
 - :func:`agreement_rows` / :func:`agreement_markdown`: that table as data and as Markdown.
 
-Hook for :mod:`lie_stats.report` (not done here): after the per-result figures are written,
-``report_a10.write_a10(results, reports_dir, datasets_dir)`` draws ``figures/A10.png`` and
-returns the Markdown section; it does nothing (returns ``None``) when no A10 result is
-present.
+Importing this module registers :func:`write_a10` as a report section
+(:func:`lie_stats.report.register_section`) for the results whose id starts with ``A10``:
+after the per-result figures, it draws ``figures/A10.png`` and returns the Markdown
+section. It declares no spec; collecting the hypotheses (pytest, ``lie-stats export``)
+imports it with the other modules of this folder.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from . import schema
-from .report import _get
+from lie_stats import schema
+from lie_stats.report import fmt, register_section, result_field
+from lie_stats.spec import AGREE_VERDICT, compression_tag
 
 __all__ = ["A10_METRICS", "COMPRESSIONS", "agreement_rows", "agreement_markdown", "summary_markdown",
            "a10_figure", "write_a10"]
@@ -71,22 +74,20 @@ def agreement_rows(results: Sequence[Any]) -> list[dict[str, Any]]:
     >>> row["target"], row["fixed:64"], row["fixed:64 effect"]
     ('A3', 'supported', 4.0)
     """
-    from .spec import AGREE_VERDICT, compression_tag as _tag
-
     rows = []
     for r in results:
-        ident = str(_get(r, "id", ""))
+        ident = str(result_field(r, "id", ""))
         if not ident.startswith(AGREEMENT_PREFIX):
             continue
-        params = _get(r, "params") or {}
-        extra = _get(r, "extra") or {}
+        params = result_field(r, "params") or {}
+        extra = result_field(r, "extra") or {}
         row: dict[str, Any] = {"target": params.get("target_id", ident[len(AGREEMENT_PREFIX):]),
-                               "dataset": _get(r, "dataset"), "verdict": _get(r, "verdict"),
-                               "reason": _get(r, "reason", "")}
+                               "dataset": result_field(r, "dataset"), "verdict": result_field(r, "verdict"),
+                               "reason": result_field(r, "reason", "")}
         for comp in params.get("compressions") or ():
-            code = extra.get(f"{AGREE_VERDICT}_{_tag(comp)}")
+            code = extra.get(f"{AGREE_VERDICT}_{compression_tag(comp)}")
             row[comp] = _CODES.get(float(code), "-") if code is not None and math.isfinite(float(code)) else "-"
-            row[f"{comp} effect"] = extra.get(f"effect_{_tag(comp)}")
+            row[f"{comp} effect"] = extra.get(f"effect_{compression_tag(comp)}")
         rows.append(row)
     return sorted(rows, key=lambda x: (str(x["target"]), str(x["dataset"])))
 
@@ -103,8 +104,6 @@ def agreement_markdown(results: Sequence[Any]) -> str:
     >>> print(agreement_markdown([rec]).splitlines()[2])
     | A3 | toy | supported (5) | inconclusive (1.2) | - | refuted |
     """
-    from .report import fmt
-
     rows = agreement_rows(results)
     if not rows:
         return ""
@@ -238,9 +237,9 @@ def write_a10(results: Sequence[Any], reports_dir: str | Path, datasets_dir: str
     >>> write_a10([], tempfile.mkdtemp(), tempfile.mkdtemp()) is None
     True
     """
-    from .datasets import DatasetError, load_dataset
+    from lie_stats.datasets import DatasetError, load_dataset
 
-    if not any(str(_get(r, "id", "")).startswith("A10") for r in results):
+    if not any(str(result_field(r, "id", "")).startswith("A10") for r in results):
         return None
     cubes = {}
     for name in FIGURE_MODELS:
@@ -270,7 +269,7 @@ def summary_markdown(results: Sequence[Any]) -> str:
     """
     groups: dict[str, dict[str, int]] = {}
     for r in results:
-        ident, verdict = str(_get(r, "id", "")), str(_get(r, "verdict", ""))
+        ident, verdict = str(result_field(r, "id", "")), str(result_field(r, "verdict", ""))
         if not ident.startswith("A10-") or verdict == "skipped":
             continue
         parts = ident.split("-")
@@ -283,3 +282,6 @@ def summary_markdown(results: Sequence[Any]) -> str:
     lines += [f"| {k} | " + " | ".join(str(c[v]) for v in schema.VERDICTS[:3]) + " |"
               for k, c in sorted(groups.items())]
     return "\n".join(lines) + "\n"
+
+
+register_section("A10", write_a10)

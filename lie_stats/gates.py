@@ -1,0 +1,288 @@
+"""Gates: the registry of pinned verdicts, and whether a result passes its gate.
+
+Pure: no pytest, no session state. The pytest plugin turns a :class:`GateOutcome` into an
+item's pass, failure or skip; ``lie-stats export`` records it as the result's ``outcome``.
+
+``replication``
+    fails unless the verdict is ``supported``.
+``pinned``
+    fails when no verdict is pinned for the result, when the pinned verdict differs, or
+    when the declaration changed since it was pinned (its pre-registration hash differs
+    from the pinned one): re-pinning is an explicit step whose diff of the registry is the
+    audit trail, as a snapshot test's would be.
+``report``
+    never fails.
+
+Under every gate a declaration whose hash differs from the pinned one is flagged
+(``declaration_changed``). A skipped result (its data are absent) is skipped whatever the
+gate and is never re-pinned. Re-pinning (``update=True``) records every other verdict with
+its hash and gate, passes the ``pinned`` gate and still fails a replication that is not
+supported.
+
+The registry (``verdicts.json`` beside the hypothesis modules) is a JSON object
+``{"<id>::<dataset>": {"verdict", "spec_hash", "gate"}}``, written sorted and indented, each
+write atomic (:func:`lie_stats._io.write_text_atomic`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import schema
+from .errors import SpecError
+
+__all__ = [
+    "REGISTRY_FILE",
+    "result_key",
+    "read_registry",
+    "write_registry",
+    "update_registry",
+    "pin_entry",
+    "declaration_changed",
+    "GateOutcome",
+    "check",
+]
+
+#: Name of the registry of pinned verdicts, beside the hypothesis modules.
+REGISTRY_FILE = "verdicts.json"
+_SUPPORTED, _SKIPPED = schema.VERDICTS[0], schema.VERDICTS[3]
+_REPLICATION, _PINNED = schema.GATES[0], schema.GATES[1]
+
+
+def result_key(result: Any) -> str:
+    """The registry key of a result: ``<id>::<dataset>``.
+
+    Examples
+    --------
+    >>> result_key({"id": "X1", "dataset": "pico_pythia"})
+    'X1::pico_pythia'
+    """
+    get = result.get if isinstance(result, Mapping) else lambda name: getattr(result, name)
+    return f"{get('id')}::{get('dataset')}"
+
+
+def read_registry(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    """The pinned verdicts of ``path``; ``{}`` when the file does not exist.
+
+    Raises
+    ------
+    SpecError
+        The file is not JSON, not an object of objects, or an entry's ``verdict`` or
+        ``spec_hash`` is missing or malformed (the message names the file and the key).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "verdicts.json"
+    >>> read_registry(p)
+    {}
+    >>> _ = p.write_text('{"X1::toy": {"verdict": "supported", "spec_hash": "ab"}}')
+    >>> read_registry(p)["X1::toy"]["verdict"]
+    'supported'
+    >>> _ = p.write_text('{"X1::toy": {"verdict": "true"}}')
+    >>> read_registry(p)
+    Traceback (most recent call last):
+    ...
+    lie_stats.errors.SpecError: ...verdicts.json: entry 'X1::toy', field 'verdict': 'true' is not a verdict; expected one of supported, refuted, inconclusive, skipped.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise SpecError(f"{path}: the registry of pinned verdicts is not JSON ({e}).") from e
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: the registry must be a JSON object of "
+                        f"'<id>::<dataset>' -> {{verdict, spec_hash}}.")
+    for key, entry in data.items():
+        where = f"{path}: entry {key!r}"
+        if not isinstance(entry, dict):
+            raise SpecError(f"{where}: expected an object {{verdict, spec_hash, gate}}, "
+                            f"got {type(entry).__name__}.")
+        verdict = entry.get("verdict")
+        if verdict not in schema.VERDICTS:
+            raise SpecError(f"{where}, field 'verdict': {verdict!r} is not a verdict; expected "
+                            f"one of {', '.join(schema.VERDICTS)}.")
+        if not isinstance(entry.get("spec_hash"), str):
+            raise SpecError(f"{where}, field 'spec_hash': expected the declaration's hash (a "
+                            f"string), got {entry.get('spec_hash')!r}.")
+    return data
+
+
+def write_registry(path: str | os.PathLike, data: Mapping[str, Mapping[str, Any]]) -> Path:
+    """Write the whole registry atomically (sorted keys, two-space indent, final newline).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = write_registry(pathlib.Path(tempfile.mkdtemp()) / "verdicts.json",
+    ...                    {"X1::toy": {"verdict": "refuted", "spec_hash": "ab", "gate": "pinned"}})
+    >>> print(p.read_text(), end="")
+    {
+      "X1::toy": {
+        "gate": "pinned",
+        "spec_hash": "ab",
+        "verdict": "refuted"
+      }
+    }
+    """
+    from ._io import write_text_atomic
+
+    text = json.dumps({k: dict(v) for k, v in data.items()}, indent=2, sort_keys=True) + "\n"
+    return write_text_atomic(path, text)
+
+
+def update_registry(path: str | os.PathLike, pins: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Re-pin: the registry at ``path`` with ``pins`` replacing or adding their keys, written
+    atomically; the other pins are kept. Returns what was written.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "verdicts.json"
+    >>> _ = update_registry(p, {"A::d": {"verdict": "refuted", "spec_hash": "1", "gate": "pinned"}})
+    >>> sorted(update_registry(p, {"B::d": {"verdict": "supported", "spec_hash": "2", "gate": "report"}}))
+    ['A::d', 'B::d']
+    """
+    data = read_registry(path)
+    data.update({k: dict(v) for k, v in pins.items()})
+    write_registry(path, data)
+    return data
+
+
+def pin_entry(result: Any) -> dict[str, Any]:
+    """The registry entry that pins ``result``: its verdict, declaration hash and gate.
+
+    Examples
+    --------
+    >>> pin_entry({"verdict": "refuted", "spec_hash": "ab", "gate": "pinned", "p_value": 0.2})
+    {'verdict': 'refuted', 'spec_hash': 'ab', 'gate': 'pinned'}
+    """
+    get = result.get if isinstance(result, Mapping) else lambda name: getattr(result, name)
+    return {"verdict": get("verdict"), "spec_hash": get("spec_hash"), "gate": get("gate")}
+
+
+def declaration_changed(pinned: Mapping[str, Any] | None, spec_hash: str) -> bool:
+    """Whether a declaration changed after its verdict was pinned (the hashes differ).
+
+    Examples
+    --------
+    >>> declaration_changed({"verdict": "refuted", "spec_hash": "ab"}, "ab")
+    False
+    >>> declaration_changed({"verdict": "refuted", "spec_hash": "ab"}, "cd"), declaration_changed(None, "cd")
+    (True, False)
+    """
+    return bool(pinned) and pinned.get("spec_hash") != spec_hash
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    """What a result's gate says about it.
+
+    Attributes
+    ----------
+    outcome : str
+        ``"passed"``, ``"failed"`` or ``"skipped"`` (as pytest's outcome of its item).
+    message : str
+        Why it failed or was skipped (``""`` when it passed).
+    pinned_verdict, pinned_hash : str or None
+        The registry's pin of the result, if any.
+    declaration_changed : bool
+        The declaration's hash differs from the pinned one.
+    changed : tuple of str, or None
+        ``(pinned hash, hash now)`` when the declaration changed and is not being
+        re-pinned: the flag a run shows.
+    pin : dict or None
+        The entry to write to the registry (re-pinning a result that was not skipped).
+    """
+
+    outcome: str
+    message: str = ""
+    pinned_verdict: str | None = None
+    pinned_hash: str | None = None
+    declaration_changed: bool = False
+    changed: tuple[str, str] | None = None
+    pin: dict[str, Any] | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome == "failed"
+
+    def annotate(self, result: Any) -> Any:
+        """Copy the pin and the flag onto ``result`` (``pinned_verdict``, ``pinned_hash``,
+        ``declaration_changed``, as results.json reports them); returns ``result``."""
+        result.pinned_verdict = self.pinned_verdict
+        result.pinned_hash = self.pinned_hash
+        result.declaration_changed = self.declaration_changed
+        return result
+
+
+def check(result: Any, pinned: Mapping[str, Any] | None, *, update: bool = False,
+          registry: str | os.PathLike = REGISTRY_FILE) -> GateOutcome:
+    """The gate's outcome for one evaluated result and its pin (see the module docstring).
+
+    Parameters
+    ----------
+    result : lie_stats.spec.Result
+        With ``id``, ``dataset``, ``gate``, ``verdict``, ``reason``, ``build`` and
+        ``spec_hash``.
+    pinned : mapping or None
+        The result's entry in the registry (:func:`read_registry`), if any.
+    update : bool
+        Re-pinning: the outcome carries the entry to write and the ``pinned`` gate passes.
+    registry : path
+        The registry's file, named in the message of a missing pin.
+
+    Returns
+    -------
+    GateOutcome
+
+    Examples
+    --------
+    >>> from lie_stats.spec import Result
+    >>> r = Result(id="P1", claim="c", source="s", dataset="toy", verdict="refuted", reason="r",
+    ...            gate="pinned", test="correlation", spec_hash="ab" * 32, reference={})
+    >>> check(r, None).message
+    "pinned gate: no verdict pinned for P1::toy in verdicts.json; run with --update-verdicts to pin 'refuted'"
+    >>> check(r, {"verdict": "refuted", "spec_hash": "ab" * 32}).outcome
+    'passed'
+    >>> out = check(r, {"verdict": "refuted", "spec_hash": "cd" * 32})
+    >>> out.outcome, out.declaration_changed, out.changed[0][:4]
+    ('failed', True, 'cdcd')
+    >>> check(r, None, update=True).pin["verdict"]
+    'refuted'
+    """
+    key = result_key(result)
+    spec_hash = result.spec_hash
+    changed = declaration_changed(pinned, spec_hash)
+    fields = dict(pinned_verdict=pinned.get("verdict") if pinned else None,
+                  pinned_hash=pinned.get("spec_hash") if pinned else None,
+                  declaration_changed=changed,
+                  changed=(pinned.get("spec_hash"), spec_hash) if changed and not update else None)
+    if result.verdict == _SKIPPED:
+        build = f" Build it with: {result.build}" if getattr(result, "build", "") else ""
+        return GateOutcome("skipped", f"{key}: {result.reason}.{build}", **fields)
+    fields["pin"] = pin_entry(result) if update else None
+    gate = result.gate
+    if gate == _REPLICATION and result.verdict != _SUPPORTED:
+        return GateOutcome("failed", f"replication gate: verdict {result.verdict!r}, needs "
+                                     f"'supported' ({result.reason})", **fields)
+    if gate == _PINNED and not update:
+        if pinned is None:
+            return GateOutcome("failed", f"pinned gate: no verdict pinned for {key} in {registry}; "
+                                         f"run with --update-verdicts to pin {result.verdict!r}", **fields)
+        if pinned.get("verdict") != result.verdict:
+            return GateOutcome("failed", f"pinned gate: verdict changed: pinned "
+                                         f"{pinned.get('verdict')!r} -> now {result.verdict!r}", **fields)
+        if changed:
+            return GateOutcome("failed", "pinned gate: the declaration changed after pinning "
+                                         f"(hash {str(pinned.get('spec_hash'))[:12]} -> "
+                                         f"{spec_hash[:12]}); review and re-pin with "
+                                         f"--update-verdicts", **fields)
+    return GateOutcome("passed", **fields)

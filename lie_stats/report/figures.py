@@ -1,0 +1,253 @@
+"""The figure of one result: its selected data beside its estimates (``figures/<id>__<dataset>.png``)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import schema
+from .text import fmt
+
+__all__ = ["draw_figure", "original_interval"]
+
+
+def draw_figure(result: Any, record: Mapping[str, Any], path: Path) -> bool:
+    """Draw one result's figure to ``path`` (PNG): its selected data (a layer profile, a
+    trajectory by label, or the roles' values) and its estimates beside the original and
+    the specification curve. Returns whether a figure was written."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    data = getattr(result, "data", None)
+    with warnings.catch_warnings():
+        # layout and legend placement notices are cosmetic; they must not fail a report
+        # (the project turns lie_stats-attributed warnings into errors)
+        warnings.simplefilter("ignore", UserWarning)
+        return _draw(result, record, path, data, Figure)
+
+
+def _draw(result: Any, record: Mapping[str, Any], path: Path, data: Any, Figure: Any) -> bool:
+    fig = Figure(figsize=(9, 3.6), dpi=100)
+    ax_data, ax_est = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.2, 1]})
+    labels = {role: f"{role}: {sel.get('metric')} ({sel.get('step', 'last')})"
+              for role, sel in (record.get("selection") or {}).items()}
+    if not (_plot_layer_profile(ax_data, data, record) or _plot_trajectory_by_group(ax_data, data, labels)):
+        _plot_data(ax_data, data, labels)
+    _plot_estimates(ax_est, record)
+    fig.suptitle(f"{record['id']} on {record['dataset']}: {record['verdict']}", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", metadata={"Software": None})
+    return True
+
+
+def _layer_values(da: Any, summary: str, weights: Any = None) -> Any:
+    """One value per (model, layer) of a selection: pair matrices summarized over ``i < j``
+    (``summary``, as the test's ``layer_summary``; weighted by ``w_i w_j``, ``w`` over its
+    layer mean, for the functional Killing form of METRICS.md §8), per-head values averaged,
+    layer values as they are."""
+    import xarray as xr
+
+    from ..forms import functional_killing
+    from ..stats.pairwise import pair_summary
+
+    if schema.HEAD_J in da.dims:
+        da = da.transpose(..., schema.HEAD, schema.HEAD_J)
+        m = da.values
+        if weights is not None:
+            m = functional_killing(m, weights.transpose(..., schema.HEAD).values, skipna=True)
+        return xr.DataArray(pair_summary(m, summary=summary), dims=da.dims[:-2],
+                            coords={d: da[d] for d in da.dims[:-2] if d in da.coords})
+    if schema.HEAD in da.dims:
+        return da.mean(dim=schema.HEAD, skipna=True)
+    return da
+
+
+def _plot_layer_profile(ax: Any, data: Any, record: Mapping[str, Any]) -> bool:
+    """Layer enrichment profile last / first (METRICS.md §6.1) of ``first``/``last`` selections,
+    one line per model, boundary layers marked; with ``w_first``/``w_last`` (weights) the
+    functional Killing form's profile beside the total's. False when the roles do not fit."""
+    arrays = getattr(data, "arrays", None) or {}
+    if "first" not in arrays or "last" not in arrays or schema.LAYER not in arrays["first"].dims:
+        return False
+    summary = (record.get("params") or {}).get("layer_summary", "cv")
+    curves = {"total" if "w_first" in arrays else "": (None, None)}
+    if "w_first" in arrays and "w_last" in arrays:
+        curves["functional"] = (arrays["w_first"], arrays["w_last"])
+    drawn = False
+    for kind, (w0, w1) in curves.items():
+        try:
+            ratio = _layer_values(arrays["last"], summary, w1) / _layer_values(arrays["first"], summary, w0)
+        except Exception:  # noqa: BLE001 - a figure must not fail a report
+            return False
+        extra = [d for d in ratio.dims if d not in (schema.MODEL, schema.LAYER)]
+        if extra:
+            ratio = ratio.mean(dim=extra, skipna=True)
+        if schema.MODEL not in ratio.dims:
+            ratio = ratio.expand_dims({schema.MODEL: ["model"]})
+        for m in ratio[schema.MODEL].values.tolist():
+            r = ratio.sel({schema.MODEL: m})
+            ok = np.isfinite(r.values) & (r.values > 0)
+            if not ok.any():
+                continue
+            layers = r[schema.LAYER].values[ok]
+            ax.plot(layers, r.values[ok], marker="o", ms=3, ls="-" if kind != "functional" else "--",
+                    label=" ".join(x for x in (str(m), kind) if x))
+            ax.plot(layers[[0, -1]], r.values[ok][[0, -1]], "s", ms=7, mfc="none", color="k")
+            drawn = True
+    if not drawn:
+        return False
+    ax.axhline(1.0, color="0.6", ls=":", lw=1)
+    ax.set_yscale("log")
+    ax.set_xlabel("layer (boundary layers boxed)")
+    metric = (record.get("selection") or {}).get("last", {}).get("metric", "")
+    ax.set_ylabel(f"layer enrichment last / first\n{metric}" + (f" ({summary})" if schema.HEAD_J in
+                  arrays["last"].dims else ""), fontsize=8)
+    ax.legend(fontsize=7)
+    return True
+
+
+def _plot_trajectory_by_group(ax: Any, data: Any, labels: Mapping[str, str]) -> bool:
+    """Mean trajectory over steps of a per-head ``values`` selection for each label of the
+    ``group`` role (METRICS.md §8 codes), one line per (model, label)."""
+    arrays = getattr(data, "arrays", None) or {}
+    values, group = arrays.get("values"), arrays.get("group")
+    if values is None or group is None or schema.STEP not in values.dims or schema.HEAD not in values.dims:
+        return False
+    names = {code: name for name, code in schema.LABEL_CODES.items()}
+    g = group.reset_coords(drop=True)
+    if schema.STEP in g.dims:
+        g = g.isel({schema.STEP: -1})
+    drawn = False
+    for code in sorted({float(c) for c in np.unique(g.values) if np.isfinite(c)}):
+        mean = values.where(g == code).mean(dim=[d for d in values.dims if d not in (schema.MODEL, schema.STEP)],
+                                           skipna=True)
+        if schema.MODEL not in mean.dims:
+            mean = mean.expand_dims({schema.MODEL: ["model"]})
+        n = int((g == code).sum())
+        for m in mean[schema.MODEL].values.tolist():
+            s = mean.sel({schema.MODEL: m})
+            ok = np.isfinite(s.values)
+            ax.plot(s[schema.STEP].values[ok], s.values[ok], marker="o", ms=3,
+                    label=f"{m} {names.get(int(code), code)} (n={n})")
+            drawn = True
+    if not drawn:
+        return False
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_xlabel("step")
+    ax.set_ylabel(f"{labels.get('values', 'values')}, mean by label", fontsize=8)
+    ax.legend(fontsize=7)
+    return True
+
+
+def _plot_data(ax: Any, data: Any, labels: Mapping[str, str]) -> None:
+    if data is None or not getattr(data, "arrays", None):
+        ax.text(0.5, 0.5, "no data selected", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return
+    roles = list(data.arrays)
+    stepped = [r for r in roles if schema.STEP in data.arrays[r].dims]
+    if stepped:
+        role = stepped[0]
+        da = data.arrays[role]
+        over = [d for d in da.dims if d not in (schema.MODEL, schema.STEP)]
+        mean = da.mean(dim=over, skipna=True) if over else da
+        if schema.MODEL not in mean.dims:
+            mean = mean.expand_dims({schema.MODEL: ["model"]})
+        for m in mean[schema.MODEL].values.tolist():
+            s = mean.sel({schema.MODEL: m})
+            ok = np.isfinite(s.values)
+            ax.plot(s[schema.STEP].values[ok], s.values[ok], marker="o", ms=3, label=str(m))
+        ax.set_xlabel("step")
+        ax.set_ylabel(f"{labels.get(role, role)}, mean", fontsize=8)
+        if mean.sizes[schema.MODEL] <= 8:
+            ax.legend(fontsize=7)
+        return
+    try:
+        if len(roles) >= 2:
+            table = data.table(roles[0], roles[1], drop_model=roles[:2] == ["base", "tuned"])
+        else:
+            table = data.table(roles[0])
+    except Exception:  # noqa: BLE001 - a figure must not fail a report
+        ax.text(0.5, 0.5, "data not plottable", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return
+    color = table[schema.LAYER].to_numpy() if schema.LAYER in table.columns else None
+    if len(roles) >= 2:
+        sc = ax.scatter(table[roles[0]], table[roles[1]], c=color, s=12, cmap="viridis")
+        ax.set_xlabel(labels.get(roles[0], roles[0]), fontsize=8)
+        ax.set_ylabel(labels.get(roles[1], roles[1]), fontsize=8)
+    else:
+        x = color if color is not None else np.arange(len(table))
+        sc = ax.scatter(x, table[roles[0]], c=color, s=12, cmap="viridis")
+        ax.set_xlabel(schema.LAYER if color is not None else "unit")
+        ax.set_ylabel(labels.get(roles[0], roles[0]), fontsize=8)
+    if color is not None:
+        ax.figure.colorbar(sc, ax=ax, label=schema.LAYER)
+
+
+def _reference_value(ref: Mapping[str, Any]) -> tuple[str, float] | None:
+    for key in ("r", "rho", "effect", "ratio", "value", "fraction"):
+        v = ref.get(key)
+        if isinstance(v, (int, float)) and math.isfinite(v):
+            return key, float(v)
+    return None
+
+
+def original_interval(record: Mapping[str, Any], ref: tuple[str, float]) -> dict[str, float]:
+    """Fisher-z interval of an original correlation from its n (for the replication plot);
+    ``{}`` when the reference is not a correlation with an integer n."""
+    n = (record.get("reference") or {}).get("n")
+    params = record.get("params") or {}
+    if ref[0] not in ("r", "rho") or not isinstance(n, int) or not -1 < ref[1] < 1:
+        return {}
+    from scipy.stats import norm
+
+    from ..stats import fisher_z_se
+
+    try:
+        se = fisher_z_se(n, params.get("method", "pearson"))
+    except Exception:  # noqa: BLE001 - an interval we cannot draw is left out
+        return {}
+    z = float(norm.ppf(0.5 + float(params.get("ci", 0.95)) / 2))
+    centre = math.atanh(ref[1])
+    return {"ci_low": math.tanh(centre - z * se), "ci_high": math.tanh(centre + z * se)}
+
+
+def _plot_estimates(ax: Any, record: Mapping[str, Any]) -> None:
+    ref = _reference_value(record.get("reference") or {})
+    original = [] if ref is None else [(f"original {ref[0]}", {"effect": ref[1], "verdict": "original",
+                                                               **original_interval(record, ref)})]
+    rows = [("main", record)] + original + [
+        (", ".join(f"{k}={v}" for k, v in c["choice"].items()), c) for c in record.get("spec_curve") or []
+    ]
+    for i, (label, r) in enumerate(rows):
+        e = r.get("effect")
+        lo, hi = r.get("ci_low"), r.get("ci_high")
+        if e is None:
+            continue
+        color = {"supported": "tab:green", "refuted": "tab:red", "original": "k"}.get(r.get("verdict"), "tab:gray")
+        if lo is not None and hi is not None:
+            ax.plot([lo, hi], [i, i], color=color, lw=2)
+        ax.plot([e], [i], "o", color=color)
+    shown = [float(v) for _, r in rows for v in (r.get("effect"), r.get("ci_low"), r.get("ci_high"))
+             if isinstance(v, (int, float)) and math.isfinite(v)]
+    if shown and min(shown) > 0 and max(shown) / min(shown) > 100:
+        ax.set_xscale("log")  # ratios over orders of magnitude (enrichment)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([label for label, _ in rows], fontsize=7)
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top
+    if ref is not None:
+        ax.axvline(ref[1], color="k", ls="--", lw=1, label=f"original {ref[0]} = {fmt(ref[1])}")
+        ax.legend(fontsize=7, loc="best")
+    value = (record.get("prediction") or {}).get("value")
+    if value is not None:
+        ax.axvline(value, color="0.6", ls=":", lw=1)
+    ax.set_xlabel("effect [interval]; green supported, red refuted", fontsize=8)

@@ -1,0 +1,180 @@
+"""Gates and the registry of pinned verdicts (lie_stats.gates): each gate's pass, failure and
+skip, the declaration flag, re-pinning, and the registry's reading, validation and atomic
+writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+
+import pytest
+
+from lie_stats import gates, schema
+from lie_stats.errors import SpecError
+from lie_stats.spec import Result
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+HASH = "ab" * 32
+OTHER = "cd" * 32
+
+
+def result(verdict="refuted", gate="pinned", spec_hash=HASH, **kw):
+    return Result(id=kw.pop("id", "P1"), claim="c", source="s", dataset=kw.pop("dataset", "toy"),
+                  verdict=verdict, reason=kw.pop("reason", "the reason"), gate=gate, test="correlation",
+                  spec_hash=spec_hash, reference={}, **kw)
+
+
+def pin(verdict="refuted", spec_hash=HASH, gate="pinned"):
+    return {"verdict": verdict, "spec_hash": spec_hash, "gate": gate}
+
+
+# ----------------------------------------------------------------------------- gate outcomes
+
+
+@pytest.mark.parametrize("verdict, outcome", [("supported", "passed"), ("refuted", "failed"),
+                                              ("inconclusive", "failed")])
+def test_replication_fails_unless_supported(verdict, outcome):
+    out = gates.check(result(verdict, gate="replication"), None)
+    assert out.outcome == outcome and out.failed == (outcome == "failed")
+    if out.failed:
+        assert out.message == f"replication gate: verdict {verdict!r}, needs 'supported' (the reason)"
+    else:
+        assert out.message == ""
+
+
+@pytest.mark.parametrize("verdict", ["supported", "refuted", "inconclusive"])
+def test_report_never_fails_even_with_a_changed_declaration(verdict):
+    for pinned in (None, pin("supported"), pin(verdict, spec_hash=OTHER)):
+        out = gates.check(result(verdict, gate="report"), pinned)
+        assert out.outcome == "passed", pinned
+    out = gates.check(result(verdict, gate="report"), pin(verdict, spec_hash=OTHER))
+    assert out.declaration_changed and out.changed == (OTHER, HASH)  # flagged, not failed
+
+
+def test_pinned_fails_without_a_pin_and_names_the_registry(tmp_path):
+    out = gates.check(result(), None, registry=tmp_path / "verdicts.json")
+    assert out.failed
+    assert out.message == (f"pinned gate: no verdict pinned for P1::toy in {tmp_path / 'verdicts.json'}; "
+                           f"run with --update-verdicts to pin 'refuted'")
+    assert out.pinned_verdict is None and out.pinned_hash is None and not out.declaration_changed
+
+
+def test_pinned_passes_on_the_pinned_verdict_and_fails_on_another():
+    assert gates.check(result(), pin()).outcome == "passed"
+    out = gates.check(result("inconclusive"), pin("refuted"))
+    assert out.failed and out.message == "pinned gate: verdict changed: pinned 'refuted' -> now 'inconclusive'"
+    assert out.pinned_verdict == "refuted" and out.pinned_hash == HASH
+
+
+def test_pinned_fails_when_the_declaration_changed_after_pinning():
+    out = gates.check(result(spec_hash=OTHER), pin())
+    assert out.failed and out.declaration_changed and out.changed == (HASH, OTHER)
+    assert out.message == (f"pinned gate: the declaration changed after pinning (hash {HASH[:12]} -> "
+                           f"{OTHER[:12]}); review and re-pin with --update-verdicts")
+    # the verdict check comes first: both changed, the verdict's message
+    assert "verdict changed" in gates.check(result("supported", spec_hash=OTHER), pin()).message
+
+
+def test_update_pins_every_gate_passes_pinned_and_still_fails_replication():
+    out = gates.check(result(spec_hash=OTHER), pin("supported"), update=True)
+    assert out.outcome == "passed" and out.pin == {"verdict": "refuted", "spec_hash": OTHER, "gate": "pinned"}
+    assert out.declaration_changed and out.changed is None  # re-pinned: not flagged
+    rep = gates.check(result("refuted", gate="replication"), None, update=True)
+    assert rep.failed and rep.pin["verdict"] == "refuted" and rep.pin["gate"] == "replication"
+    assert gates.check(result(gate="report"), None, update=True).pin["gate"] == "report"
+    assert gates.check(result(), pin()).pin is None  # no pin without update
+
+
+def test_skipped_results_skip_under_every_gate_and_are_never_pinned():
+    for gate in schema.GATES:
+        res = result("skipped", gate=gate, reason="dataset 'toy' is needs data", build="make toy")
+        out = gates.check(res, None, update=True)
+        assert out.outcome == "skipped" and not out.failed and out.pin is None
+        assert out.message == "P1::toy: dataset 'toy' is needs data. Build it with: make toy"
+    out = gates.check(result("skipped", reason="r"), pin(spec_hash=OTHER))
+    assert out.message == "P1::toy: r." and out.declaration_changed  # the flag all the same
+
+
+def test_annotate_copies_the_pin_onto_the_result():
+    res = result(spec_hash=OTHER)
+    gates.check(res, pin("supported")).annotate(res)
+    assert (res.pinned_verdict, res.pinned_hash, res.declaration_changed) == ("supported", HASH, True)
+    assert res.row()["declaration_changed"] is True
+
+
+def test_declaration_changed_compares_the_pinned_hash():
+    assert gates.declaration_changed(pin(), OTHER) and not gates.declaration_changed(pin(), HASH)
+    assert not gates.declaration_changed(None, HASH) and not gates.declaration_changed({}, HASH)
+
+
+# ----------------------------------------------------------------------------- the registry
+
+
+def test_read_missing_registry_is_empty(tmp_path):
+    assert gates.read_registry(tmp_path / "verdicts.json") == {}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{not json", "the registry of pinned verdicts is not JSON"),
+    ("[1, 2]", "the registry must be a JSON object"),
+    ('{"P1::toy": "refuted"}', "entry 'P1::toy': expected an object"),
+    ('{"P1::toy": {"spec_hash": "ab"}}', "entry 'P1::toy', field 'verdict': None is not a verdict"),
+    ('{"P1::toy": {"verdict": "refute", "spec_hash": "ab"}}', "'refute' is not a verdict; expected one of"),
+    ('{"P1::toy": {"verdict": "refuted", "spec_hash": 12}}', "field 'spec_hash': expected the declaration's hash"),
+])
+def test_malformed_registries_are_errors_naming_the_file_and_entry(tmp_path, text, message):
+    path = tmp_path / "verdicts.json"
+    path.write_text(text)
+    with pytest.raises(SpecError, match=message) as err:
+        gates.read_registry(path)
+    assert str(err.value).startswith(f"{path}: ")
+
+
+def test_write_and_update_keep_other_pins_in_a_stable_layout(tmp_path):
+    path = tmp_path / "sub" / "verdicts.json"
+    gates.write_registry(path, {"B::d": pin("supported"), "A::d": pin()})
+    text = path.read_text()
+    assert text.endswith("}\n") and text.index('"A::d"') < text.index('"B::d"')
+    assert text == json.dumps({"A::d": pin(), "B::d": pin("supported")}, indent=2, sort_keys=True) + "\n"
+    data = gates.update_registry(path, {"B::d": pin("refuted", OTHER), "C::d": pin("inconclusive")})
+    assert gates.read_registry(path) == data
+    assert data == {"A::d": pin(), "B::d": pin("refuted", OTHER), "C::d": pin("inconclusive")}
+
+
+def test_registry_writes_are_atomic_and_shared(tmp_path, monkeypatch):
+    path = tmp_path / "verdicts.json"
+    gates.write_registry(path, {"A::d": pin()})
+    before = path.read_bytes()
+    real = pathlib.Path.write_text
+
+    def half_then_fail(self, text, *a, **k):
+        real(self, text[: len(text) // 2], *a, **k)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pathlib.Path, "write_text", half_then_fail)
+    with pytest.raises(OSError, match="No space left"):
+        gates.update_registry(path, {"B::d": pin()})
+    monkeypatch.undo()
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["verdicts.json"]
+    umask = os.umask(0o077)
+    try:
+        gates.update_registry(path, {"B::d": pin()})
+    finally:
+        os.umask(umask)
+    assert oct(path.stat().st_mode & 0o777) == "0o644"
+
+
+def test_a_pin_written_by_update_reproduces_on_the_next_check(tmp_path):
+    path = tmp_path / "verdicts.json"
+    res = result("inconclusive")
+    out = gates.check(res, gates.read_registry(path).get(gates.result_key(res)), update=True)
+    gates.update_registry(path, {gates.result_key(res): out.pin})
+    again = gates.check(res, gates.read_registry(path)[gates.result_key(res)], registry=path)
+    assert again.outcome == "passed" and not again.declaration_changed
+
+
+def test_the_committed_registry_is_valid():
+    data = gates.read_registry(REPO / "hypotheses" / gates.REGISTRY_FILE)
+    assert data and all("::" in key for key in data)
+    assert {e["gate"] for e in data.values()} <= set(schema.GATES)
