@@ -4,7 +4,7 @@ Heads are nested in layers. A layer-level effect shared by two metrics (both are
 deep layers) makes the pooled correlation large although no head-level association exists;
 freely permuting heads then rejects far too often (0.36 at alpha 0.05 with 12 layers of 8
 heads and a layer effect of SD 1.5 in each metric, ``tests/stats/test_correlation.py``;
-issue 3 reports 0.29-0.58 over other layouts). Here the
+0.29-0.58 over other layouts). Here the
 null distribution comes from permuting *within* strata (layers), which keeps every layer's
 values in that layer, and the two-sided p-value is measured from the null's exact
 expectation. Intervals come from the two-stage cluster bootstrap (layers, then heads).

@@ -1,6 +1,6 @@
 """Permutation and bootstrap resampling: index generators and the permutation p-value rule.
 
-Heads are nested in layers, so resampling is nested by default (DESIGN.md, issue 3):
+Heads are nested in layers, so resampling is nested by default:
 permutations shuffle units *within* strata (layers) and bootstraps resample clusters
 (layers) and then units within them. Everything is vectorized: a resampling plan is a
 ``[B, n]`` integer array built with a few numpy calls (argsort of random keys), generated in
