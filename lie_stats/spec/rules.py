@@ -18,7 +18,7 @@ from typing import Any
 from ..stats import columns as C
 from .parts import Prediction
 
-__all__ = ["Decision", "finite", "decide_directional", "decide_equivalence", "decide_interval",
+__all__ = ["Decision", "finite", "decide_directional", "decide_sign", "decide_equivalence", "decide_interval",
            "P_EQUIVALENCE"]
 
 #: Extra result column of a directional correlation with a declared bound: the TOST p.
@@ -58,15 +58,28 @@ def decide_directional(row: Mapping[str, float], ctx: Decision) -> tuple[str, st
     >>> decide_directional({"p_value": 0.2, "effect": -0.3}, ctx)[0]
     'inconclusive'
     """
+    return decide_sign(row, ctx, reference=float(ctx.prediction.value))
+
+
+def decide_sign(row: Mapping[str, float], ctx: Decision, *, reference: float,
+                what: str = "") -> tuple[str, str]:
+    """:func:`decide_directional` with the sign taken from ``effect - reference``; ``what``
+    names that difference in the reason (e.g. ``"effect - null_center"``).
+
+    >>> ctx = Decision(Prediction("positive"), 0.05, {}, {})
+    >>> decide_sign({"p_value": 0.01, "effect": 0.3}, ctx, reference=0.45, what="effect - null_center")
+    ('refuted', 'p < alpha (0.05) with the sign of effect - null_center opposite to the prediction (positive)')
+    """
     p, effect = row.get(C.P_VALUE), row.get(C.EFFECT)
     if not finite(p, effect):
         return "inconclusive", "the test gave no p-value or effect on these data"
     d, a = ctx.prediction.direction, ctx.alpha
-    delta = float(effect) - float(ctx.prediction.value)
+    delta = float(effect) - float(reference)
+    of = f" of {what}" if what else ""
     if p < a:
         if d == "nonzero" or (d == "positive" and delta > 0) or (d == "negative" and delta < 0):
-            return "supported", f"p < alpha ({a}) with the predicted sign ({d})"
-        return "refuted", f"p < alpha ({a}) with the sign opposite to the prediction ({d})"
+            return "supported", f"p < alpha ({a}) with the predicted sign{of} ({d})"
+        return "refuted", f"p < alpha ({a}) with the sign{of} opposite to the prediction ({d})"
     p_eq = row.get(P_EQUIVALENCE)
     if ctx.prediction.bound is not None and finite(p_eq) and p_eq < a:
         return "refuted", (f"not significant, and the TOST shows the effect within the declared "

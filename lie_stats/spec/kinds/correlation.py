@@ -21,10 +21,10 @@ from ...stats.equivalence import tost_correlation
 from ...stats.replication import replicate_correlation
 from ..parts import spec_error
 from ..registry import RESAMPLING, register_test
-from ..rules import P_EQUIVALENCE, Decision, decide_directional, finite
+from ..rules import P_EQUIVALENCE, Decision, decide_directional, decide_sign, finite
 from ..tables import TestInput, columns_of
 
-__all__ = ["decide_replication"]
+__all__ = ["decide_correlation", "decide_replication"]
 
 _CORRELATION_PARAMS = {"method": "spearman", "alternative": "two-sided", **RESAMPLING}
 
@@ -58,6 +58,28 @@ def _run_replication(data: TestInput) -> Any:
                                  strata=strata, method=p["method"], n_perm=p["n_perm"],
                                  n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"],
                                  alpha=p["alpha"])
+
+
+def decide_correlation(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """The rule of decide_directional, with the sign taken from effect - null_center: the
+    correlation beyond what the permutation null within strata expects, not the pooled one.
+
+    When layer means co-vary, the pooled correlation carries the between-layer association;
+    its sign is not the sign the within-strata permutation p tests. A prediction about heads
+    is therefore judged on ``effect - null_center`` (the null's exact expectation); without a
+    null centre (free permutation) on ``effect - value``.
+
+    >>> from lie_stats.spec import Prediction
+    >>> ctx = Decision(Prediction("positive"), 0.05, {}, {})
+    >>> decide_correlation({"p_value": 0.01, "effect": 0.30, "null_center": 0.45}, ctx)[0]
+    'refuted'
+    >>> decide_correlation({"p_value": 0.01, "effect": 0.30}, ctx)[0]
+    'supported'
+    """
+    center = row.get(C.NULL_CENTER)
+    if finite(center):
+        return decide_sign(row, ctx, reference=float(center), what="effect - null_center")
+    return decide_directional(row, ctx)
 
 
 def decide_replication(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
@@ -106,11 +128,11 @@ def _validate_replication(spec: Any, params: Mapping[str, Any]) -> None:
                          f"{direction!r} contradicts the sign of the original correlation {r0}.")
 
 
-register_test("correlation", _run_correlation, decide_directional, roles=("x", "y"),
+register_test("correlation", _run_correlation, decide_correlation, roles=("x", "y"),
               params=_CORRELATION_PARAMS,
               description="rank/linear correlation across heads, permutation p within strata, "
                           "cluster-bootstrap interval (lie_stats.stats.correlation)")
-register_test("partial_correlation", _run_partial_correlation, decide_directional,
+register_test("partial_correlation", _run_partial_correlation, decide_correlation,
               roles=("x", "y", "covar"), params=_CORRELATION_PARAMS,
               description="partial correlation of x and y given covar "
                           "(lie_stats.stats.partial_correlation)")
