@@ -323,8 +323,9 @@ def ratio_of_changes(
     n_boot, ci, seed
         Bootstrap resamples (0 skips the interval and the p-values), level, seed.
     reference : (float, float)
-        ``(low, high)``: the bootstrap shares ``p_below`` (ratios <= low) and ``p_above``
-        (ratios >= high) are reported; ``p_value`` is the larger of the two (a percentile
+        ``(low, high)``: the bootstrap p-values ``p_below`` (ratios <= low) and ``p_above``
+        (ratios >= high), each ``(b + 1) / (B + 1)`` for ``b`` of ``B`` resamples, are
+        reported (``p_above`` is 0 when ``high`` is infinite); ``p_value`` is the larger of the two (a percentile
         bootstrap TOST of ``low < R < high``; with ``high = inf``, the one-sided bootstrap
         p of ``R > low``).
 
@@ -394,8 +395,10 @@ def ratio_of_changes(
         boot = ratio(num, den)  # sums over whole clusters: the same units as the point estimate
         lo, hi = (_quantile_inf(boot, (1 - ci) / 2), _quantile_inf(boot, (1 + ci) / 2))
         low, high = float(reference[0]), float(reference[1])
-        p_lo = float(np.mean(boot <= low))
-        p_hi = float(np.mean(boot >= high)) if np.isfinite(high) else 0.0
+        # (b + 1) / (B + 1): the observed sample counts as one resample, so a bootstrap p is
+        # never 0 (Davison & Hinkley 1997, eq. 4.11); 0 would enter Holm and BH as certainty
+        p_lo = float((np.count_nonzero(boot <= low) + 1) / (n_boot + 1))
+        p_hi = float((np.count_nonzero(boot >= high) + 1) / (n_boot + 1)) if np.isfinite(high) else 0.0
     with np.errstate(divide="ignore"):
         log10r = float(np.log10(r)) if r > 0 else -np.inf
     return V.frame(RATIO_OF_CHANGES_COLUMNS, {

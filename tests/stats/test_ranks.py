@@ -141,8 +141,10 @@ def test_change_ratio_point_and_stratified_bootstrap_match_a_naive_loop():
     lo, hi = np.quantile(boot, [0.05, 0.95])
     assert res["ci_low"].iloc[0] == pytest.approx(lo, rel=1e-12)
     assert res["ci_high"].iloc[0] == pytest.approx(hi, rel=1e-12)
-    assert res["p_below"].iloc[0] == pytest.approx(np.mean(boot <= 50.0))
-    assert res["p_above"].iloc[0] == pytest.approx(np.mean(boot >= 5000.0))
+    # bootstrap p-values (b + 1) / (B + 1) (Davison & Hinkley 1997, eq. 4.11): never 0
+    assert res["p_below"].iloc[0] == pytest.approx((np.sum(boot <= 50.0) + 1) / 301)
+    assert res["p_above"].iloc[0] == pytest.approx((np.sum(boot >= 5000.0) + 1) / 301)
+    assert res["p_above"].iloc[0] >= 1 / 301 and res["p_below"].iloc[0] >= 1 / 301
     assert res["p_value"].iloc[0] == max(res["p_below"].iloc[0], res["p_above"].iloc[0])
     assert res["n"].iloc[0] == 24 and res["n_units"].iloc[0] == 24
 
