@@ -221,3 +221,9 @@ def test_links_stay_inside_the_repository(page):
 
 def test_readme_links_the_definitions():
     assert "docs/METRICS.md" in local_links(ROOT / "README.md")
+
+
+def test_examples_of_the_generator_and_of_this_module_run():
+    for module in (_generator(), sys.modules[__name__]):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
