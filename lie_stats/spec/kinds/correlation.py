@@ -61,8 +61,10 @@ def _run_replication(data: TestInput) -> Any:
 
 
 def decide_correlation(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
-    """The rule of decide_directional, with the sign taken from effect - null_center: the
-    correlation beyond what the permutation null within strata expects, not the pooled one.
+    """Supported when p < alpha and effect - null_center (the correlation beyond what the
+    within-strata permutation null expects) has the predicted sign; refuted when p < alpha
+    with the opposite sign, or when the prediction declares a bound and the TOST
+    p_equivalence < alpha; inconclusive otherwise.
 
     When layer means co-vary, the pooled correlation carries the between-layer association;
     its sign is not the sign the within-strata permutation p tests. A prediction about heads
