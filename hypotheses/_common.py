@@ -5,8 +5,8 @@ the datasets, the operator family of each primary analysis, the analysis choices
 the specification curve, alpha 0.05, seed 0, 9,999 permutations, 2,000 bootstrap draws.
 """
 
-GEOMETRY = "The Geometry of Attention (shared/seeds/000_0f87a6a9ee0e0b81.txt)"
-ANCHORS = "On the Geometry of Anchors (shared/seeds/001_b7585e9b85234042.txt)"
+GEOMETRY = "The Geometry of Attention (Drift #160, 10 April 2026; docs/CLAIMS.md)"
+ANCHORS = "On the Geometry of Anchors (Drift #180, 14 April 2026; docs/CLAIMS.md)"
 
 #: The pretraining runs of the bundled suite, one verdict each in the specification curve.
 PICO_RUNS = ("p96_s0", "p96_s1", "w16", "w32", "w64", "h2", "h8", "h16")

@@ -128,7 +128,7 @@ class MetricSpec:
 class MetricRegistry(Mapping[str, MetricSpec]):
     """Name -> :class:`MetricSpec`; raises :class:`MetricError` on duplicates and unknown names.
 
-    STYLE.md lesson 4: a duplicate registration raises, a typo gets a suggestion, and the
+    A duplicate registration raises, a typo gets a suggestion, and the
     metadata becomes the cube variable's attributes.
 
     Examples

@@ -1,7 +1,7 @@
 """The project's vocabulary: every dimension, variable and result-column name.
 
-No other module spells these names as string literals; they import them from here
-(STYLE.md, lesson 1). This module imports nothing of lie_stats but :mod:`errors`.
+No other module spells these names as string literals; they import them from here.
+This module imports nothing of lie_stats but :mod:`errors`.
 
 The variable table below is the contract between the metric engine (``metrics.py``),
 the cube (``cube.py``) and the hypothesis modules: a variable's ``dims`` are the

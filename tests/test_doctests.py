@@ -1,4 +1,4 @@
-"""Every public docstring example of the library runs (STYLE.md: examples are doctests)."""
+"""Every public docstring example of the library runs (examples are doctests)."""
 
 from __future__ import annotations
 

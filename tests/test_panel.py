@@ -133,7 +133,7 @@ def test_quantized_copy_changes_only_attention(smoke):
         if attn:
             n_attn += 1
             err = B.relative_frobenius_error(v.numpy(), q[k].numpy())
-            assert 0.05 < err < 0.11, (k, err)  # 4-bit: about 8 % (shared/DATA.md)
+            assert 0.05 < err < 0.11, (k, err)  # 4-bit: about 8 % (datasets/panel/README.md)
         else:
             assert bool((v == q[k]).all()), k
     assert n_attn == 4 * json.loads((out / "minilm_l6" / "step_1" / "config.json").read_text())["num_hidden_layers"]

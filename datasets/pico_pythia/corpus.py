@@ -1,7 +1,7 @@
 """Public-domain English corpora for the pico_pythia training suite.
 
 Three sources, all public-domain texts, fetched through package registries (model hubs and
-the open web are not reachable on the build machines; see ``shared/DATA.md``):
+the open web are not reachable on the build machines; see the card, README.md):
 
 * Jane Austen, six novels: Debian ``r-cran-janeaustenr`` (``apt-get download``), the R data
   base ``data/Rdata.rdb`` read with PyPI ``rdata`` (each entry is a zlib block behind a 4-byte

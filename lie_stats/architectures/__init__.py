@@ -1,7 +1,6 @@
 """Architecture adapters: stored tensors -> canonical per-head weights (METRICS.md §1).
 
-This package is the only part of lie_stats that knows checkpoint tensor names (STYLE.md,
-lesson 5). An :class:`Adapter` reads a checkpoint's ``config.json`` (as a dict) and its list
+This package is the only part of lie_stats that knows checkpoint tensor names. An :class:`Adapter` reads a checkpoint's ``config.json`` (as a dict) and its list
 of tensor names, and turns the stored attention tensors of one layer into a
 :class:`LayerWeights` in the row-vector convention ``y = x W``: ``W_Q``, ``W_K``, ``W_V``
 ``[n_heads, d_model, d_head]`` (K/V repeated per query head under grouped-query attention)

@@ -1,6 +1,6 @@
 """Reports: results -> ``results.json``, ``report.md``, ``report.html`` and PNG figures.
 
-The only package that formats or rounds numbers (STYLE.md, lesson 2): ``results.json`` keeps
+The only package that formats or rounds numbers: ``results.json`` keeps
 full precision (NaN as ``null``); the Markdown, HTML and terminal tables round
 (:mod:`lie_stats.report.text`). Each result's figure is drawn by
 :mod:`lie_stats.report.figures`; sections that read several results together are added by

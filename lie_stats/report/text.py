@@ -1,6 +1,6 @@
 """Text of the reports: numbers rounded for humans, file names and paths, result fields.
 
-The one place that rounds numbers (STYLE.md, lesson 2); ``results.json`` keeps full
+The one place that rounds numbers; ``results.json`` keeps full
 precision.
 """
 

@@ -3,7 +3,7 @@
 Every statistical function returns a one-row (``compare_models``, ``mixed_model``: one row
 per model / coefficient) DataFrame whose first columns are ``STAT_COLUMNS`` followed by the
 family-specific columns named here, in this order. Code that reads a result imports the
-names from here; nothing spells them as string literals (STYLE.md, lesson 1).
+names from here; nothing spells them as string literals.
 """
 
 from __future__ import annotations
