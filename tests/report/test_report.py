@@ -89,7 +89,7 @@ def test_markdown_and_html_have_one_section_per_result(results, written):
 
     root = results[0].data_root
     digest = hashlib.sha256((root / "synth" / "synth.nc").read_bytes()).hexdigest()
-    assert f"| synth | synthetic synth | present | " in md and digest[:16] in md and digest[:16] in html
+    assert "| synth | synthetic synth | present | " in md and digest[:16] in md and digest[:16] in html
     assert "| absent | synthetic absent | buildable | " in md
 
 
