@@ -15,7 +15,7 @@ statistic tracks the layer's. ``commutator_mean`` / ``killing_self`` were not ch
 first is the heterogeneity metric of B1, the second a magnitude (``K[h,h]`` grows with the
 weights' norm alone), neither the essay's Killing-form CV. Both are computed from
 ``killing_norm`` at every checkpoint, so the layer value reproduces the cube's
-``killing_cv`` (tests/test_spec_h3a.py checks it on the bundled cube).
+``killing_cv`` (tests/spec/kinds/test_pairwise.py checks it on the bundled cube).
 
 Estimate. Per layer, head enrichment ``e_h`` = last / first of the head's row CV, layer
 enrichment ``e_l`` of ``killing_cv`` (METRICS.md §6.1), ratio ``R_l = max_h e_h / e_l``;

@@ -7,7 +7,7 @@ as below). Test kind ``enrichment_profile``
 Metric. The essay's Killing-form metric is its CV: ``killing_cv`` (METRICS.md §4.4), the
 ``std / mean |.|`` of ``Khat[i,j]`` over a layer's pairs ``i < j``, recomputed from the
 selected ``killing_norm`` pairs (so that heads can be resampled; the recomputation equals
-the cube's ``killing_cv``, tests/test_spec_h3a.py). Layer enrichment ``E_l`` = last / first
+the cube's ``killing_cv``, tests/spec/kinds/test_pairwise.py). Layer enrichment ``E_l`` = last / first
 (METRICS.md §6.1).
 
 Estimate. Boundary ratio (METRICS.md §6.3 applied to ``E_l``): the mean of ``E_0`` and

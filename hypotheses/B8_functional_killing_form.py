@@ -8,7 +8,7 @@ stricter as below). Test kind ``functional_boundary_shift``
 Forms. The total form is the Killing form ``K[i,j]`` (METRICS.md §3.4) and the functional
 form ``Kf[i,j] = K[i,j] w_i w_j``, ``w_h`` = the head's ``value_norm`` (§7.3) over its layer
 mean (§8), each checkpoint with its own value norms (equal to the cube's
-``killing_functional``, tests/test_spec_h3a.py). The unnormalized ``K`` is used because the
+``killing_functional``, tests/spec/kinds/test_pairwise.py). The unnormalized ``K`` is used because the
 weights cancel in ``Khat`` (``Khat`` of ``Kf`` is ``Khat`` of ``K``): on ``killing_cv`` the
 weighting could not change anything.
 

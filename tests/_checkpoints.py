@@ -15,6 +15,10 @@ Main helpers
 ``to_pytorch_bin(folder)``
     Rewrite a safetensors checkpoint as ``pytorch_model.bin`` (optionally sharded, with
     ``pytorch_model.bin.index.json``).
+``edit_checkpoint(src, dst, edit)``
+    Copy a checkpoint folder with its tensors rewritten by ``edit(tensors)``.
+``delta_run(base, root)``
+    A three-checkpoint run of known parameter changes (embedding x1.1, then layer 1's Q x1.2).
 ``reshard(folder, assign)``
     Rewrite a safetensors checkpoint as shards chosen by ``assign(tensor name) -> file name``
     plus ``model.safetensors.index.json`` (e.g. all attention tensors in one shard).
@@ -42,6 +46,7 @@ import torch
 __all__ = [
     "TINY_ARCHITECTURES", "tiny_config", "make_model", "make_checkpoint", "make_run",
     "to_pytorch_bin", "reshard", "write_hub_cache", "load_model", "commit_hash", "copy_checkpoint",
+    "edit_checkpoint", "delta_run",
 ]
 
 # arch -> (config class, model class saved by default, base-model class)
@@ -213,21 +218,62 @@ def make_run(root: str | os.PathLike, arch: str, steps: Iterable[int], *,
             for i, step in enumerate(steps)]
 
 
-def to_pytorch_bin(folder: str | os.PathLike, *, shards: int = 1) -> pathlib.Path:
-    """Replace a folder's safetensors by ``pytorch_model.bin`` (``torch.save`` of the state dict).
-
-    With ``shards > 1`` writes ``pytorch_model-0000i-of-0000n.bin`` files and
-    ``pytorch_model.bin.index.json``. Returns the folder.
-    """
+def _take_safetensors(folder: pathlib.Path) -> dict[str, torch.Tensor]:
+    """Every tensor of the folder's ``*.safetensors`` files, the files removed."""
     from safetensors.torch import load_file
 
-    folder = pathlib.Path(folder)
     state: dict[str, torch.Tensor] = {}
     files = sorted(folder.glob("*.safetensors"))
     for f in files:
         state.update(load_file(f))
     for f in files:
         f.unlink()
+    return state
+
+
+def edit_checkpoint(src: str | os.PathLike, dst: str | os.PathLike, edit) -> dict[str, torch.Tensor]:
+    """Copy a one-file checkpoint folder, rewriting its ``model.safetensors`` through
+    ``edit(tensors)`` (in place). Returns the edited tensors."""
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(src, dst)
+    path = pathlib.Path(dst) / "model.safetensors"
+    tensors = load_file(path)
+    edit(tensors)
+    save_file(tensors, path, metadata={"format": "pt"})
+    return tensors
+
+
+def delta_run(base: str | os.PathLike, root: str | os.PathLike) -> pathlib.Path:
+    """A three-checkpoint run under ``root`` from a 2-layer ``gpt_neox`` checkpoint ``base``
+    (d_model 32, 4 heads): ``step_0`` is ``base``, ``step_10`` scales ``embed_in`` by 1.1,
+    ``step_20`` also the Q rows of layer 1 by 1.2. Returns ``root``."""
+    root = pathlib.Path(root)
+    shutil.copytree(base, root / "step_0")
+    qkv = "gpt_neox.layers.1.attention.query_key_value.weight"
+
+    def e10(t):
+        t["gpt_neox.embed_in.weight"] = 1.1 * t["gpt_neox.embed_in.weight"]
+
+    def e20(t):
+        e10(t)
+        w = t[qkv].reshape(4, 3, 8, 32).clone()
+        w[:, 0] *= 1.2
+        t[qkv] = w.reshape(96, 32)
+
+    edit_checkpoint(base, root / "step_10", e10)
+    edit_checkpoint(base, root / "step_20", e20)
+    return root
+
+
+def to_pytorch_bin(folder: str | os.PathLike, *, shards: int = 1) -> pathlib.Path:
+    """Replace a folder's safetensors by ``pytorch_model.bin`` (``torch.save`` of the state dict).
+
+    With ``shards > 1`` writes ``pytorch_model-0000i-of-0000n.bin`` files and
+    ``pytorch_model.bin.index.json``. Returns the folder.
+    """
+    folder = pathlib.Path(folder)
+    state = _take_safetensors(folder)
     index = folder / "model.safetensors.index.json"
     if index.exists():
         index.unlink()
@@ -251,15 +297,10 @@ def reshard(folder: str | os.PathLike, assign) -> dict[str, str]:
 
     Returns the new weight map ``{tensor name: file name}``.
     """
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import save_file
 
     folder = pathlib.Path(folder)
-    state: dict[str, torch.Tensor] = {}
-    files = sorted(folder.glob("*.safetensors"))
-    for f in files:
-        state.update(load_file(f))
-    for f in files:
-        f.unlink()
+    state = _take_safetensors(folder)
     weight_map = {name: assign(name) for name in sorted(state)}
     for fname in sorted(set(weight_map.values())):
         save_file({n: state[n].contiguous() for n, f in weight_map.items() if f == fname},

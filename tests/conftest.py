@@ -11,6 +11,13 @@ Fixtures (all offline):
     when that package is not importable).
 ``no_network``
     Makes any socket connection attempt fail loudly during the test.
+``planted_root -> pathlib.Path``
+    Session-scoped: a folder of the planted dataset cards and cubes of
+    :func:`tests._spec_cubes.make_datasets` (``synth``, ``pair``, ``panel``, ``absent``,
+    ``pythia``). Read-only.
+``compressed -> xarray.Dataset``
+    Session-scoped: :func:`tests._spec_cubes.compression_cube` (two runs under three
+    compressions). Read-only.
 """
 
 from __future__ import annotations
@@ -56,3 +63,19 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+@pytest.fixture(scope="session")
+def planted_root(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """The planted datasets of ``tests/_spec_cubes.py``, written once per session."""
+    from ._spec_cubes import make_datasets
+
+    return make_datasets(tmp_path_factory.mktemp("planted_datasets"))
+
+
+@pytest.fixture(scope="session")
+def compressed():
+    """The two runs under three compressions of ``tests/_spec_cubes.py``, built once."""
+    from ._spec_cubes import compression_cube
+
+    return compression_cube()

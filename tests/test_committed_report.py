@@ -1,4 +1,4 @@
-"""The committed reports/ is what the code produces from the committed data (issue 6).
+"""The committed reports/ is what the code produces from the committed data.
 
 Runs ``lie-stats run`` on the repository's own hypotheses and datasets into a temporary
 folder, as a separate process (a pytest session cannot host another one), and compares its

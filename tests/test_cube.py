@@ -116,7 +116,7 @@ def test_write_is_atomic_and_leaves_old_file_on_failure(tmp_path):
     before = path.read_bytes()
     bad = good.copy()
     bad.attrs["unserializable"] = {"a": 1}  # netCDF4 cannot store a dict: the write fails
-    with pytest.raises(Exception):
+    with pytest.raises(TypeError, match="Invalid value for attr 'unserializable'"):  # xarray's own check
         cube.write_cube(bad, path)
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["c.nc"]

@@ -15,27 +15,17 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from lie_stats import schema
 from lie_stats.cube import merge_shards, open_cube, validate_cube, write_cube
 from lie_stats.delta import delta_cube, delta_map
 from lie_stats.errors import CheckpointError
-from lie_stats.spec import HypothesisSpec, Prediction, Select, evaluate_cube
 
-from ._checkpoints import make_checkpoint
+from ._checkpoints import delta_run, edit_checkpoint, make_checkpoint
 from ._cubes import random_shard
 
 ST = "model.safetensors"
-
-
-def _copy_with(src: pathlib.Path, dst: pathlib.Path, edit) -> dict[str, torch.Tensor]:
-    """Copy a checkpoint folder, rewriting its safetensors through ``edit(tensors)``."""
-    shutil.copytree(src, dst)
-    tensors = load_file(dst / ST)
-    edit(tensors)
-    save_file(tensors, dst / ST, metadata={"format": "pt"})
-    return tensors
 
 
 def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -64,7 +54,7 @@ def test_gpt_neox_fused_key_rows_of_one_head_change_only_attn_k(neox, tmp_path):
         w[3, 1] *= 3.0
         t[name] = w.reshape(3 * d, d)
 
-    tuned = _copy_with(neox, tmp_path / "tuned", edit)
+    tuned = edit_checkpoint(neox, tmp_path / "tuned", edit)
     m = delta_map(neox, tmp_path / "tuned")
     rel = dict(zip(m.categories, m.relative))
     # expected from the stored tensors, K rows of both layers stacked (biases unchanged)
@@ -91,7 +81,7 @@ def test_mlp_out_of_one_layer_exact_relative_change(neox, tmp_path):
     def edit(t):
         t[name] = t[name] * 1.5
 
-    _copy_with(neox, tmp_path / "tuned", edit)
+    edit_checkpoint(neox, tmp_path / "tuned", edit)
     m = delta_map(neox, tmp_path / "tuned")
     j = m.categories.index("mlp_out")
     w1 = base[name].double()
@@ -114,7 +104,7 @@ def test_gpt2_fused_c_attn_value_columns_change_only_attn_v(tmp_path):
         w[:, 2 * d:] += 0.25 * w[:, 2 * d:]  # Conv1D [d, 3d]: columns Q | K | V
         t[name] = w
 
-    _copy_with(base_dir, tmp_path / "tuned", edit)
+    edit_checkpoint(base_dir, tmp_path / "tuned", edit)
     m = delta_map(base_dir, tmp_path / "tuned")
     rel = dict(zip(m.categories, m.relative))
     assert m.rank_order()[0] == "attn_v"
@@ -131,7 +121,7 @@ def test_llama_gqa_keys_counted_once(tmp_path):
     def edit(t):
         t[name] = 2.0 * t[name]
 
-    _copy_with(base_dir, tmp_path / "tuned", edit)
+    edit_checkpoint(base_dir, tmp_path / "tuned", edit)
     m = delta_map(base_dir, tmp_path / "tuned")
     j = m.categories.index("attn_k")
     # stored K of layer 0, not the 2x repeated per-query-head copy
@@ -164,7 +154,7 @@ def test_mismatched_tensor_sets_name_the_tensor_and_both_files(neox, tmp_path):
     def edit(t):
         del t["gpt_neox.final_layer_norm.bias"]
 
-    _copy_with(neox, tmp_path / "tuned", edit)
+    edit_checkpoint(neox, tmp_path / "tuned", edit)
     with pytest.raises(CheckpointError) as e:
         delta_map(neox, tmp_path / "tuned")
     msg = str(e.value)
@@ -193,22 +183,7 @@ def test_a_run_folder_is_not_one_checkpoint(neox, tmp_path):
 @pytest.fixture(scope="module")
 def run_cube(neox, tmp_path_factory):
     """A three-checkpoint run: step 10 scales embed_in by 1.1, step 20 also Q of layer 1 by 1.2."""
-    root = tmp_path_factory.mktemp("run") / "r"
-    shutil.copytree(neox, root / "step_0")
-    qkv = "gpt_neox.layers.1.attention.query_key_value.weight"
-
-    def e10(t):
-        t["gpt_neox.embed_in.weight"] = 1.1 * t["gpt_neox.embed_in.weight"]
-
-    def e20(t):
-        e10(t)
-        w = t[qkv].reshape(4, 3, 8, 32).clone()
-        w[:, 0] *= 1.2
-        t[qkv] = w.reshape(96, 32)
-
-    _copy_with(neox, root / "step_10", e10)
-    _copy_with(neox, root / "step_20", e20)
-    return delta_cube(root)
+    return delta_cube(delta_run(neox, tmp_path_factory.mktemp("run") / "r"))
 
 
 def test_delta_cube_trajectory(run_cube):
@@ -243,58 +218,6 @@ def test_delta_cube_round_trip_and_merge_with_a_metric_cube(run_cube, tmp_path):
     assert np.isnan(merged["param_delta"].sel(model="other_model")).all()
     np.testing.assert_array_equal(merged["param_delta"].sel(model="r", step=[0, 10, 20]).values,
                                   run_cube["param_delta"].sel(model="r").values)
-
-
-def _rank_spec(target: str, direction: str, value: float, test: str = "delta_rank", **params):
-    sel = {"totals": Select("param_delta", step="last"),
-           "layers": Select("param_delta_layer", step="last"),
-           "norms": Select("param_base_norm_layer", step="last")}
-    return HypothesisSpec(id="T", claim="c", source="s", datasets=("toy",), selection=sel, test=test,
-                          params={"n_boot": 200, **({"target": target} if test == "delta_rank" else params)},
-                          prediction=Prediction(direction, value=value), gate="report")
-
-
-def test_category_rank_and_order_on_a_delta_cube(run_cube):
-    # step 20: embedding 0.1 (per model), attn_q > 0 in layer 1 only, everything else 0. A
-    # resample of layers {0, 0} leaves Q unchanged (rank 2 behind the embedding), {1, 1}
-    # gives it its layer-1 change (rank 1): the interval is [1, 2].
-    q = run_cube["param_delta"].sel(model="r", step=20, category="attn_q").item()
-    q1 = run_cube["param_delta_layer"].sel(model="r", step=20, category="attn_q", layer=1).item()
-    assert q1 > 0.1 and q != pytest.approx(0.1, rel=1e-3)
-    res = evaluate_cube(_rank_spec("attn_q", "below", 2.5), run_cube)
-    assert res.effect == (1 if q > 0.1 else 2)
-    assert (res.ci_low, res.ci_high) == (1.0, 2.0)
-    assert res.verdict == "supported" and res.extra["n_categories"] == 11
-    assert evaluate_cube(_rank_spec("attn_q", "above", 1.5), run_cube).verdict == "inconclusive"
-    assert evaluate_cube(_rank_spec("attn_q", "above", 2.5), run_cube).verdict == "refuted"
-    order = _rank_spec("", "above", 0.95, test="delta_order", order=[["embedding"], ["attn_q"]])
-    res = evaluate_cube(order, run_cube)
-    assert res.statistic == (1 if q < 0.1 else 0)
-    assert res.verdict == ("inconclusive" if q < 0.1 else "refuted")
-
-
-def test_change_ratio_spec_pairs_models_by_position():
-    """pre = model a (values x10 over training), post = model b (x1.01): ratio of log changes."""
-    import xarray as xr
-
-    shards = []
-    for model, factor in (("a", 10.0), ("b", 1.01)):
-        for step, f in ((0, 1.0), (1, factor)):
-            ds = random_shard(model, step, 3, 4, kinds=("weight",))
-            ds["killing_cv"] = xr.full_like(ds["killing_cv"], f) * (1 + ds["layer"])
-            shards.append(ds)
-    cube = merge_shards(shards)
-    sel = {"pre_first": Select("killing_cv", step="first", family="Q", projection="none", models=("a",)),
-           "pre_last": Select("killing_cv", step="last", family="Q", projection="none", models=("a",)),
-           "post_first": Select("killing_cv", step="first", family="Q", projection="none", models=("b",)),
-           "post_last": Select("killing_cv", step="last", family="Q", projection="none", models=("b",))}
-    spec = HypothesisSpec(id="T", claim="c", source="s", datasets=("toy",), selection=sel,
-                          test="ratio_of_changes", params={"n_boot": 200, "ci": 0.9},
-                          prediction=Prediction("equivalent", value=500.0, bound=1.0), gate="report")
-    res = evaluate_cube(spec, cube)
-    assert res.effect == pytest.approx(math.log(10.0) / math.log(1.01), rel=1e-9)  # 231.4
-    assert res.verdict == "supported" and res.ci_low == pytest.approx(res.effect, rel=1e-9)
-    assert res.n == 3 and res.extra["n_units"] == 3
 
 
 # ------------------------------------------------------------------ the committed pair cube

@@ -11,6 +11,7 @@ from safetensors.torch import load_file, save_file
 
 from lie_stats import cli, schema
 from lie_stats.cube import open_cube, provenance_of
+from lie_stats.errors import LieStatsError
 from lie_stats.extraction import ExtractOptions, extract, shard_dir
 from lie_stats.metrics import change_from_init, compute_layer
 from lie_stats.sources import open_source
@@ -80,9 +81,9 @@ def test_resume_redoes_no_finished_checkpoint(neox_run, tmp_path):
     assert victim.exists()
     np.testing.assert_array_equal(first["commutator"].values, second["commutator"].values)
     # without --resume an existing store is refused, with different options too
-    with pytest.raises(Exception, match="--resume"):
+    with pytest.raises(LieStatsError, match="--resume"):
         extract([str(neox_run)], out, options=options, progress=False)
-    with pytest.raises(Exception, match="would mix them"):
+    with pytest.raises(LieStatsError, match="would mix them"):
         extract([str(neox_run)], out, options=ExtractOptions(families=("O",)), resume=True, progress=False)
 
 
@@ -254,9 +255,9 @@ def test_per_model_probes_resume_refuses_a_changed_mapping(twin_runs, tmp_path):
     same = ExtractOptions(families=("Q",), probe=[("beta", str(fb)), ("alpha", str(fa))])
     extract(srcs, out, options=same, progress=False, resume=True)
     swapped = ExtractOptions(families=("Q",), probe={"alpha": str(fb), "beta": str(fa)})
-    with pytest.raises(Exception, match="would mix them"):
+    with pytest.raises(LieStatsError, match="would mix them"):
         extract(srcs, out, options=swapped, progress=False, resume=True)
-    with pytest.raises(Exception, match="would mix them"):  # one probe for all is another option too
+    with pytest.raises(LieStatsError, match="would mix them"):  # one probe for all is another option too
         extract(srcs, out, options=ExtractOptions(families=("Q",), probe=str(fa)), progress=False, resume=True)
 
 
@@ -276,5 +277,5 @@ def test_per_model_probes_clear_errors(twin_runs, tmp_path, capsys):
     assert cli.main([*base, "--probe", f"alpha={fa}", "--probe", f"alpha={fb}"]) == 2
     assert "two probes" in capsys.readouterr().err
     assert not out.exists() and not shard_dir(out).exists()  # refused before any work
-    with pytest.raises(Exception, match="No probe for model 'gamma'"):
+    with pytest.raises(LieStatsError, match="No probe for model 'gamma'"):
         ExtractOptions(probe={"alpha": str(fa)}).probe_for("gamma")

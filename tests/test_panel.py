@@ -349,7 +349,7 @@ def test_onnx_conversion_errors_name_what_is_missing():
         B.onnx_bert_to_hf(model)
 
 
-# ------------------------------------------------------------------ per-model probes (issue 5)
+# ------------------------------------------------------------------ per-model probes
 PROBES = ROOT / "datasets" / "panel" / "probes"
 MAKE_PROBES_PY = ROOT / "datasets" / "panel" / "make_probes.py"
 #: model -> (id at position 0, id at the last position or None): each model's own special tokens

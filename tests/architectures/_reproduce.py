@@ -1,8 +1,9 @@
 """Shared machinery of the attention-reproduction tests of every adapter (METRICS.md §1).
 
 Each ``tests/architectures/test_<family>.py`` lists its ``CASES`` (architecture, tiny-builder
-keywords) and runs :func:`assert_attention_reproduced` and :func:`assert_fold_reproduced` over
-them; ``test_registry.py`` fails while a registered ``model_type`` has no case.
+keywords) and takes the two tests over them from :func:`reproduction_tests` (which runs
+:func:`assert_attention_reproduced` and :func:`assert_fold_reproduced`);
+``test_registry.py`` fails while a registered ``model_type`` has no case.
 
 The core test: for every supported architecture, attention probabilities recomputed from the
 canonical weights on real input equal the model's own (``attn_implementation="eager"``,
@@ -27,6 +28,7 @@ from __future__ import annotations
 import copy
 import sys
 
+import pytest
 import torch
 
 from lie_stats.architectures import Adapter, LayerWeights
@@ -198,3 +200,27 @@ def assert_gqa_repeat_interleave(folder) -> None:
 
     bad, _ = recompute(folder, mutate=tile)
     assert bad > 1e-2
+
+
+def reproduction_tests(cases: list[tuple[str, dict]]):
+    """The two attention-reproduction tests of a family's ``cases``, parametrized by case.
+
+    A family's test module binds them to module-level names, where pytest collects them::
+
+        test_attention_reproduced_from_canonical_weights, test_fold_ln_reproduces_attention_from_normalized_residual = (
+            reproduction_tests(CASES))
+    """
+
+    @pytest.mark.parametrize("case", cases, ids=case_id)
+    def test_attention_reproduced_from_canonical_weights(case, tiny_checkpoint):
+        """METRICS.md §1: canonical weights reproduce the model's attention to 1e-5 (float32)."""
+        arch, kw = case
+        assert_attention_reproduced(tiny_checkpoint(arch, **kw), arch)
+
+    @pytest.mark.parametrize("case", cases, ids=case_id)
+    def test_fold_ln_reproduces_attention_from_normalized_residual(case, tiny_checkpoint):
+        """fold_ln=True (METRICS.md §1): n W' + b' with n the normalized residual gives the same attention."""
+        arch, kw = case
+        assert_fold_reproduced(tiny_checkpoint(arch, **kw), arch)
+
+    return test_attention_reproduced_from_canonical_weights, test_fold_ln_reproduces_attention_from_normalized_residual

@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
 from lie_stats.architectures import adapter_for
 
-from ._reproduce import assert_attention_reproduced, assert_fold_reproduced, case_id
+from ._reproduce import reproduction_tests
 
 CASES = [("gpt2", {}), ("gpt2", {"scale_attn_by_inverse_layer_idx": True, "head": False})]
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_attention_reproduced_from_canonical_weights(case, tiny_checkpoint):
-    """METRICS.md §1: canonical weights reproduce the model's attention to 1e-5 (float32)."""
-    arch, kw = case
-    assert_attention_reproduced(tiny_checkpoint(arch, **kw), arch)
-
-
-@pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_fold_ln_reproduces_attention_from_normalized_residual(case, tiny_checkpoint):
-    """fold_ln=True (METRICS.md §1): n W' + b' with n the normalized residual gives the same attention."""
-    arch, kw = case
-    assert_fold_reproduced(tiny_checkpoint(arch, **kw), arch)
+test_attention_reproduced_from_canonical_weights, test_fold_ln_reproduces_attention_from_normalized_residual = (
+    reproduction_tests(CASES))
 
 
 # ------------------------------------------------------------------ layout, as a property

@@ -9,9 +9,7 @@ from hypothesis import given, settings, strategies as st
 from lie_stats.architectures import adapter_for
 from lie_stats.sources import open_source
 
-from ._reproduce import (
-    assert_attention_reproduced, assert_fold_reproduced, assert_gqa_repeat_interleave, case_id,
-)
+from ._reproduce import assert_gqa_repeat_interleave, reproduction_tests
 
 CASES = [(arch, {}) for arch in ("llama", "mistral", "qwen2", "qwen3")] + [
     ("llama", {"d_model": 24, "n_heads": 6, "n_kv_heads": 2, "d_head": 6, "attention_bias": True}),
@@ -19,18 +17,8 @@ CASES = [(arch, {}) for arch in ("llama", "mistral", "qwen2", "qwen3")] + [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_attention_reproduced_from_canonical_weights(case, tiny_checkpoint):
-    """METRICS.md §1: canonical weights reproduce the model's attention to 1e-5 (float32)."""
-    arch, kw = case
-    assert_attention_reproduced(tiny_checkpoint(arch, **kw), arch)
-
-
-@pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_fold_ln_reproduces_attention_from_normalized_residual(case, tiny_checkpoint):
-    """fold_ln=True (METRICS.md §1): n W' + b' with n the normalized residual gives the same attention."""
-    arch, kw = case
-    assert_fold_reproduced(tiny_checkpoint(arch, **kw), arch)
+test_attention_reproduced_from_canonical_weights, test_fold_ln_reproduces_attention_from_normalized_residual = (
+    reproduction_tests(CASES))
 
 
 @pytest.mark.parametrize("arch", ["llama", "mistral", "qwen2", "qwen3"])

@@ -1,6 +1,6 @@
 """Simulators and the calibration band shared by the statistics tests.
 
-Calibration (issue 3): under a true null, a test at alpha 0.05 applied to 2,000 independent
+Calibration: under a true null, a test at alpha 0.05 applied to 2,000 independent
 datasets rejects a Binomial(2000, 0.05) number of times; its central 99 % band is [76, 126]
 (``scipy.stats.binom(2000, 0.05).ppf([0.005, 0.995])`` = [76, 126]). Permutation tests use 199 (or 499)
 resamples per dataset: with B + 1 = 200, p is a multiple of 1/200 and P(p <= 0.05) = 10/200

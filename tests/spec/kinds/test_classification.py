@@ -1,7 +1,8 @@
-"""Spec-level tests of the test kinds for B7 / B9 / B10 / B11 (class_interaction,
-threshold_agreement, stabilization_time, class_auc) on synthetic cubes: a planted effect is
-supported, a null is not, a cube without anchors is inconclusive with the label counts as
-the reason, and the registry's B7-B11 declarations are valid and skip the absent Pythia data.
+"""Classification kinds (lie_stats.spec.kinds.classification): class_interaction,
+threshold_agreement, stabilization_time and class_auc on labelled synthetic cubes: a planted
+effect is supported, a null is not, a cube without anchors is inconclusive with the label
+counts as the reason; and the declarations of these kinds in hypotheses/ are valid, skip the
+absent Pythia data and decide as planted on data shaped like the bundled runs.
 """
 
 from __future__ import annotations
@@ -14,23 +15,23 @@ import pytest
 from lie_stats import cube, schema
 from lie_stats.errors import SpecError
 from lie_stats.spec import HypothesisSpec, Prediction, Select, evaluate, evaluate_cube
-from tests._spec_cubes import make_datasets
+from tests._cubes import model_shape
+from tests._spec_cubes import FAST, toy_spec
 
-FAST = {"n_perm": 999, "n_boot": 200}
 L, H = 12, 8
 STEPS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 ANCHOR, WORKER, MIXED = (schema.LABEL_CODES[k] for k in ("anchor", "worker", "mixed"))
-SHAPE = dict(n_layers=L, n_heads=H, n_kv_heads=H, d_head=16, d_model=128, architecture="gpt_neox",
-             rotary_fraction=0.25, attention_extras="rotary", init_step=0)
+SHAPE = model_shape(L, H, d_head=16)
 
 
 def labelled_cube(seed: int = 0, *, planted: bool = True, anchors: bool = True, model: str = "m0"):
     """12 x 8 heads; per layer 3 anchors, 3 workers, 2 mixed (or no anchors: 5 workers).
 
-    planted: anchors start with a larger contribution (B11), their change falls with it while
-    workers' rises (B7), their gradient alignment is negative and workers' positive (B9), and
-    they reach 90 % of their final change early (B10). Not planted: every variable independent
-    of the labels.
+    planted: anchors start with a larger contribution (class_auc), their change falls with it
+    while workers' and mixed heads' rises (class_interaction), their gradient alignment is
+    negative, workers' positive and mixed heads' zero (threshold_agreement), and they reach 90 %
+    of their final change early, workers and mixed heads late (stabilization_time). Not
+    planted: every variable independent of the labels.
     """
     rng = np.random.default_rng(seed)
     pattern = ([ANCHOR] * 3 if anchors else [WORKER] * 3) + [WORKER] * 3 + [MIXED] * 2
@@ -80,87 +81,88 @@ def no_anchors():
 
 
 def spec(test, selection, prediction, **params):
-    return HypothesisSpec(id="X", claim="c", source="s", datasets=("toy",), test=test,
-                          selection=selection, params={**FAST, **params}, prediction=prediction,
-                          gate="report")
+    return toy_spec(datasets=("toy",), test=test, selection=selection, params={**FAST, **params},
+                    prediction=prediction)
 
 
-def b7(**params):
+def interaction(**params):
     return spec("class_interaction",
                 {"y": Select("change_from_init", step="last"),
                  "x": Select("head_contribution", step="first"),
                  "group": Select("head_label", step="last")}, Prediction("nonzero"), **params)
 
 
-def b9(**params):
+def threshold(**params):
     return spec("threshold_agreement",
                 {"score": Select("grad_alignment", step="last"), "label": Select("head_label", step="last")},
                 Prediction("positive"), **params)
 
 
-def b10(**params):
+def stabilization(**params):
     return spec("stabilization_time",
                 {"values": Select("change_from_init", step="all"), "group": Select("head_label", step="last")},
                 Prediction("positive"), **params)
 
 
-def b11(direction="positive", **params):
+def auc(direction="positive", **params):
     return spec("class_auc",
                 {"x": Select("head_contribution", step="first"), "label": Select("head_label", step="last")},
                 Prediction(direction, value=0.5), **params)
 
 
 # ------------------------------------------------------------------ planted effects
-def test_b7_interaction_planted_supported_null_not(planted, null):
-    res = evaluate_cube(b7(), planted)
+def test_class_interaction_planted_supported_null_inconclusive(planted, null):
+    res = evaluate_cube(interaction(), planted)
     assert res.verdict == "supported", res.reason
     assert res.effect > 0.5 and res.extra["slope_group0"] < 0 < res.extra["slope_group1"]
     assert res.n == 72 and res.extra["n_group0"] == 36  # mixed heads left out
-    assert evaluate_cube(b7(), null).verdict != "supported"
+    assert evaluate_cube(interaction(), null).verdict == "inconclusive"  # no slope difference: p > alpha
 
 
-def test_b9_classifier_planted_supported_null_not(planted, null):
-    res = evaluate_cube(b9(), planted)
+def test_threshold_agreement_planted_supported_null_inconclusive(planted, null):
+    res = evaluate_cube(threshold(), planted)
     assert res.verdict == "supported", res.reason
     assert res.effect > 0.8
     # t = 3 / sqrt(4 * 128 * 16)
     assert res.extra["threshold_cosine"] == pytest.approx(3.0 / np.sqrt(4 * 128 * 16))
     assert res.extra["n_zone_below"] >= 30 and res.extra["n_zone_above"] >= 30
-    cos = evaluate_cube(b9(threshold=0.1, threshold_units="cosine"), planted)
+    cos = evaluate_cube(threshold(threshold=0.1, threshold_units="cosine"), planted)
     assert cos.extra["threshold_cosine"] == 0.1 and cos.verdict == "supported"
-    assert evaluate_cube(b9(), null).verdict != "supported"
+    assert evaluate_cube(threshold(), null).verdict == "inconclusive"  # alignment unrelated to labels
 
 
-def test_b10_stabilization_planted_supported_null_not(planted, null):
+def test_stabilization_time_planted_supported_null_inconclusive(planted, null):
     for scale in ("log", "linear"):
-        res = evaluate_cube(b10(scale=scale), planted)
+        res = evaluate_cube(stabilization(scale=scale), planted)
         assert res.verdict == "supported", (scale, res.reason)
         assert res.extra["median_time_group0"] < res.extra["median_time_group1"]
-    res = evaluate_cube(b10(), planted)
+    res = evaluate_cube(stabilization(), planted)
     # log10 of the step where a logistic with midpoint m (in log10 step) reaches 90 % of its
     # value at step 512: anchors (m = 0.6) near 0.9, workers (m = 2.0) near 2.4
     assert 0.6 < res.extra["median_time_group0"] < 1.3 and 2.0 < res.extra["median_time_group1"] < 2.71
-    assert evaluate_cube(b10(), null).verdict != "supported"
+    assert evaluate_cube(stabilization(), null).verdict == "inconclusive"  # one timing for all labels
 
 
-def test_b11_auc_planted_supported_null_not(planted, null):
-    res = evaluate_cube(b11(), planted)
+def test_class_auc_planted_supported_null_not(planted, null):
+    res = evaluate_cube(auc(), planted)
     assert res.verdict == "supported", res.reason
     assert res.effect > 0.8 and res.n == 96
-    res_w = evaluate_cube(b11("negative", positive=WORKER), planted)  # workers: lower start
+    res_w = evaluate_cube(auc("negative", positive=WORKER), planted)  # workers: lower start
     assert res_w.verdict == "supported", res_w.reason
-    res_aw = evaluate_cube(b11(negative=(WORKER,)), planted)  # anchors vs workers only
+    res_aw = evaluate_cube(auc(negative=(WORKER,)), planted)  # anchors vs workers only
     assert res_aw.n == 72 and res_aw.verdict == "supported"
-    assert evaluate_cube(b11(), null).verdict != "supported"
+    # a null: "supported" would be a false positive. At this seed the chance AUC falls below
+    # 0.5 (p = 0.026, opposite sign), so the data fix no more than "not supported"
+    assert evaluate_cube(auc(), null).verdict != "supported"
 
 
 def test_wrong_direction_refutes(planted):
-    res = evaluate_cube(b11("negative"), planted)
+    res = evaluate_cube(auc("negative"), planted)
     assert res.verdict == "refuted"
 
 
 # ------------------------------------------------------------------ no anchors
-@pytest.mark.parametrize("make", [b7, b9, b10, b11])
+@pytest.mark.parametrize("make", [interaction, threshold, stabilization, auc])
 def test_no_anchors_inconclusive_with_label_counts(make, no_anchors):
     res = evaluate_cube(make(), no_anchors)
     assert res.verdict == "inconclusive"
@@ -168,8 +170,10 @@ def test_no_anchors_inconclusive_with_label_counts(make, no_anchors):
 
 
 def test_workers_vs_mixed_defined_without_anchors(no_anchors):
-    res = evaluate_cube(b7(groups=(MIXED, WORKER)), no_anchors)
-    assert res.verdict in ("inconclusive", "supported", "refuted") and res.n == 96
+    res = evaluate_cube(interaction(groups=(MIXED, WORKER)), no_anchors)
+    # workers' and mixed heads' change rise with the same planted slope: no interaction, so
+    # the "nonzero" prediction finds no evidence either way
+    assert res.verdict == "inconclusive" and res.n == 96, res.reason
     assert res.extra["n_group0"] == 24
 
 
@@ -182,7 +186,7 @@ def test_auc_needs_null_value_half_at_declaration():
 
 def test_threshold_units_typo_at_declaration():
     with pytest.raises(SpecError, match=r"params\['threshold_units'\].*random_sd"):
-        b9(threshold_units="random_SD")
+        threshold(threshold_units="random_SD")
 
 
 def test_stabilization_needs_all_steps(planted):
@@ -193,6 +197,12 @@ def test_stabilization_needs_all_steps(planted):
 
 
 # ------------------------------------------------------------------ the registry's declarations
+#: The declarations of these kinds in hypotheses/, and the verdict each gives (main and every
+#: choice of its curve) on two planted runs named like the bundled ones: workers and mixed
+#: heads share the change slope and the timing (inconclusive), not the alignment (supported).
+EXPECTED = {"B7": "supported", "B7-workers-vs-mixed": "inconclusive", "B9": "supported",
+            "B9-classifier": "supported", "B9-workers-vs-mixed": "supported", "B10": "supported",
+            "B10-workers-vs-mixed": "inconclusive", "B11": "supported", "B11-workers": "supported"}
 MODULES = ("hypotheses.B7_anchor_worker_decomposition", "hypotheses.B9_gradient_alignment",
            "hypotheses.B10_stabilization_timing", "hypotheses.B11_initial_configuration")
 
@@ -205,16 +215,15 @@ def _specs():
     return out
 
 
-def test_registry_declarations(tmp_path):
+def test_registry_declarations(planted_root):
     specs = _specs()
     ids = {s.id for s in specs}
     assert {"B7", "B9", "B9-classifier", "B10", "B11"} <= ids
-    root = make_datasets(tmp_path)
     for s in specs:
         assert s.gate == "pinned" and s.notes
         if s.datasets == ("pythia",):  # the card exists, its cube does not: skipped with the build
             assert s.id.endswith("-pythia")
-            (r,) = evaluate(s, root)
+            (r,) = evaluate(s, planted_root)
             assert r.verdict == "skipped" and r.build
         else:
             assert s.datasets == ("pico_pythia",)
@@ -223,8 +232,8 @@ def test_registry_declarations(tmp_path):
 
 def test_registry_declarations_run_on_a_cube_shaped_like_the_bundled_one():
     """Each pico_pythia declaration evaluates end to end (fewer resamples) on planted
-    two-run data named like the bundled runs: the primaries are supported, and every
-    analysis choice of the curve gives a verdict."""
+    two-run data named like the bundled runs and gives, for the main analysis and every
+    choice of its curve, the verdict the planted data determine (:data:`EXPECTED`)."""
     shards = [labelled_cube(10 + i, model=m) for i, m in enumerate(("p96_s0", "p96_s1"))]
     both = cube.merge_shards(shards)
     for s in _specs():
@@ -236,6 +245,5 @@ def test_registry_declarations_run_on_a_cube_shaped_like_the_bundled_one():
                                  "params": {**s.params, "n_perm": 199, "n_boot": 50}})
         res = evaluate_cube(fast, both)
         assert len(res.spec_curve) == len(s.choice_grid())
-        assert all(c["verdict"] in ("supported", "refuted", "inconclusive") for c in res.spec_curve)
-        if s.id in ("B7", "B9", "B9-classifier", "B10", "B11", "B11-workers"):
-            assert res.verdict == "supported", (s.id, res.reason)
+        assert res.verdict == EXPECTED[s.id], (s.id, res.reason)
+        assert [c["verdict"] for c in res.spec_curve] == [EXPECTED[s.id]] * len(res.spec_curve), s.id

@@ -1,0 +1,131 @@
+"""write_reports (lie_stats.report): results.json fields and precision, adjusted p-values,
+Markdown and HTML sections, independence of the input order, file modes, and the
+declaration flag."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+
+import numpy as np
+from statsmodels.stats.multitest import multipletests
+
+from lie_stats import report, schema
+
+#: The verdict each result of the ``results`` fixture is expected to give, and why: B5's
+#: planted correlation (rho about -0.6) replicates -0.274; its absent dataset has no cube;
+#: C1's family Q tracks the contribution; C2's ov_norm is independent of the change (not
+#: significant, and no bound to refute with); A4's abelian fraction rises over the steps.
+EXPECTED_VERDICTS = {("B5", "synth"): "supported", ("B5", "absent"): "skipped",
+                     ("C1", "synth"): "supported", ("C2", "synth"): "inconclusive",
+                     ("A4", "synth"): "supported"}
+
+
+def test_results_json_has_every_field_at_full_precision(results, written):
+    out, files = written
+    records = json.loads((out / "results.json").read_text())
+    assert isinstance(records, list) and len(records) == len(results) == 5
+    extra_fields = {"p_holm", "p_bh", "spec_curve", "spec_curve_share", "spec_curve_supported",
+                    "declaration_changed",
+                    "pinned_verdict", "pinned_hash", "source", "reason", "build", "figure", "extra"}
+    for rec in records:
+        assert set(schema.RESULT_FIELDS) | extra_fields <= set(rec), set(schema.RESULT_FIELDS) - set(rec)
+        assert rec["verdict"] == EXPECTED_VERDICTS[(rec["id"], rec["dataset"])], rec["reason"]
+        assert rec["gate"] in schema.GATES
+        assert len(rec["spec_hash"]) == 64
+    by_key = {(r["id"], r["dataset"]): r for r in records}
+    b5 = next(r for r in results if r.id == "B5" and r.dataset == "synth")
+    rec = by_key[("B5", "synth")]
+    assert rec["effect"] == b5.effect and rec["ci_low"] == b5.ci_low  # not rounded
+    assert rec["reference"] == {"rho": -0.274, "p": 0.007, "n": 96}
+    assert rec["extra"]["r33"] == b5.extra["r33"]
+    skipped = by_key[("B5", "absent")]
+    assert skipped["verdict"] == "skipped" and skipped["p_value"] is None and skipped["figure"] is None
+    assert skipped["build"] == "python -m build_absent --out absent.nc"
+    # sorted by (id, dataset), whatever the order given
+    assert [(r["id"], r["dataset"]) for r in records] == sorted(by_key)
+    c1 = by_key[("C1", "synth")]
+    assert [c["choice"] for c in c1["spec_curve"]] == [{"family": "Q"}, {"family": "K"}]
+    assert c1["spec_curve_share"] == 0.5 and c1["spec_curve_supported"] == 0.5
+    # no absolute, machine-specific path: relative to the reports' parent, else the file name
+    assert rec["module"] == "conftest.py"  # the specs are declared in tests/report/conftest.py
+
+
+def test_adjusted_pvalues_match_statsmodels_and_skip_skipped(written):
+    out, _ = written
+    records = json.loads((out / "results.json").read_text())
+    tested = [r for r in records if r["verdict"] != "skipped" and r["p_value"] is not None]
+    p = np.array([r["p_value"] for r in tested])
+    # statsmodels: multipletests(p, method="holm") and method="fdr_bh", over the tested ones only
+    holm = multipletests(p, method="holm")[1]
+    bh = multipletests(p, method="fdr_bh")[1]
+    np.testing.assert_allclose([r["p_holm"] for r in tested], holm, rtol=1e-12)
+    np.testing.assert_allclose([r["p_bh"] for r in tested], bh, rtol=1e-12)
+    assert all(r["p_holm"] is None and r["p_bh"] is None for r in records if r["verdict"] == "skipped")
+
+
+def test_markdown_and_html_have_one_section_per_result(results, written):
+    out, _ = written
+    md = (out / "report.md").read_text()
+    html = (out / "report.html").read_text()
+    for r in results:
+        assert f"## {r.id} on {r.dataset}" in md
+        assert f"<h2>{r.id} on {r.dataset}</h2>" in html
+    b5 = next(r for r in results if r.id == "B5" and r.dataset == "synth")
+    rounded = f"{report.fmt(b5.effect)} [{report.fmt(b5.ci_low)}, {report.fmt(b5.ci_high)}]"
+    assert rounded in md and rounded in html  # numbers with intervals, rounded here only
+    assert repr(b5.effect) not in md
+    assert "rho = -0.274, p = 0.007, n = 96" in md  # the original figures
+    assert "![B5 on synth](figures/B5__synth.png)" in md
+    assert '<img src="figures/B5__synth.png"' in html
+    assert "Initial contribution predicts change &lt;b&gt;" in html  # escaped
+    assert "**source**: Anchors essay" in md and "**test**: replication (" in md
+    assert "Specification curve: 50 % of 2 analysis choices agree with the verdict; 50 % support" in md
+    assert "python -m build_absent --out absent.nc" in md
+    # the summary names the claim; the Data section lists the cubes used, with their sha256
+    assert "| B5 | Initial contribution predicts change <b> | synth | replication |" in md
+    import hashlib
+
+    root = results[0].data_root
+    digest = hashlib.sha256((root / "synth" / "synth.nc").read_bytes()).hexdigest()
+    assert "| synth | synthetic synth | present | " in md and digest[:16] in md and digest[:16] in html
+    assert "| absent | synthetic absent | buildable | " in md
+
+
+def test_reports_do_not_depend_on_input_order(results, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    shuffled = list(results)
+    random.Random(3).shuffle(shuffled)
+    report.write_reports(results, a, figures=False)
+    report.write_reports(shuffled, b, figures=False)
+    for name in ("results.json", "report.md", "report.html"):
+        assert (a / name).read_text() == (b / name).read_text()
+
+
+def test_reports_are_readable_by_all_whatever_the_umask(results, tmp_path):
+    """The reports are written atomically through a private temp file; the files themselves
+    are meant to be shared (served, mailed), so they end 0644 even under a private umask."""
+    umask = os.umask(0o077)
+    try:
+        report.write_reports(results, tmp_path, figures=False)
+    finally:
+        os.umask(umask)
+    for name in ("results.json", "report.md", "report.html"):
+        assert oct((tmp_path / name).stat().st_mode & 0o777) == "0o644", name
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_declaration_flag_and_outcome_reach_the_report(results, tmp_path):
+    r = next(x for x in results if x.id == "C2")
+    r.declaration_changed, r.pinned_verdict, r.pinned_hash, r.outcome = True, "refuted", "ab" * 32, "failed"
+    try:
+        report.write_reports([r], tmp_path, figures=False)
+    finally:
+        r.declaration_changed, r.pinned_verdict, r.pinned_hash, r.outcome = False, None, None, ""
+    rec = json.loads((tmp_path / "results.json").read_text())[0]
+    assert rec["declaration_changed"] is True and rec["pinned_verdict"] == "refuted"
+    md = (tmp_path / "report.md").read_text()
+    assert "declaration changed" in md and "**FLAG**" in md and "(failed)" in md
+
+

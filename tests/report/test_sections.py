@@ -1,0 +1,147 @@
+"""Report sections by hook (lie_stats.report.sections): a registered section follows the
+results in report.md and report.html, is called only when a result matches and figures and
+datasets are given, can be replaced or decline; and the section that hypotheses/A10_report.py
+registers (compression agreement, read together) from real agreement results."""
+
+from __future__ import annotations
+
+import pytest
+
+from lie_stats import report
+from lie_stats.spec import compression_agreement, evaluate_cube
+from lie_stats.stats import columns as C
+from tests._spec_cubes import COMPRESSIONS, enrichment_target
+
+
+@pytest.fixture
+def section():
+    """Register a section writer for the test; it records its calls and draws one figure."""
+    calls = []
+
+    def writer(results, reports_dir, datasets_dir):
+        calls.append(([(r.id, r.dataset) for r in results], reports_dir, datasets_dir))
+        (reports_dir / "figures").mkdir(parents=True, exist_ok=True)
+        (reports_dir / "figures" / "C__together.png").write_bytes(b"\x89PNG drawn by the section")
+        return "## C, read together\n\n| claim | n |\n|---|---|\n| C | 2 |\n\n![C](figures/C__together.png)\n"
+
+    name = report.register_section("C", writer)
+    yield calls
+    report.unregister_section(name)
+
+
+def test_a_registered_section_follows_the_results_in_md_and_html(results, section, tmp_path):
+    root = results[0].data_root
+    out = report.write_reports(results, tmp_path, datasets_dir=root)
+    assert len(section) == 1
+    ids, reports_dir, datasets_dir = section[0]
+    assert ids == sorted(ids) and ("C1", "synth") in ids and ("B5", "absent") in ids  # every result
+    assert reports_dir == tmp_path and datasets_dir == root
+    md, page = out["markdown"].read_text(), out["html"].read_text()
+    assert md.endswith("| C | 2 |\n\n![C](figures/C__together.png)\n")
+    assert md.index("## C2 on synth") < md.index("## C, read together")
+    assert "<h2>C, read together</h2>" in page and "<td>C</td><td>2</td>" in page
+    assert '<img src="figures/C__together.png" alt="C">' in page
+    # its figure is this run's: listed, and not removed as a stale per-result figure
+    assert out["C"] == tmp_path / "figures" / "C__together.png" and out["C"].is_file()
+
+
+def test_sections_need_a_matching_result_figures_and_datasets(results, section, tmp_path):
+    root = results[0].data_root
+    others = [r for r in results if not r.id.startswith("C")]
+    md = report.write_reports(others, tmp_path / "a", datasets_dir=root)["markdown"].read_text()
+    assert "read together" not in md and section == []  # no result matches: not called
+    report.write_reports(results, tmp_path / "b", figures=False, datasets_dir=root)
+    report.write_reports(results, tmp_path / "c")
+    assert section == []
+
+
+def test_sections_by_predicate_replace_by_name_and_may_decline(results, tmp_path):
+    seen = []
+    name = report.register_section(lambda r: r.verdict == "skipped",
+                                   lambda rs, d, ds: seen.append("first") or "## First\n", name="skips")
+    try:
+        assert name == "skips" and "skips" in report.report_sections()
+        report.register_section(lambda r: r.verdict == "skipped",
+                                lambda rs, d, ds: seen.append("second"), name="skips")  # returns None
+        assert report.report_sections().count("skips") == 1
+        md = report.write_reports(results, tmp_path, datasets_dir=results[0].data_root)["markdown"].read_text()
+        assert seen == ["second"] and "## First" not in md
+    finally:
+        report.unregister_section("skips")
+    assert "skips" not in report.report_sections()
+    with pytest.raises(TypeError, match="expected an id prefix"):
+        report.register_section(3, lambda *a: None)
+    with pytest.raises(TypeError, match="is not callable"):
+        report.register_section("X", "not a writer")
+
+
+A10_AGREEMENT = {
+    "id": "A10-verdicts-A3", "claim": "same verdicts under every compression", "source": "s",
+    "dataset": "toy", "verdict": "refuted", "reason": "fixed:64 changes the conclusion", "gate": "report",
+    "test": "verdict_agreement", "spec_hash": "0" * 64, "reference": {},
+    "params": {"compressions": ["none", "adaptive", "fixed:64"], "target_id": "A3"},
+    "extra": {"verdict_none": 1.0, "effect_none": 5.0, "verdict_adaptive": 1.0, "effect_adaptive": 4.5,
+              "verdict_fixed_64": -1.0, "effect_fixed_64": 0.2},
+}
+
+
+def test_the_a10_module_registers_its_section_when_imported(tmp_path):
+    import doctest
+
+    from hypotheses import A10_report
+
+    assert "A10" in report.report_sections()
+    got = doctest.testmod(A10_report, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert got.attempted > 0 and got.failed == 0
+    empty = tmp_path / "datasets"
+    empty.mkdir()
+    out = report.write_reports([A10_AGREEMENT], tmp_path / "r", datasets_dir=empty)
+    md, page = out["markdown"].read_text(), out["html"].read_text()
+    assert "## A10: the projection-artifact control, read together" in md
+    assert "| A3 | toy | supported (5) | supported (4.5) | refuted (0.2) | refuted |" in md
+    assert md.rstrip().endswith("![A10](figures/A10.png)")
+    assert "<h2>A10: the projection-artifact control, read together</h2>" in page
+    assert out["A10"] == tmp_path / "r" / "figures" / "A10.png"
+    assert out["A10"].read_bytes()[:4] == b"\x89PNG"
+    other = dict(A10_AGREEMENT, id="B1")
+    assert "A10" not in report.write_reports([other], tmp_path / "r2", datasets_dir=empty)["markdown"].read_text()
+
+
+def test_a10_table_and_figure_from_agreement_results(compressed, tmp_path):
+    from hypotheses import A10_report as report_a10
+
+    spec = compression_agreement(enrichment_target(), id="A10-verdicts-T", claim="same", source="s",
+                                 compressions=COMPRESSIONS)
+    res = evaluate_cube(spec, compressed, dataset="synth")
+    rows = report_a10.agreement_rows([res, res.row()])
+    assert len(rows) == 2 and rows[0]["target"] == "T-commutator_var"
+    assert rows[0]["none"] == rows[0]["adaptive"] == "supported" and rows[0]["verdict"] == "refuted"
+    assert rows[0]["fixed:8"] == "inconclusive"  # commutator_var is flat under fixed:8
+    assert rows[0]["none effect"] == pytest.approx(res.extra[f"{C.EFFECT}_none"])
+    md = report_a10.agreement_markdown([res])
+    assert "| T-commutator_var | synth | supported" in md
+    png = report_a10.a10_figure([res], {"synth": compressed}, tmp_path / "A10.png",
+                                compressions=COMPRESSIONS, models={"synth": ("m0", "m1")})
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+
+
+def test_write_reports_adds_the_a10_section_to_md_and_html(compressed, tmp_path):
+    """write_reports runs the A10 section: an A10 result gives the read-together section and its
+    figure in report.md and report.html; without one, neither appears."""
+    from lie_stats.report import write_reports
+
+    spec = compression_agreement(enrichment_target(), id="A10-verdicts-T", claim="same", source="s",
+                                 compressions=COMPRESSIONS)
+    res = evaluate_cube(spec, compressed, dataset="synth")
+    empty = tmp_path / "datasets"
+    empty.mkdir()
+    out = write_reports([res], tmp_path / "r", datasets_dir=empty)
+    md, page = out["markdown"].read_text(), out["html"].read_text()
+    assert "## A10: the projection-artifact control, read together" in md
+    assert "| T-commutator_var | synth | supported" in md and "![A10](figures/A10.png)" in md
+    assert "<h2>A10: the projection-artifact control, read together</h2>" in page
+    assert '<img src="figures/A10.png" alt="A10">' in page and "<td>T-commutator_var</td>" in page
+    assert (tmp_path / "r" / "figures" / "A10.png").read_bytes()[:4] == b"\x89PNG"
+    other = res.row() | {"id": "B1"}
+    out = write_reports([other], tmp_path / "r2", datasets_dir=empty)
+    assert "A10" not in out["markdown"].read_text()
