@@ -1,6 +1,6 @@
 """The committed cubes open, validate, and hold what their cards and build scripts say.
 
-Issue 5, item 5: CI does not rebuild the data; it checks that what ships is what the cards
+CI does not rebuild the data; it checks that what ships is what the cards
 describe (models, steps, shapes, families, compressions) and that every card is readable.
 """
 
@@ -101,7 +101,7 @@ def _per_model_probes(card_dir: pathlib.Path, models) -> dict[str, str]:
 @pytest.mark.parametrize("rel", ["panel/panel.nc", "pico_pythia_ft/pico_pythia_ft.nc",
                                  "pico_pythia/pico_sweep.nc"])
 def test_panel_and_post_training_cubes_carry_activation_metrics_at_every_checkpoint(rel):
-    """Issue 5: the activation metrics (METRICS.md §7-§8) at every checkpoint of every model,
+    """The activation metrics (METRICS.md §7-§8) at every checkpoint of every model,
     each model probed with its own tokenizer's probe (panel) or the suite's probe (ft, sweep)."""
     from lie_stats.probe import load_probe
 
