@@ -407,10 +407,82 @@ class Checkpoint:
             Unknown architecture, or attention tensors missing.
         """
         if self._adapter is None:
-            self._adapter = adapter_for(self.config, self.tensor_names(),
-                                        source=self._where(CONFIG_FILE),
-                                        locate=self._tensor_where)
+            adapter = adapter_for(self.config, self.tensor_names(), source=self._where(CONFIG_FILE),
+                                  locate=self._tensor_where)
+            self._check_float(adapter)
+            self._adapter = adapter
         return self._adapter
+
+    def _check_float(self, adapter: Adapter) -> None:
+        """Refuse integer-coded (quantized) attention weights, from the file headers: their
+        codes are not the matrices the metrics are defined on."""
+        names = adapter.attention_tensor_names()
+        scales = sorted(n for n in self._weight_index()
+                        if n.endswith((".SCB", ".weight_format", ".absmax", ".quant_map", ".qweight", ".scales")))
+        for name in names:
+            dtype = self.stored_dtype(name)
+            if not dtype.startswith(("float", "bfloat")):
+                raise CheckpointError(
+                    f"{self._tensor_where(name)}: attention tensor {name!r} is stored as {dtype}"
+                    f"{f' with quantization scales ({scales[0]}, ...)' if scales else ''}: a "
+                    f"quantized checkpoint, whose integer codes are not the weight matrices the "
+                    f"metrics are defined on. Expected float weights: extract the unquantized model."
+                )
+
+    def content_id(self) -> str:
+        """A hash of what this checkpoint's numbers depend on: the sha256 of ``config.json`` and
+        of every weight file (index included), or, for the hub, the snapshot's commit.
+
+        The hashes are computed once and kept: :meth:`file_hashes` (the provenance) reuses
+        them. A checkpoint whose files cannot be indexed (a corrupt header, no weights) is
+        identified by the names, sizes and modification times of its files instead: it fails
+        when extracted, and any repair changes its identity.
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> from safetensors.torch import save_file
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / "config.json").write_text("{}")
+        >>> save_file({"w": torch.ones(2)}, d / "model.safetensors")
+        >>> ck = Checkpoint("m", None, None, d, str(d))
+        >>> before = ck.content_id()
+        >>> save_file({"w": torch.zeros(2)}, d / "model.safetensors")
+        >>> Checkpoint("m", None, None, d, str(d)).content_id() == before
+        False
+        """
+        from ._io import text_sha256
+
+        if self._hub is not None:
+            return f"commit:{self.path.name}"  # the snapshot folder is named by its commit
+        try:
+            _ = self.config
+            index = self._weight_index()
+            files = [CONFIG_FILE] + ([self._layout] if self._layout in (_ST_INDEX, _BIN_INDEX) else [])
+            files += sorted(set(index.values()) - set(files))
+            ident = {f: self._hash(f) for f in files}
+        except (CheckpointError, OSError):
+            ident = {}
+            for p in sorted(self.path.iterdir()) if self.path.is_dir() else []:
+                try:
+                    st = p.stat()
+                except OSError:
+                    continue
+                ident[p.name] = f"{st.st_size}:{st.st_mtime_ns}"
+        finally:
+            self.close()
+        return text_sha256(json.dumps(ident, sort_keys=True))
+
+    def _hash(self, filename: str) -> str:
+        """sha256 of one of the checkpoint's files, computed once (blobs of the hub cache are
+        named by their sha256 and not re-hashed)."""
+        if filename not in self._hashes:
+            real = (self.path / filename).resolve()
+            if self._hub is not None and re.fullmatch(r"[0-9a-f]{64}", real.name):
+                self._hashes[filename] = real.name
+            else:
+                self._hashes[filename] = file_sha256(real)
+        return self._hashes[filename]
 
     def _tensor_where(self, name: str) -> str:
         return self._where(self.file_of(name))
@@ -464,16 +536,7 @@ class Checkpoint:
         '44136fa355b3'
         """
         _ = self.config
-        for filename in self._read:
-            if filename in self._hashes:
-                continue
-            path = self.path / filename
-            real = path.resolve()
-            if self._hub is not None and re.fullmatch(r"[0-9a-f]{64}", real.name):
-                self._hashes[filename] = real.name
-            else:
-                self._hashes[filename] = file_sha256(real)
-        return {f: self._hashes[f] for f in self._read}
+        return {f: self._hash(f) for f in self._read}
 
     def provenance(self) -> dict:
         """JSON-serializable record of where the weights came from (DESIGN.md, cube).
