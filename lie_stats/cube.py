@@ -367,7 +367,7 @@ def _check_index_coords(ds: xr.Dataset, *, where: str) -> None:
                 bad = np.flatnonzero(~np.isfinite(values) | (values != np.round(values)))
                 if bad.size:
                     raise CubeError(
-                        f"{where}: coordinate {dim!r} holds {values[bad[0]]!r} at position "
+                        f"{where}: coordinate {dim!r} holds {values[bad[0]].item()!r} at position "
                         f"{int(bad[0])}; expected integer labels."
                     )
             elif values.dtype.kind not in "iu":
@@ -407,9 +407,9 @@ def _check_model_shapes(ds: xr.Dataset, *, where: str) -> None:
             last = np.where(has.any(axis=1), size - np.argmax(has[:, ::-1], axis=1), 0)
             extent = np.maximum(extent, last)
         for i, model in enumerate(models):
-            claim = ds[coord].values[i]
-            if not (np.issubdtype(np.asarray(claim).dtype, np.number) and np.isfinite(claim)
-                    and claim == int(claim) and 1 <= int(claim) <= size):
+            claim = ds[coord].values[i].item()
+            if not (isinstance(claim, (int, float)) and not isinstance(claim, bool)
+                    and np.isfinite(claim) and claim == int(claim) and 1 <= int(claim) <= size):
                 raise CubeError(
                     f"{where}: model {model!r} claims {coord}={claim!r}; expected an integer "
                     f"from 1 to {size} (the size of dimension {dim!r})."
