@@ -28,12 +28,12 @@ import torch
 from ._io import file_sha256
 from .architectures import Adapter, LayerWeights, adapter_for
 from .errors import CheckpointError, did_you_mean
+from .hub import (
+    CONFIG_FILE, HF_PREFIX, _Hub, _hub_unreachable, _network_errors, _offline, _unreachable_error,
+)
 
 __all__ = ["Checkpoint", "open_source", "parse_step", "HF_PREFIX", "CONFIG_FILE"]
 
-#: Prefix of hub sources.
-HF_PREFIX = "hf:"
-CONFIG_FILE = "config.json"
 _ST_INDEX = "model.safetensors.index.json"
 _ST_SINGLE = "model.safetensors"
 _BIN_INDEX = "pytorch_model.bin.index.json"
@@ -60,51 +60,6 @@ def parse_step(name: str) -> int | None:
     """
     m = _STEP_RE.match(name)
     return int(m.group(1)) if m else None
-
-
-def _offline() -> bool:
-    """Hub offline mode, read at call time (``HF_HUB_OFFLINE`` may be set after import)."""
-    from huggingface_hub import constants
-
-    env = os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
-    return env or bool(constants.HF_HUB_OFFLINE)
-
-
-@dataclass
-class _Hub:
-    """Where a hub checkpoint lives and how to fetch one of its files."""
-
-    repo_id: str
-    revision: str
-    cache_dir: str | None
-    fetched: list[str] = field(default_factory=list)
-
-    def where(self, filename: str = "") -> str:
-        return f"{HF_PREFIX}{self.repo_id}@{self.revision}" + (f"/{filename}" if filename else "")
-
-    def fetch(self, filename: str, *, missing_ok: bool = False) -> pathlib.Path | None:
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import (
-            EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled,
-            RepositoryNotFoundError, RevisionNotFoundError,
-        )
-
-        offline = _offline()
-        try:
-            path = hf_hub_download(self.repo_id, filename, revision=self.revision,
-                                   cache_dir=self.cache_dir, local_files_only=offline)
-        except (RepositoryNotFoundError, RevisionNotFoundError) as e:
-            raise CheckpointError(f"{self.where()}: no such repository or revision on the hub ({e})") from e
-        except (EntryNotFoundError, LocalEntryNotFoundError, OfflineModeIsEnabled) as e:
-            if missing_ok:
-                return None
-            how = (" (HF_HUB_OFFLINE is set and the file is not in the cache "
-                   f"{self.cache_dir or 'default HF cache'}: download it once online)") if offline else ""
-            raise CheckpointError(f"{self.where(filename)}: file not found{how}") from e
-        except (HfHubHTTPError, OSError) as e:
-            raise CheckpointError(f"{self.where(filename)}: download failed: {e}") from e
-        self.fetched.append(filename)
-        return pathlib.Path(path)
 
 
 @dataclass
@@ -605,7 +560,7 @@ def _hub_revisions(repo_id: str, cache_dir: str | None) -> list[str]:
             names = [b.name for b in list_repo_refs(repo_id).branches]
         except RepositoryNotFoundError as e:
             raise CheckpointError(f"{HF_PREFIX}{repo_id}: no such repository on the hub") from e
-        except (HfHubHTTPError, OSError) as e:
+        except (HfHubHTTPError, *_network_errors()) as e:
             raise CheckpointError(f"{HF_PREFIX}{repo_id}: cannot list revisions ({e})") from e
     steps = [n for n in names if n.startswith("step") and parse_step(n) is not None]
     if not steps:
@@ -621,6 +576,10 @@ def _open_hub(source: str, revisions, cache_dir) -> list[Checkpoint]:
     if repo_id.count("/") != 1 or not all(repo_id.split("/")):
         raise CheckpointError(f"{source!r}: expected hf:ORG/NAME")
     cache = None if cache_dir is None else str(cache_dir)
+    if not _offline():  # fail fast, before the hub client's retries, when there is no network
+        why = _hub_unreachable()
+        if why is not None:
+            raise _unreachable_error(repo_id, cache, why)
     revs = _as_list(revisions)
     if revs == "all":
         revs = _hub_revisions(repo_id, cache)
