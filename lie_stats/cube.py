@@ -39,6 +39,7 @@ __all__ = [
     "is_cube_file",
     "terminal_safe",
     "write_failure_advice",
+    "check_output",
     "MAX_CUBE_BYTES",
 ]
 
@@ -571,6 +572,74 @@ def write_cube(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     return path
 
 
+#: Characters :func:`lie_stats._io.atomic_write` adds to a name for its temporary file
+#: (``.NAME.XXXXXXXX.tmp``), and the shard store's suffix.
+_TMP_EXTRA = len(".") + len(".") + 8 + len(".tmp")
+
+
+def check_output(out: str | os.PathLike, *, force: bool = False, store_suffix: str = "") -> Path:
+    """Check where a cube is to be written, before any work, and return the path.
+
+    The folder must exist and be writable (it is not created: a typo in ``-o`` would
+    otherwise scatter cubes); the file name must fit the file system with the temporary name
+    (and ``store_suffix``, an extraction's shard store) added; and an existing file is
+    replaced only when it is a lie_stats cube (read from its header alone,
+    :func:`is_cube_file`) or ``force`` is given.
+
+    Raises
+    ------
+    CubeError
+        Naming the path and what was expected.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "notes.txt").write_text("my notes")
+    >>> check_output(d / "notes.txt")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lie_stats.errors.CubeError: ...notes.txt exists and is not a lie_stats cube ...
+    >>> check_output(d / "new.nc") == d / "new.nc"
+    True
+    """
+    import errno
+
+    out = Path(out)
+    parent = out.parent
+    if not parent.is_dir():
+        raise CubeError(
+            f"{out}: the output folder {parent} does not exist{' (it is a file)' if parent.exists() else ''}; "
+            f"expected an existing folder (create it first: it is not created for you, so that a "
+            f"typo in -o cannot scatter cubes)."
+        )
+    if out.is_dir():
+        raise CubeError(f"{out}: is a folder; expected a cube file name (e.g. {out / 'cube.nc'}).")
+    try:
+        name_max = os.pathconf(parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    longest = len(os.fsencode(out.name)) + max(_TMP_EXTRA, len(store_suffix))
+    if longest > name_max:
+        raise CubeError(
+            f"{out}: the file name is {len(os.fsencode(out.name))} bytes; with the temporary and "
+            f"shard-store names lie_stats adds ({longest} bytes) it exceeds the {name_max} bytes the "
+            f"file system allows per name. Expected a shorter -o."
+        )
+    if not os.access(parent, os.W_OK):
+        ro = bool(os.statvfs(parent).f_flag & os.ST_RDONLY)
+        code = errno.EROFS if ro else errno.EACCES
+        raise CubeError(f"{out}: cannot write in {parent}: "
+                            f"{write_failure_advice(out, OSError(code, os.strerror(code)))}")
+    if out.exists() and not force and not is_cube_file(out):
+        raise CubeError(
+            f"{out} exists and is not a lie_stats cube (its header lacks the cube's global "
+            f"attributes); extract does not overwrite it. Expected a new file name or an earlier "
+            f"cube; give --force to replace it anyway."
+        )
+    return out
+
+
 def write_failure_advice(path: str | os.PathLike, error: BaseException) -> str:
     """What a failed write of ``path`` means and what to do, from the error's ``errno``.
 
@@ -581,16 +650,21 @@ def write_failure_advice(path: str | os.PathLike, error: BaseException) -> str:
     Examples
     --------
     >>> import errno
-    >>> write_failure_advice("/ro/c.nc", OSError(errno.EROFS, "Read-only file system"))
-    'the file system holding /ro is read-only: write the cube elsewhere (-o).'
+    >>> write_failure_advice("/nowhere/c.nc", OSError(errno.EROFS, "Read-only file system"))
+    'the file system holding /nowhere is read-only: write the cube elsewhere (-o).'
     """
     import errno as _errno
 
     path = Path(path)
     code = getattr(error, "errno", None)
-    if code == _errno.EROFS:
+    try:
+        read_only = bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    if code == _errno.EROFS or read_only:
         return f"the file system holding {path.parent} is read-only: write the cube elsewhere (-o)."
-    if code in (_errno.EACCES, _errno.EPERM):
+    # netCDF4 reports some full-disk failures as EACCES: a permission problem only if it is one
+    if code in (_errno.EACCES, _errno.EPERM) and not os.access(path.parent, os.W_OK):
         return f"no permission to write in {path.parent}: write the cube elsewhere (-o), or fix the folder's permissions."
     if code == _errno.ENAMETOOLONG:
         return (f"the file name {path.name[:40]!r}... ({len(os.fsencode(path.name))} bytes) is too long "

@@ -26,13 +26,13 @@ import xarray as xr
 
 from . import schema
 from ._io import resolve_device, text_sha256, write_text_atomic
-from .cube import checkpoint_shard, merge_shards, open_cube, write_cube
+from .cube import check_output, checkpoint_shard, merge_shards, open_cube, write_cube
 from .errors import CheckpointError, LieStatsError
 from .executors import run_tasks
 
 __all__ = [
     "ExtractOptions", "Task", "plan_tasks", "extract_checkpoint", "extract", "shard_dir",
-    "lock_store", "check_output", "SHARD_KEY_SCHEME",
+    "lock_store", "SHARD_KEY_SCHEME",
 ]
 
 log = logging.getLogger("lie_stats.extraction")
@@ -605,7 +605,7 @@ def extract(
     ran it. The run holds an exclusive lock on the shard store (:func:`lie_stats.extraction.lock_store`).
 
     Every option is checked before any checkpoint is read (the output path by
-    :func:`check_output`, the device, the probe files, model names, projection sizes against
+    :func:`lie_stats.cube.check_output`, the device, the probe files, model names, projection sizes against
     each ``config.json``). ``names`` names each source's model (one per source; default: the
     folder's or repository's name). ``force`` replaces an existing ``out`` that is not a
     lie_stats cube. Shards are named by a hash of the checkpoint's files and its init's
@@ -648,7 +648,7 @@ def extract(
     out = Path(out)
     store = shard_dir(out)
     # Everything that can be checked without reading a checkpoint, before any is read.
-    check_output(out, force=force)
+    check_output(out, force=force, store_suffix=".shards")
     resolve_device(options.device)
     options.result_key()  # the probe files: present and readable
     opened = _open_sources(sources, revisions=revisions, names=names)
@@ -667,77 +667,6 @@ def extract(
             f"{out}: could not write the cube or its shard store {store} ({e}); the finished "
             f"shards and any earlier cube are kept; {write_failure_advice(out, e)}"
         ) from e
-
-
-#: Characters :func:`lie_stats._io.atomic_write` adds to a name for its temporary file
-#: (``.NAME.XXXXXXXX.tmp``), and the shard store's suffix.
-_TMP_EXTRA = len(".") + len(".") + 8 + len(".tmp")
-
-
-def check_output(out: str | os.PathLike, *, force: bool = False) -> Path:
-    """Check an extraction's output path before any work, and return it.
-
-    The folder must exist and be writable (it is not created: a typo in ``-o`` would
-    otherwise scatter cubes); the file name must fit the file system with the temporary and
-    shard-store names added; and an existing file is replaced only when it is a lie_stats cube
-    (read from its header alone) or ``force`` is given.
-
-    Raises
-    ------
-    LieStatsError
-        Naming the path and what was expected.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "notes.txt").write_text("my notes")
-    >>> check_output(d / "notes.txt")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    lie_stats.errors.LieStatsError: ...notes.txt exists and is not a lie_stats cube ...
-    >>> check_output(d / "new.nc") == d / "new.nc"
-    True
-    """
-    import errno
-
-    from .cube import is_cube_file
-
-    out = Path(out)
-    parent = out.parent
-    if not parent.is_dir():
-        raise LieStatsError(
-            f"{out}: the output folder {parent} does not exist{' (it is a file)' if parent.exists() else ''}; "
-            f"expected an existing folder (create it first: it is not created for you, so that a "
-            f"typo in -o cannot scatter cubes)."
-        )
-    if out.is_dir():
-        raise LieStatsError(f"{out}: is a folder; expected a cube file name (e.g. {out / 'cube.nc'}).")
-    try:
-        name_max = os.pathconf(parent, "PC_NAME_MAX")
-    except (OSError, ValueError):
-        name_max = 255
-    longest = len(os.fsencode(out.name)) + max(_TMP_EXTRA, len(".shards"))
-    if longest > name_max:
-        raise LieStatsError(
-            f"{out}: the file name is {len(os.fsencode(out.name))} bytes; with the temporary and "
-            f"shard-store names lie_stats adds ({longest} bytes) it exceeds the {name_max} bytes the "
-            f"file system allows per name. Expected a shorter -o."
-        )
-    if not os.access(parent, os.W_OK):
-        ro = bool(os.statvfs(parent).f_flag & os.ST_RDONLY)
-        code = errno.EROFS if ro else errno.EACCES
-        from .cube import write_failure_advice
-
-        raise LieStatsError(f"{out}: cannot write in {parent}: "
-                            f"{write_failure_advice(out, OSError(code, os.strerror(code)))}")
-    if out.exists() and not force and not is_cube_file(out):
-        raise LieStatsError(
-            f"{out} exists and is not a lie_stats cube (its header lacks the cube's global "
-            f"attributes); extract does not overwrite it. Expected a new file name or an earlier "
-            f"cube; give --force to replace it anyway."
-        )
-    return out
 
 
 def _check_configs(opened: list[tuple[str, list]], options: ExtractOptions) -> None:
