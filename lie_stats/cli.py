@@ -261,7 +261,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               "(rerun with --resume).", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (LieStatsError, ValueError) as e:
-        print(f"lie-stats {args.verb}: error: {e}", file=sys.stderr)
+        from .cube import terminal_safe  # messages quote names read from files and folders
+
+        print(f"lie-stats {args.verb}: error: {terminal_safe(e)}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `lie-stats info x.nc | head`: the reader left, nothing is wrong
         sys.stderr.close()

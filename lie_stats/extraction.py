@@ -26,7 +26,7 @@ import xarray as xr
 
 from . import schema
 from ._io import resolve_device, text_sha256, write_text_atomic
-from .cube import check_output, checkpoint_shard, merge_shards, open_cube, write_cube
+from .cube import check_output, checkpoint_shard, merge_shards, open_cube, terminal_safe, write_cube
 from .errors import CheckpointError, LieStatsError
 from .executors import run_tasks
 
@@ -553,7 +553,7 @@ def _progress(total: int, *, enabled: bool) -> Callable[[str], None]:
         bar = tqdm(total=total, unit="ckpt", desc="extract", file=sys.stderr)
 
         def update(label: str) -> None:
-            bar.set_postfix_str(label, refresh=False)
+            bar.set_postfix_str(terminal_safe(label), refresh=False)
             bar.update(1)
             if bar.n >= total:
                 bar.close()
@@ -568,7 +568,7 @@ def _progress(total: int, *, enabled: bool) -> Callable[[str], None]:
         el = time.perf_counter() - state["t0"]
         rate = state["n"] / el if el > 0 else float("nan")
         eta = (total - state["n"]) / rate if rate > 0 else float("nan")
-        print(f"[lie-stats extract] {state['n']}/{total} {label} ({rate:.2f} ckpt/s, eta {eta:.0f} s)",
+        print(f"[lie-stats extract] {state['n']}/{total} {terminal_safe(label)} ({rate:.2f} ckpt/s, eta {eta:.0f} s)",
               file=sys.stderr, flush=True)
 
     return log_line
@@ -716,7 +716,7 @@ def _extract_locked(tasks: list[Task], store: Path, out: Path, *, options: Extra
                                   "revision": c.revision, "error": outcome.error}
             if task.init is c and any(t.init is c and t is not task for t in tasks):
                 failures[task.key]["first_of_run"] = True
-            log.error("checkpoint %s failed: %s", task.label, outcome.error)
+            log.error("checkpoint %s failed: %s", terminal_safe(task.label), terminal_safe(outcome.error))
             tick(f"{task.label} FAILED")
             continue
         write_cube(outcome.shard, _shard_path(store, task))

@@ -50,3 +50,18 @@ def test_describe_cube_escapes_each_line():
     text = describe_cube(ds, where="c.nc")
     assert "\x1b" not in text and "m\\x1b[2J" in text
     assert terminal_safe("tab\there") == "tab\\there"
+
+
+def test_extract_errors_and_failures_are_escaped_too(tmp_path, capsys):
+    """A failing checkpoint inside the hostile run folder: its FAILED line and the error line
+    quote the folder, escaped."""
+    root = tmp_path / HOSTILE
+    make_run(root, "gpt2", [0, 10], head=False, n_layers=1)
+    (root / "step_10" / "model.safetensors").write_bytes(b"\xff" * 64)
+    assert cli.main(["extract", str(root), "-o", str(tmp_path / "h.nc"), "--families", "Q", "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "FAILED" in err and "\x1b" not in err and "\u202e" not in err, err
+    (root / "step_0" / "model.safetensors").write_bytes(b"\xff" * 64)
+    assert cli.main(["extract", str(root), "-o", str(tmp_path / "g.nc"), "--families", "Q", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lie-stats extract: error:") and "\x1b" not in err and "\u202e" not in err, err

@@ -138,8 +138,9 @@ def test_a_projection_wider_than_d_model_is_refused_from_the_config_alone(garbag
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_cuda_without_cuda_is_refused_before_reading(garbage_weights, tmp_path, capsys):
     code, err = _extract(capsys, garbage_weights, "-o", tmp_path / "x.nc", *FAST, "--device", "cuda")
-    assert code == cli.EXIT_USAGE and "torch sees no CUDA device" in err, err
-    assert "safetensors" not in err
+    assert code == cli.EXIT_USAGE and err.startswith("lie-stats extract: error: Device 'cuda' asked for"), err
+    assert "torch sees no CUDA device" in err and "safetensors" not in err
+    assert not shard_dir(tmp_path / "x.nc").exists()  # refused before any work
 
 
 def test_null_draws_and_a_missing_probe_are_refused_before_reading(garbage_weights, tmp_path, capsys):
@@ -147,8 +148,9 @@ def test_null_draws_and_a_missing_probe_are_refused_before_reading(garbage_weigh
     assert code == cli.EXIT_USAGE and "at least 64" in err, err
     probe = tmp_path / "nope.npz"
     code, err = _extract(capsys, garbage_weights, "-o", tmp_path / "x.nc", *FAST, "--probe", probe)
-    assert code == cli.EXIT_USAGE and f"{probe}: probe file not found" in err, err
+    assert code == cli.EXIT_USAGE and err.startswith(f"lie-stats extract: error: {probe}: probe file not found"), err
     assert "safetensors" not in err
+    assert not shard_dir(tmp_path / "x.nc").exists()  # refused before any work
 
 
 def test_the_garbage_checkpoint_does_fail_when_its_weights_are_read(garbage_weights, tmp_path, capsys):
