@@ -3,9 +3,12 @@
 Extraction is a map over (model, checkpoint) tasks (DESIGN.md, scale). Each finished
 checkpoint is written atomically as its own shard (a one-checkpoint cube) in a shard store
 folder beside the output (``OUT.nc.shards/``); the cube is the merge of the shards. A run
-restarted with ``resume=True`` redoes no finished checkpoint. A checkpoint that fails
-(corrupt file, unknown architecture, ...) is recorded with its error in the cube's
-``failed_checkpoints`` attribute and does not stop the others.
+restarted with ``resume=True`` redoes no finished checkpoint; a shard is named by a hash of
+its checkpoint's files (and its run's first checkpoint's), so a checkpoint whose files
+changed is redone. A checkpoint that fails (corrupt file, unknown architecture, ...) is
+recorded with its error in the cube's ``failed_checkpoints`` attribute and does not stop the
+others; the store is then kept for ``resume``, and removed once a run without failures is
+merged. Every option is checked before the first checkpoint is read.
 """
 
 from __future__ import annotations
