@@ -8,8 +8,10 @@ others are in the cube); 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from ._version import __version__
 from .errors import LieStatsError
@@ -54,6 +56,15 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--store-dtype", choices=("float64", "float32"), default="float64",
                    help="precision of the written cube's variables. Default: float64")
     e.add_argument("--resume", action="store_true", help="continue an interrupted run from its shards")
+    e.add_argument("--name", dest="names", action="append", default=None, metavar="NAME",
+                   help="the model name of a source in the cube, one --name per source in the "
+                   "order of the sources. Default: the run or checkpoint folder's name (hub: ORG/NAME)")
+    e.add_argument("--force", action="store_true",
+                   help="replace OUT.nc even when it is not a lie_stats cube (by default only an "
+                   "earlier cube is replaced)")
+    e.add_argument("--keep-shards", action="store_true",
+                   help="keep OUT.nc.shards/ after a successful run (so that a later --resume with "
+                   "more checkpoints computes only the new ones). Default: removed once merged")
     ex = e.add_mutually_exclusive_group()
     ex.add_argument("--workers", type=int, default=1, metavar="N",
                     help="run checkpoints in N local worker processes (a Dask LocalCluster, one "
@@ -131,17 +142,51 @@ def _cmd_extract(args: argparse.Namespace) -> int:
         null_draws=args.null_draws, seed=args.seed, fold_ln=args.fold_ln, device=args.device,
         probe=_probe_arg(args.probe),
     )
-    cube, failed = extract(args.sources, args.output, options=options, revisions=revisions,
-                           resume=args.resume, progress=not args.quiet,
-                           store_dtype=args.store_dtype, workers=args.workers,
-                           scheduler=args.scheduler)
+    with _sigterm_as_interrupt():
+        cube, failed = extract(args.sources, args.output, options=options, revisions=revisions,
+                               resume=args.resume, progress=not args.quiet,
+                               store_dtype=args.store_dtype, workers=args.workers,
+                               scheduler=args.scheduler, names=args.names, force=args.force,
+                               keep_shards=args.keep_shards)
     n = len(provenance_of(cube))
     print(f"wrote {args.output}: {n} checkpoints, {cube.sizes['model']} model(s)")
     if failed:
+        from .cube import terminal_safe
+        from .extraction import shard_dir
+
         for f in failed:
-            print(f"FAILED {f['source']}: {f['error']}", file=sys.stderr)
+            print(terminal_safe(f"FAILED {f['source']}: {f['error']}"), file=sys.stderr)
+            if f.get("first_of_run"):
+                print(terminal_safe(
+                    f"NOTE: {f['source']} is the first checkpoint of model {f['model']!r}, from which "
+                    f"change_from_init (METRICS.md §5.5) is measured: that variable is NaN for the "
+                    f"model's other checkpoints; every other metric of them is in the cube."),
+                    file=sys.stderr)
+        print(f"the shard store {shard_dir(Path(args.output))} is kept: repair the failed "
+              f"checkpoint(s) and rerun the same command with --resume to extract only them "
+              f"(a repaired first checkpoint redoes its whole run).", file=sys.stderr)
         return EXIT_PARTIAL
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM (``kill``, a job scheduler's time limit) handled as Ctrl-C: the finished shards
+    are kept, the command says to ``--resume`` and exits 130."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -216,7 +261,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               "(rerun with --resume).", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (LieStatsError, ValueError) as e:
-        print(f"lie-stats {args.verb}: error: {e}", file=sys.stderr)
+        from .cube import terminal_safe  # messages quote names read from files and folders
+
+        print(f"lie-stats {args.verb}: error: {terminal_safe(e)}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `lie-stats info x.nc | head`: the reader left, nothing is wrong
         sys.stderr.close()

@@ -35,7 +35,18 @@ __all__ = [
     "write_cube",
     "describe_cube",
     "provenance_of",
+    "read_global_attrs",
+    "is_cube_file",
+    "terminal_safe",
+    "write_failure_advice",
+    "check_output",
+    "MAX_CUBE_BYTES",
 ]
+
+#: Declared size (bytes, all variables together, as the file's header states them) above which
+#: :func:`open_cube` refuses a file before reading any of its data. The largest committed cube
+#: holds about 30 MiB; 4 GiB is room for a panel of hundreds of checkpoints of large models.
+MAX_CUBE_BYTES: int = 4 * 2**30
 
 _STRING_DIMS = (schema.MODEL, schema.FAMILY, schema.PROJECTION, schema.MATRIX)
 _INT_DIMS = (schema.STEP, schema.LAYER, schema.HEAD, schema.HEAD_J)
@@ -188,6 +199,66 @@ def provenance_of(ds: xr.Dataset) -> list[dict]:
     return out
 
 
+def read_global_attrs(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The global attributes of a NetCDF file, read from its header (no variable is read);
+    None when ``path`` is not a readable NetCDF file.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "notes.txt"
+    >>> _ = p.write_text("not NetCDF")
+    >>> read_global_attrs(p) is None
+    True
+    """
+    import netCDF4
+
+    try:
+        with netCDF4.Dataset(os.fspath(path), "r") as nc:
+            return {name: nc.getncattr(name) for name in nc.ncattrs()}
+    except (OSError, RuntimeError, ValueError):
+        return None
+
+
+def is_cube_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a NetCDF file that lie_stats wrote as a cube: its header holds the
+    ``metrics_version``, ``lie_stats_version`` and ``provenance`` global attributes. Only the
+    header is read.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "config.json").write_text("{}")
+    >>> is_cube_file(d / "config.json"), is_cube_file(d / "absent.nc")
+    (False, False)
+    """
+    if not Path(path).is_file():
+        return False
+    attrs = read_global_attrs(path)
+    return attrs is not None and all(
+        k in attrs for k in (schema.ATTR_METRICS_VERSION, schema.ATTR_LIB_VERSION, schema.ATTR_PROVENANCE))
+
+
+def terminal_safe(text: Any) -> str:
+    """``text`` with every non-printable character escaped (``\\x1b``, ``\\n``, ``\\u202e``),
+    for strings read from files and shown in a terminal: an ANSI escape, a newline or a
+    bidirectional override in a model name cannot restyle the screen or forge a line.
+
+    Examples
+    --------
+    >>> terminal_safe("run\\x1b]0;pwned\\x07\\n  valid: yes")
+    'run\\\\x1b]0;pwned\\\\x07\\\\n  valid: yes'
+    >>> terminal_safe("pythia-70m / step 1000 é")
+    'pythia-70m / step 1000 é'
+    """
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+                   for ch in text)
+
+
 def _failed_of(ds: xr.Dataset) -> list[dict]:
     return json.loads(ds.attrs.get(schema.ATTR_FAILED, "[]"))
 
@@ -285,12 +356,81 @@ def _restore_coord_dtypes(ds: xr.Dataset) -> xr.Dataset:
     return ds.assign_coords(new)
 
 
+def _check_index_coords(ds: xr.Dataset, *, where: str) -> None:
+    """Index coordinates: no NaN, integers where integers belong, no duplicate labels, and
+    ``layer``/``head``/``head_j`` numbered ``0..n-1`` (selections count from both ends)."""
+    for dim in _INT_DIMS + _STRING_DIMS:
+        if dim not in ds.coords:
+            continue
+        values = ds[dim].values
+        if dim in _INT_DIMS:
+            if values.dtype.kind == "f":
+                bad = np.flatnonzero(~np.isfinite(values) | (values != np.round(values)))
+                if bad.size:
+                    raise CubeError(
+                        f"{where}: coordinate {dim!r} holds {values[bad[0]].item()!r} at position "
+                        f"{int(bad[0])}; expected integer labels."
+                    )
+            elif values.dtype.kind not in "iu":
+                raise CubeError(
+                    f"{where}: coordinate {dim!r} has dtype {values.dtype}; expected integer labels."
+                )
+        labels = values.tolist()
+        if len(set(labels)) != len(labels):
+            dups = sorted({v for v in labels if labels.count(v) > 1}, key=str)
+            raise CubeError(
+                f"{where}: coordinate {dim!r} holds {', '.join(repr(d) for d in dups)} more than "
+                f"once; expected each {dim} once (a cube has one entry per {dim})."
+            )
+        if dim in (schema.LAYER, schema.HEAD, schema.HEAD_J) and labels != list(range(len(labels))):
+            raise CubeError(
+                f"{where}: coordinate {dim!r} is {labels[:8]}{' ...' if len(labels) > 8 else ''}; "
+                f"expected 0..{len(labels) - 1}."
+            )
+
+
+def _check_model_shapes(ds: xr.Dataset, *, where: str) -> None:
+    """``n_layers``/``n_heads`` of each model against where its variables hold data: a model
+    of ``n`` layers has data in layers ``0..n-1`` and only NaN padding beyond."""
+    if schema.MODEL not in ds.dims:
+        return
+    models = [str(m) for m in ds[schema.MODEL].values.tolist()]
+    for coord, dim in (("n_layers", schema.LAYER), ("n_heads", schema.HEAD)):
+        if coord not in ds.coords or dim not in ds.dims:
+            continue
+        size = ds.sizes[dim]
+        extent = np.zeros(len(models), dtype=np.int64)  # last index with data, + 1
+        for var in ds.data_vars.values():
+            if dim not in var.dims or var.dtype.kind != "f":
+                continue
+            finite = np.isfinite(var.transpose(schema.MODEL, dim, ...).values)
+            has = finite.reshape(finite.shape[0], finite.shape[1], -1).any(axis=2)
+            last = np.where(has.any(axis=1), size - np.argmax(has[:, ::-1], axis=1), 0)
+            extent = np.maximum(extent, last)
+        for i, model in enumerate(models):
+            claim = ds[coord].values[i].item()
+            if not (isinstance(claim, (int, float)) and not isinstance(claim, bool)
+                    and np.isfinite(claim) and claim == int(claim) and 1 <= int(claim) <= size):
+                raise CubeError(
+                    f"{where}: model {model!r} claims {coord}={claim!r}; expected an integer "
+                    f"from 1 to {size} (the size of dimension {dim!r})."
+                )
+            if extent[i] and int(extent[i]) != int(claim):
+                raise CubeError(
+                    f"{where}: model {model!r} claims {coord}={int(claim)}, but its variables "
+                    f"hold data in {dim}s 0..{int(extent[i]) - 1} ({int(extent[i])}); expected "
+                    f"the coordinate to match the data."
+                )
+
+
 def validate_cube(ds: xr.Dataset, *, where: str = "<cube>") -> xr.Dataset:
     """Check that ``ds`` follows the cube contract of DESIGN.md; return it unchanged.
 
     Checks: it is a Dataset; its dimensions are known; every variable is a METRICS.md
     variable with dimensions ``(model, step) + VariableInfo.dims``; the model coordinates
-    exist; ``metrics_version`` is one this code knows; provenance is JSON.
+    exist; ``metrics_version`` is one this code knows; provenance is JSON; index coordinates
+    hold no NaN and no label twice (``layer``, ``head``, ``head_j`` are ``0..n-1``); each
+    model's ``n_layers`` and ``n_heads`` match the layers and heads its variables hold data in.
 
     Raises
     ------
@@ -338,11 +478,16 @@ def validate_cube(ds: xr.Dataset, *, where: str = "<cube>") -> xr.Dataset:
         provenance_of(ds)
     except CubeError as e:
         raise CubeError(f"{where}: {e}") from e
+    _check_index_coords(ds, where=where)
+    _check_model_shapes(ds, where=where)
     return ds
 
 
-def open_cube(path: str | os.PathLike) -> xr.Dataset:
+def open_cube(path: str | os.PathLike, *, max_bytes: int = MAX_CUBE_BYTES) -> xr.Dataset:
     """Open a cube written by :func:`write_cube`, load it into memory and validate it.
+
+    The header is checked first: a file declaring more than ``max_bytes`` of variables
+    (:data:`MAX_CUBE_BYTES`) is refused before anything is allocated.
 
     Raises
     ------
@@ -366,14 +511,39 @@ def open_cube(path: str | os.PathLike) -> xr.Dataset:
     if not path.is_file():
         raise CubeError(f"{path}: no such cube file.")
     try:
-        with xr.open_dataset(path, engine="netcdf4") as ds:
-            ds = ds.load()
+        with xr.open_dataset(path, engine="netcdf4") as lazy:  # the header only, no data yet
+            _check_declared_size(lazy, where=str(path), max_bytes=max_bytes)
+            ds = lazy.load()
     except (OSError, ValueError, RuntimeError) as e:
         raise CubeError(f"{path}: not a readable NetCDF4 cube ({e}).") from e
     for name in ds.variables:
         ds[name].encoding = {}
+    _check_index_coords(ds, where=str(path))  # before the casts to int64 hide a NaN
     ds = _restore_coord_dtypes(ds)
     return validate_cube(ds, where=str(path))
+
+
+def _nbytes(var: Any) -> int:
+    dtype = np.dtype(var.dtype)
+    itemsize = 8 if dtype.kind == "O" else dtype.itemsize  # strings: a pointer each, at least
+    return int(np.prod(var.shape, dtype=np.float64)) * itemsize
+
+
+def _check_declared_size(ds: xr.Dataset, *, where: str, max_bytes: int) -> None:
+    """Refuse a file whose header declares more than ``max_bytes`` of variables (before any
+    allocation): a few kB of NetCDF can declare a variable of many GiB."""
+    sizes = {str(name): _nbytes(var) for name, var in ds.variables.items()}
+    total = sum(sizes.values())
+    if total > max_bytes:
+        name = max(sizes, key=sizes.get)
+        var = ds.variables[name]
+        raise CubeError(
+            f"{where}: the file declares {total / 2**30:.1f} GiB of variables (the largest, "
+            f"{name!r}, has shape {tuple(var.shape)} of {var.dtype}: {sizes[name] / 2**30:.1f} GiB), "
+            f"over the bound of {max_bytes / 2**30:.1f} GiB for a cube; nothing was read. Expected "
+            f"a lie_stats cube (open_cube(path, max_bytes=...) raises the bound for a cube that "
+            f"really is that large)."
+        )
 
 
 def write_cube(ds: xr.Dataset, path: str | os.PathLike) -> Path:
@@ -397,21 +567,124 @@ def write_cube(ds: xr.Dataset, path: str | os.PathLike) -> Path:
         atomic_write(path, lambda tmp: ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4",
                                                     encoding=encoding), mkdir=False)
     except (OSError, RuntimeError) as e:  # disk full, quota, file size limit, ...
-        # netCDF4 reports ENOSPC as a bare "NetCDF: HDF error"; say what and where.
-        free = shutil.disk_usage(path.parent).free
-        raise CubeError(
-            f"{path}: could not write the cube ({type(e).__name__}: {e}); "
-            f"{free} bytes free on its file system. Expected enough space for the file; "
-            f"any earlier file at this path is left unchanged."
-        ) from e
+        raise CubeError(f"{path}: could not write the cube ({type(e).__name__}: {e}); "
+                        f"{write_failure_advice(path, e)}") from e
     return path
+
+
+#: Characters :func:`lie_stats._io.atomic_write` adds to a name for its temporary file
+#: (``.NAME.XXXXXXXX.tmp``), and the shard store's suffix.
+_TMP_EXTRA = len(".") + len(".") + 8 + len(".tmp")
+
+
+def check_output(out: str | os.PathLike, *, force: bool = False, store_suffix: str = "") -> Path:
+    """Check where a cube is to be written, before any work, and return the path.
+
+    The folder must exist and be writable (it is not created: a typo in ``-o`` would
+    otherwise scatter cubes); the file name must fit the file system with the temporary name
+    (and ``store_suffix``, an extraction's shard store) added; and an existing file is
+    replaced only when it is a lie_stats cube (read from its header alone,
+    :func:`is_cube_file`) or ``force`` is given.
+
+    Raises
+    ------
+    CubeError
+        Naming the path and what was expected.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "notes.txt").write_text("my notes")
+    >>> check_output(d / "notes.txt")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lie_stats.errors.CubeError: ...notes.txt exists and is not a lie_stats cube ...
+    >>> check_output(d / "new.nc") == d / "new.nc"
+    True
+    """
+    import errno
+
+    out = Path(out)
+    parent = out.parent
+    if not parent.is_dir():
+        raise CubeError(
+            f"{out}: the output folder {parent} does not exist{' (it is a file)' if parent.exists() else ''}; "
+            f"expected an existing folder (create it first: it is not created for you, so that a "
+            f"typo in -o cannot scatter cubes)."
+        )
+    if out.is_dir():
+        raise CubeError(f"{out}: is a folder; expected a cube file name (e.g. {out / 'cube.nc'}).")
+    try:
+        name_max = os.pathconf(parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    longest = len(os.fsencode(out.name)) + max(_TMP_EXTRA, len(store_suffix))
+    if longest > name_max:
+        raise CubeError(
+            f"{out}: the file name is {len(os.fsencode(out.name))} bytes; with the temporary and "
+            f"shard-store names lie_stats adds ({longest} bytes) it exceeds the {name_max} bytes the "
+            f"file system allows per name. Expected a shorter -o."
+        )
+    if not os.access(parent, os.W_OK):
+        ro = bool(os.statvfs(parent).f_flag & os.ST_RDONLY)
+        code = errno.EROFS if ro else errno.EACCES
+        raise CubeError(f"{out}: cannot write in {parent}: "
+                            f"{write_failure_advice(out, OSError(code, os.strerror(code)))}")
+    if out.exists() and not force and not is_cube_file(out):
+        raise CubeError(
+            f"{out} exists and is not a lie_stats cube (its header lacks the cube's global "
+            f"attributes); extract does not overwrite it. Expected a new file name or an earlier "
+            f"cube; give --force to replace it anyway."
+        )
+    return out
+
+
+def write_failure_advice(path: str | os.PathLike, error: BaseException) -> str:
+    """What a failed write of ``path`` means and what to do, from the error's ``errno``.
+
+    A read-only file system, a missing permission and a name too long for the file system
+    are told apart from a full disk (netCDF4 reports ENOSPC as a bare "NetCDF: HDF error",
+    so an error without an errno is taken as a full disk when the disk is nearly full).
+
+    Examples
+    --------
+    >>> import errno
+    >>> write_failure_advice("/nowhere/c.nc", OSError(errno.EROFS, "Read-only file system"))
+    'the file system holding /nowhere is read-only: write the cube elsewhere (-o).'
+    """
+    import errno as _errno
+
+    path = Path(path)
+    code = getattr(error, "errno", None)
+    try:
+        read_only = bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    if code == _errno.EROFS or read_only:
+        return f"the file system holding {path.parent} is read-only: write the cube elsewhere (-o)."
+    # netCDF4 reports some full-disk failures as EACCES: a permission problem only if it is one
+    if code in (_errno.EACCES, _errno.EPERM) and not os.access(path.parent, os.W_OK):
+        return f"no permission to write in {path.parent}: write the cube elsewhere (-o), or fix the folder's permissions."
+    if code == _errno.ENAMETOOLONG:
+        return (f"the file name {path.name[:40]!r}... ({len(os.fsencode(path.name))} bytes) is too long "
+                f"for the file system (with the temporary and shard-store names lie_stats adds): "
+                f"choose a shorter -o.")
+    try:
+        free = shutil.disk_usage(path.parent).free
+    except OSError:
+        free = None
+    where = f"{free} bytes free on its file system" if free is not None else "its folder is unreadable"
+    return (f"{where}. Expected enough space for the file; any earlier file at this path is "
+            f"left unchanged: free space and rerun (with --resume, the finished shards are kept).")
 
 
 def describe_cube(ds: xr.Dataset, *, where: str = "<cube>") -> str:
     """A human summary of a cube for ``lie-stats info``: models, steps, variables, provenance.
 
-    A cube that breaks the contract is still described (its last line says why it is not
-    valid), as long as it is a Dataset with ``model`` and ``step`` dimensions and JSON
+    Strings from the file are shown with non-printable characters escaped
+    (:func:`terminal_safe`). A cube that breaks the contract is still described (its last
+    line says why it is not valid), as long as it is a Dataset with ``model`` and ``step`` dimensions and JSON
     provenance; otherwise :class:`~lie_stats.errors.CubeError` naming ``where``.
     """
     if not isinstance(ds, xr.Dataset):
@@ -461,4 +734,6 @@ def describe_cube(ds: xr.Dataset, *, where: str = "<cube>") -> str:
         lines.append("  valid: yes")
     except CubeError as e:
         lines.append(f"  valid: NO ({e})")
-    return "\n".join(lines)
+    # strings from the file (model names, sources, errors) cannot restyle the terminal or
+    # forge a line: every non-printable character is shown escaped
+    return "\n".join(terminal_safe(line) for line in lines)

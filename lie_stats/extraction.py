@@ -3,9 +3,12 @@
 Extraction is a map over (model, checkpoint) tasks (DESIGN.md, scale). Each finished
 checkpoint is written atomically as its own shard (a one-checkpoint cube) in a shard store
 folder beside the output (``OUT.nc.shards/``); the cube is the merge of the shards. A run
-restarted with ``resume=True`` redoes no finished checkpoint. A checkpoint that fails
-(corrupt file, unknown architecture, ...) is recorded with its error in the cube's
-``failed_checkpoints`` attribute and does not stop the others.
+restarted with ``resume=True`` redoes no finished checkpoint; a shard is named by a hash of
+its checkpoint's files (and its run's first checkpoint's), so a checkpoint whose files
+changed is redone. A checkpoint that fails (corrupt file, unknown architecture, ...) is
+recorded with its error in the cube's ``failed_checkpoints`` attribute and does not stop the
+others; the store is then kept for ``resume``, and removed once a run without failures is
+merged. Every option is checked before the first checkpoint is read.
 """
 
 from __future__ import annotations
@@ -26,13 +29,13 @@ import xarray as xr
 
 from . import schema
 from ._io import resolve_device, text_sha256, write_text_atomic
-from .cube import checkpoint_shard, merge_shards, open_cube, write_cube
+from .cube import check_output, checkpoint_shard, merge_shards, open_cube, terminal_safe, write_cube
 from .errors import CheckpointError, LieStatsError
 from .executors import run_tasks
 
 __all__ = [
     "ExtractOptions", "Task", "plan_tasks", "extract_checkpoint", "extract", "shard_dir",
-    "lock_store",
+    "lock_store", "SHARD_KEY_SCHEME",
 ]
 
 log = logging.getLogger("lie_stats.extraction")
@@ -92,8 +95,10 @@ class ExtractOptions:
             if fam not in schema.FAMILIES:
                 from .errors import did_you_mean
 
+                hint = (f" Did you mean {fam.upper()!r}? (family names are upper case)"
+                        if fam.upper() in schema.FAMILIES else did_you_mean(fam, schema.FAMILIES))
                 raise ValueError(
-                    f"Unknown operator family {fam!r}.{did_you_mean(fam, schema.FAMILIES)} "
+                    f"Unknown operator family {fam!r}.{hint} "
                     f"Families are {', '.join(schema.FAMILIES)} (METRICS.md §2)."
                 )
         for proj in self.projections:
@@ -223,23 +228,81 @@ class Task:
         return f"{c.model}@{c.step if c.step is not None else c.revision}"
 
 
-def _task_key(checkpoint: Any) -> str:
-    ident = json.dumps([checkpoint.model, checkpoint.step, checkpoint.revision, str(checkpoint.path)])
+#: How shard names are derived; written into each shard store (:data:`_KEYS_NAME`) so that a
+#: store whose shards were named another way is refused rather than matched wrongly.
+SHARD_KEY_SCHEME = ("sha256 of [model, step, revision, path, the checkpoint's files, the run's "
+                    "first checkpoint's files]")
+
+
+def _task_key(checkpoint: Any, init: Any) -> str:
+    """A shard's name: the checkpoint's identity and the hashes of its files and of its init's
+    (``change_from_init`` depends on both), so that a changed file never reuses a shard."""
+    ident = json.dumps([checkpoint.model, checkpoint.step, checkpoint.revision, str(checkpoint.path),
+                        checkpoint.content_id(), init.content_id()])
     return text_sha256(ident)[:16]
 
 
-def plan_tasks(sources: Sequence[str], *, revisions: str | Sequence[str] | None = None) -> list[Task]:
+def plan_tasks(sources: Sequence[str], *, revisions: str | Sequence[str] | None = None,
+               names: Sequence[str] | None = None) -> list[Task]:
     """Resolve sources into tasks, each with the first checkpoint of its model as init.
 
     Checkpoints without a step (a single folder) get step 0 and are their own init.
+    ``names`` (one per source) names each source's model instead of its folder (or hub
+    repository). Each task's key hashes the checkpoint's files (:meth:`Checkpoint.content_id`,
+    computed once and reused by the provenance).
+
+    Raises
+    ------
+    LieStatsError
+        ``names`` not one per source, or an empty or non-printable name; two sources giving
+        models of the same name (before any checkpoint is read).
     """
+    return _tasks_of(_open_sources(sources, revisions=revisions, names=names))
+
+
+def _open_sources(sources: Sequence[str], *, revisions: str | Sequence[str] | None,
+                  names: Sequence[str] | None) -> list[tuple[str, list]]:
+    """``(source, checkpoints)`` of every source, named, with model names checked unique."""
     from .sources import open_source
 
-    tasks: list[Task] = []
-    for src in sources:
+    if names is not None:
+        names = list(names)
+        if len(names) != len(sources):
+            raise LieStatsError(
+                f"--name given {len(names)} time(s) for {len(sources)} source(s): give one --name "
+                f"per source, in the order of the sources, or none."
+            )
+        for name in names:
+            if not isinstance(name, str) or not name.strip() or name != name.strip() or not name.isprintable():
+                raise LieStatsError(
+                    f"--name {name!r}: expected a non-empty name of printable characters without "
+                    f"leading or trailing spaces."
+                )
+    opened: list[tuple[str, list]] = []
+    origin: dict[str, str] = {}
+    for i, src in enumerate(sources):
         checkpoints = open_source(src, revisions=revisions)
         if not checkpoints:
             raise CheckpointError(f"{src}: no checkpoint found (expected config.json, or step_N folders).")
+        if names is not None:
+            for c in checkpoints:
+                c.model = names[i]
+        for model in dict.fromkeys(c.model for c in checkpoints):
+            if model in origin:
+                raise LieStatsError(
+                    f"sources {origin[model]} and {src} both give a model named {model!r} (a "
+                    f"model is named after its run or checkpoint folder, or hub repository); "
+                    f"one cube cannot hold both. Name them apart with --name, one per source "
+                    f"(e.g. --name {model}_a --name {model}_b)."
+                )
+            origin[model] = src
+        opened.append((src, checkpoints))
+    return opened
+
+
+def _tasks_of(opened: list[tuple[str, list]]) -> list[Task]:
+    tasks: list[Task] = []
+    for src, checkpoints in opened:
         by_model: dict[str, list] = {}
         for c in checkpoints:
             by_model.setdefault(c.model, []).append(c)
@@ -247,7 +310,7 @@ def plan_tasks(sources: Sequence[str], *, revisions: str | Sequence[str] | None 
             cks = sorted(cks, key=lambda c: (c.step is None, c.step or 0))
             init = cks[0]
             for c in cks:
-                tasks.append(Task(checkpoint=c, init=init, key=_task_key(c)))
+                tasks.append(Task(checkpoint=c, init=init, key=_task_key(c, init)))
     return tasks
 
 
@@ -267,6 +330,14 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
     ckpt, init = task.checkpoint, task.init
     adapter = ckpt.adapter()
     shape = adapter.shape
+    init_error = None
+    if init is not ckpt:
+        try:
+            init_shape = init.adapter().shape
+        except LieStatsError as e:  # reported as that checkpoint's own failure
+            init_error = f"{type(e).__name__}: {e}"
+        else:
+            _check_same_shape(ckpt, shape, init, init_shape)
     p_mats: dict[str, torch.Tensor] = {}
     for proj in options.projections:
         kind, k = schema.parse_projection(proj)
@@ -277,11 +348,16 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
     t_read = t_compute = 0.0
     per_layer: list[dict[str, np.ndarray]] = []
     layers = ckpt.iter_layers(fold_ln=options.fold_ln)
-    init_layers = init.iter_layers(fold_ln=options.fold_ln) if init is not ckpt else None
+    init_layers = init.iter_layers(fold_ln=options.fold_ln) if init is not ckpt and init_error is None else None
     for _ in range(shape.n_layers):
         t0 = time.perf_counter()
         w = next(layers)
-        w0 = next(init_layers) if init_layers is not None else w
+        w0 = w
+        if init_layers is not None:
+            try:
+                w0 = next(init_layers)
+            except LieStatsError as e:
+                init_error, init_layers = f"{type(e).__name__}: {e}", None
         t1 = time.perf_counter()
         _check_finite(w, ckpt)
         arrays = compute_layer(
@@ -297,6 +373,8 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
     for name in per_layer[0]:
         axis = schema.VARIABLES[name].dims.index(schema.LAYER)
         stacked[name] = np.stack([a[name] for a in per_layer], axis=axis)
+    if init_error is not None:  # METRICS.md §5.5 needs the run's first checkpoint
+        stacked["change_from_init"] = np.full_like(stacked["change_from_init"], np.nan)
     act_attrs = None
     if options.probe is not None:
         from .activations import activation_metrics
@@ -320,7 +398,8 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
     prov = dict(ckpt.provenance())
     prov.update(
         model=ckpt.model, step=step, device=str(device), options=options.result_key(),
-        init={"step": init.step, "revision": init.revision, "path": str(init.path)},
+        init={"step": init.step, "revision": init.revision, "path": str(init.path),
+              **({"error": init_error} if init_error is not None else {})},
         timing={"read_s": round(t_read, 4), "compute_s": round(t_compute, 4)},
         torch_version=torch.__version__, metrics_version=schema.METRICS_VERSION,
     )
@@ -330,6 +409,20 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
         stacked, model=ckpt.model, step=step, shape=shape_coords,
         families=list(options.families), projections=list(options.projections), provenance=prov,
     )
+
+
+def _check_same_shape(ckpt: Any, shape: Any, init: Any, init_shape: Any) -> None:
+    """A checkpoint and its run's first checkpoint have the same shape (``change_from_init``
+    compares them layer by layer, METRICS.md §5.5)."""
+    for field_name in ("n_layers", "n_heads", "n_kv_heads", "d_head", "d_model"):
+        a, b = getattr(shape, field_name), getattr(init_shape, field_name)
+        if a != b:
+            raise CheckpointError(
+                f"{ckpt.path}: {field_name}={a}, but the run's first checkpoint {init.path} has "
+                f"{field_name}={b}; expected every checkpoint of a run to have one shape "
+                f"(change_from_init compares them layer by layer). Is {ckpt.path.name} from "
+                f"another model? Extract it as a source of its own."
+            )
 
 
 def _jsonable(value: Any) -> Any:
@@ -421,14 +514,27 @@ def lock_store(store: Path) -> Iterator[Path]:
         os.close(fd)
 
 
+_KEYS_NAME = "shard_keys.json"
+
+
 def _prepare_store(store: Path, options: ExtractOptions, *, resume: bool) -> None:
     wanted = options.result_key()
     opt_file = _options_file(store)
+    keys_file = store / _KEYS_NAME
+    keys = {"shard_key": SHARD_KEY_SCHEME}
     if store.exists() and any(store.glob("*.nc")):
         if not resume:
             raise LieStatsError(
                 f"{store}: a shard store from an earlier run exists. Use --resume to continue it, "
                 f"or remove the folder to start afresh."
+            )
+        have_keys = json.loads(keys_file.read_text()) if keys_file.exists() else None
+        if have_keys != keys:
+            raise LieStatsError(
+                f"{store}: the shard store was written by an earlier lie_stats whose shard names "
+                f"do not include the hashes of the checkpoints' files, so --resume cannot tell "
+                f"whether a shard still matches the files on disk. Remove the folder and rerun "
+                f"without --resume."
             )
         have = json.loads(opt_file.read_text()) if opt_file.exists() else None
         if have != wanted:
@@ -440,6 +546,7 @@ def _prepare_store(store: Path, options: ExtractOptions, *, resume: bool) -> Non
     for stale in store.glob(".*.tmp"):  # half-written shards of a killed run (the lock is ours)
         stale.unlink(missing_ok=True)
     write_text_atomic(opt_file, json.dumps(wanted, sort_keys=True))
+    write_text_atomic(keys_file, json.dumps(keys, sort_keys=True))
 
 
 def _progress(total: int, *, enabled: bool) -> Callable[[str], None]:
@@ -449,7 +556,7 @@ def _progress(total: int, *, enabled: bool) -> Callable[[str], None]:
         bar = tqdm(total=total, unit="ckpt", desc="extract", file=sys.stderr)
 
         def update(label: str) -> None:
-            bar.set_postfix_str(label, refresh=False)
+            bar.set_postfix_str(terminal_safe(label), refresh=False)
             bar.update(1)
             if bar.n >= total:
                 bar.close()
@@ -464,7 +571,7 @@ def _progress(total: int, *, enabled: bool) -> Callable[[str], None]:
         el = time.perf_counter() - state["t0"]
         rate = state["n"] / el if el > 0 else float("nan")
         eta = (total - state["n"]) / rate if rate > 0 else float("nan")
-        print(f"[lie-stats extract] {state['n']}/{total} {label} ({rate:.2f} ckpt/s, eta {eta:.0f} s)",
+        print(f"[lie-stats extract] {state['n']}/{total} {terminal_safe(label)} ({rate:.2f} ckpt/s, eta {eta:.0f} s)",
               file=sys.stderr, flush=True)
 
     return log_line
@@ -481,6 +588,9 @@ def extract(
     store_dtype: str = "float64",
     workers: int = 1,
     scheduler: str | None = None,
+    names: Sequence[str] | None = None,
+    force: bool = False,
+    keep_shards: bool = False,
 ) -> tuple[xr.Dataset, list[dict]]:
     """Extract the cube of every checkpoint of ``sources`` into ``out`` (NetCDF).
 
@@ -496,6 +606,19 @@ def extract(
     (:mod:`lie_stats.executors`); workers return shards and this process writes them, so
     the store needs no shared filesystem. The cube is bitwise the same whichever executor
     ran it. The run holds an exclusive lock on the shard store (:func:`lie_stats.extraction.lock_store`).
+
+    Every option is checked before any checkpoint is read (the output path by
+    :func:`lie_stats.cube.check_output`, the device, the probe files, model names, projection sizes against
+    each ``config.json``). ``names`` names each source's model (one per source; default: the
+    folder's or repository's name). ``force`` replaces an existing ``out`` that is not a
+    lie_stats cube. Shards are named by a hash of the checkpoint's files and its init's
+    (:data:`SHARD_KEY_SCHEME`), so ``resume`` never reuses a shard of files that have changed
+    since. After a run in which every checkpoint succeeded the shard store is removed
+    (``keep_shards=True`` keeps it, e.g. to add checkpoints later with ``resume``); after a
+    failure or an interruption it is kept for ``resume``. A failed first checkpoint of a run
+    does not fail the others: they are extracted with ``change_from_init`` NaN (METRICS.md
+    §5.5 measures change from that checkpoint), and its failure record says so
+    (``"first_of_run": true``).
 
     Raises
     ------
@@ -526,24 +649,58 @@ def extract(
             f"scheduler address (an existing Dask cluster), not both."
         )
     out = Path(out)
-    tasks = plan_tasks(sources, revisions=revisions)
-    options.check_probe_models([t.checkpoint.model for t in tasks])
     store = shard_dir(out)
+    # Everything that can be checked without reading a checkpoint, before any is read.
+    check_output(out, force=force, store_suffix=".shards")
+    resolve_device(options.device)
+    options.result_key()  # the probe files: present and readable
+    opened = _open_sources(sources, revisions=revisions, names=names)
+    options.check_probe_models([c.model for _, cks in opened for c in cks])
+    _check_configs(opened, options)  # config.json only: projection sizes against d_model
+    tasks = _tasks_of(opened)  # hashes the checkpoints' files (the shard keys)
     try:
         with lock_store(store):
             return _extract_locked(tasks, store, out, options=options, resume=resume,
                                    progress=progress, store_dtype=store_dtype,
-                                   workers=workers, scheduler=scheduler)
+                                   workers=workers, scheduler=scheduler, keep_shards=keep_shards)
     except OSError as e:  # disk full, read-only or vanished folder: say where, lose nothing
+        from .cube import write_failure_advice
+
         raise LieStatsError(
             f"{out}: could not write the cube or its shard store {store} ({e}); the finished "
-            f"shards and any earlier cube are kept: free space and rerun with --resume."
+            f"shards and any earlier cube are kept; {write_failure_advice(out, e)}"
         ) from e
+
+
+def _check_configs(opened: list[tuple[str, list]], options: ExtractOptions) -> None:
+    """Options against each model's config.json (no weights): a ``fixed:K`` projection needs
+    ``K <= d_model``. A config that cannot be read is left to fail as its checkpoint's error."""
+    from .architectures import config_shape
+
+    seen: set[str] = set()
+    for _, checkpoints in opened:
+        for c in checkpoints:
+            if c.model in seen:
+                continue
+            try:
+                shape = config_shape(c.config, source=str(c.path / "config.json"))
+            except LieStatsError:
+                continue
+            seen.add(c.model)
+            for proj in options.projections:
+                kind, k = schema.parse_projection(proj)
+                if kind == "fixed" and k > shape.d_model:
+                    raise LieStatsError(
+                        f"--projection {proj}: K={k} exceeds d_model={shape.d_model} of model "
+                        f"{c.model!r} ({c.path / 'config.json'}); a compression maps the residual "
+                        f"stream to at most its own dimension (METRICS.md §2). Expected "
+                        f"fixed:K with K <= {shape.d_model}."
+                    )
 
 
 def _extract_locked(tasks: list[Task], store: Path, out: Path, *, options: ExtractOptions,
                     resume: bool, progress: bool, store_dtype: str, workers: int,
-                    scheduler: str | None) -> tuple[xr.Dataset, list[dict]]:
+                    scheduler: str | None, keep_shards: bool) -> tuple[xr.Dataset, list[dict]]:
     """The body of :func:`extract`, run while the store's lock is held."""
     _prepare_store(store, options, resume=resume)
     tick = _progress(len(tasks), enabled=progress)
@@ -560,7 +717,9 @@ def _extract_locked(tasks: list[Task], store: Path, out: Path, *, options: Extra
             c = task.checkpoint
             failures[task.key] = {"source": str(c.path), "model": c.model, "step": c.step,
                                   "revision": c.revision, "error": outcome.error}
-            log.error("checkpoint %s failed: %s", task.label, outcome.error)
+            if task.init is c and any(t.init is c and t is not task for t in tasks):
+                failures[task.key]["first_of_run"] = True
+            log.error("checkpoint %s failed: %s", terminal_safe(task.label), terminal_safe(outcome.error))
             tick(f"{task.label} FAILED")
             continue
         write_cube(outcome.shard, _shard_path(store, task))
@@ -577,4 +736,8 @@ def _extract_locked(tasks: list[Task], store: Path, out: Path, *, options: Extra
         merged = merged.map(lambda v: v.astype(np.float32), keep_attrs=True)
     merged.attrs["store_dtype"] = store_dtype
     write_cube(merged, out)
+    if not failed and not keep_shards:  # merged and written: the shards are in the cube
+        import shutil
+
+        shutil.rmtree(store, ignore_errors=True)
     return merged, failed

@@ -28,12 +28,12 @@ import torch
 from ._io import file_sha256
 from .architectures import Adapter, LayerWeights, adapter_for
 from .errors import CheckpointError, did_you_mean
+from .hub import (
+    CONFIG_FILE, HF_PREFIX, _Hub, _hub_unreachable, _network_errors, _offline, _unreachable_error,
+)
 
 __all__ = ["Checkpoint", "open_source", "parse_step", "HF_PREFIX", "CONFIG_FILE"]
 
-#: Prefix of hub sources.
-HF_PREFIX = "hf:"
-CONFIG_FILE = "config.json"
 _ST_INDEX = "model.safetensors.index.json"
 _ST_SINGLE = "model.safetensors"
 _BIN_INDEX = "pytorch_model.bin.index.json"
@@ -60,51 +60,6 @@ def parse_step(name: str) -> int | None:
     """
     m = _STEP_RE.match(name)
     return int(m.group(1)) if m else None
-
-
-def _offline() -> bool:
-    """Hub offline mode, read at call time (``HF_HUB_OFFLINE`` may be set after import)."""
-    from huggingface_hub import constants
-
-    env = os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
-    return env or bool(constants.HF_HUB_OFFLINE)
-
-
-@dataclass
-class _Hub:
-    """Where a hub checkpoint lives and how to fetch one of its files."""
-
-    repo_id: str
-    revision: str
-    cache_dir: str | None
-    fetched: list[str] = field(default_factory=list)
-
-    def where(self, filename: str = "") -> str:
-        return f"{HF_PREFIX}{self.repo_id}@{self.revision}" + (f"/{filename}" if filename else "")
-
-    def fetch(self, filename: str, *, missing_ok: bool = False) -> pathlib.Path | None:
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import (
-            EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled,
-            RepositoryNotFoundError, RevisionNotFoundError,
-        )
-
-        offline = _offline()
-        try:
-            path = hf_hub_download(self.repo_id, filename, revision=self.revision,
-                                   cache_dir=self.cache_dir, local_files_only=offline)
-        except (RepositoryNotFoundError, RevisionNotFoundError) as e:
-            raise CheckpointError(f"{self.where()}: no such repository or revision on the hub ({e})") from e
-        except (EntryNotFoundError, LocalEntryNotFoundError, OfflineModeIsEnabled) as e:
-            if missing_ok:
-                return None
-            how = (" (HF_HUB_OFFLINE is set and the file is not in the cache "
-                   f"{self.cache_dir or 'default HF cache'}: download it once online)") if offline else ""
-            raise CheckpointError(f"{self.where(filename)}: file not found{how}") from e
-        except (HfHubHTTPError, OSError) as e:
-            raise CheckpointError(f"{self.where(filename)}: download failed: {e}") from e
-        self.fetched.append(filename)
-        return pathlib.Path(path)
 
 
 @dataclass
@@ -407,10 +362,82 @@ class Checkpoint:
             Unknown architecture, or attention tensors missing.
         """
         if self._adapter is None:
-            self._adapter = adapter_for(self.config, self.tensor_names(),
-                                        source=self._where(CONFIG_FILE),
-                                        locate=self._tensor_where)
+            adapter = adapter_for(self.config, self.tensor_names(), source=self._where(CONFIG_FILE),
+                                  locate=self._tensor_where)
+            self._check_float(adapter)
+            self._adapter = adapter
         return self._adapter
+
+    def _check_float(self, adapter: Adapter) -> None:
+        """Refuse integer-coded (quantized) attention weights, from the file headers: their
+        codes are not the matrices the metrics are defined on."""
+        names = adapter.attention_tensor_names()
+        scales = sorted(n for n in self._weight_index()
+                        if n.endswith((".SCB", ".weight_format", ".absmax", ".quant_map", ".qweight", ".scales")))
+        for name in names:
+            dtype = self.stored_dtype(name)
+            if not dtype.startswith(("float", "bfloat")):
+                raise CheckpointError(
+                    f"{self._tensor_where(name)}: attention tensor {name!r} is stored as {dtype}"
+                    f"{f' with quantization scales ({scales[0]}, ...)' if scales else ''}: a "
+                    f"quantized checkpoint, whose integer codes are not the weight matrices the "
+                    f"metrics are defined on. Expected float weights: extract the unquantized model."
+                )
+
+    def content_id(self) -> str:
+        """A hash of what this checkpoint's numbers depend on: the sha256 of ``config.json`` and
+        of every weight file (index included), or, for the hub, the snapshot's commit.
+
+        The hashes are computed once and kept: :meth:`file_hashes` (the provenance) reuses
+        them. A checkpoint whose files cannot be indexed (a corrupt header, no weights) is
+        identified by the names, sizes and modification times of its files instead: it fails
+        when extracted, and any repair changes its identity.
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> from safetensors.torch import save_file
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / "config.json").write_text("{}")
+        >>> save_file({"w": torch.ones(2)}, d / "model.safetensors")
+        >>> ck = Checkpoint("m", None, None, d, str(d))
+        >>> before = ck.content_id()
+        >>> save_file({"w": torch.zeros(2)}, d / "model.safetensors")
+        >>> Checkpoint("m", None, None, d, str(d)).content_id() == before
+        False
+        """
+        from ._io import text_sha256
+
+        if self._hub is not None:
+            return f"commit:{self.path.name}"  # the snapshot folder is named by its commit
+        try:
+            _ = self.config
+            index = self._weight_index()
+            files = [CONFIG_FILE] + ([self._layout] if self._layout in (_ST_INDEX, _BIN_INDEX) else [])
+            files += sorted(set(index.values()) - set(files))
+            ident = {f: self._hash(f) for f in files}
+        except (CheckpointError, OSError):
+            ident = {}
+            for p in sorted(self.path.iterdir()) if self.path.is_dir() else []:
+                try:
+                    st = p.stat()
+                except OSError:
+                    continue
+                ident[p.name] = f"{st.st_size}:{st.st_mtime_ns}"
+        finally:
+            self.close()
+        return text_sha256(json.dumps(ident, sort_keys=True))
+
+    def _hash(self, filename: str) -> str:
+        """sha256 of one of the checkpoint's files, computed once (blobs of the hub cache are
+        named by their sha256 and not re-hashed)."""
+        if filename not in self._hashes:
+            real = (self.path / filename).resolve()
+            if self._hub is not None and re.fullmatch(r"[0-9a-f]{64}", real.name):
+                self._hashes[filename] = real.name
+            else:
+                self._hashes[filename] = file_sha256(real)
+        return self._hashes[filename]
 
     def _tensor_where(self, name: str) -> str:
         return self._where(self.file_of(name))
@@ -464,16 +491,7 @@ class Checkpoint:
         '44136fa355b3'
         """
         _ = self.config
-        for filename in self._read:
-            if filename in self._hashes:
-                continue
-            path = self.path / filename
-            real = path.resolve()
-            if self._hub is not None and re.fullmatch(r"[0-9a-f]{64}", real.name):
-                self._hashes[filename] = real.name
-            else:
-                self._hashes[filename] = file_sha256(real)
-        return {f: self._hashes[f] for f in self._read}
+        return {f: self._hash(f) for f in self._read}
 
     def provenance(self) -> dict:
         """JSON-serializable record of where the weights came from (DESIGN.md, cube).
@@ -542,7 +560,7 @@ def _hub_revisions(repo_id: str, cache_dir: str | None) -> list[str]:
             names = [b.name for b in list_repo_refs(repo_id).branches]
         except RepositoryNotFoundError as e:
             raise CheckpointError(f"{HF_PREFIX}{repo_id}: no such repository on the hub") from e
-        except (HfHubHTTPError, OSError) as e:
+        except (HfHubHTTPError, *_network_errors()) as e:
             raise CheckpointError(f"{HF_PREFIX}{repo_id}: cannot list revisions ({e})") from e
     steps = [n for n in names if n.startswith("step") and parse_step(n) is not None]
     if not steps:
@@ -558,6 +576,10 @@ def _open_hub(source: str, revisions, cache_dir) -> list[Checkpoint]:
     if repo_id.count("/") != 1 or not all(repo_id.split("/")):
         raise CheckpointError(f"{source!r}: expected hf:ORG/NAME")
     cache = None if cache_dir is None else str(cache_dir)
+    if not _offline():  # fail fast, before the hub client's retries, when there is no network
+        why = _hub_unreachable()
+        if why is not None:
+            raise _unreachable_error(repo_id, cache, why)
     revs = _as_list(revisions)
     if revs == "all":
         revs = _hub_revisions(repo_id, cache)

@@ -66,7 +66,8 @@ def _assert_identical(a, b) -> None:
 def test_two_process_local_cluster_is_bitwise_the_in_process_cube(neox_run, in_process, tmp_path):
     out_a, cube_a = in_process
     out_b = tmp_path / "b.nc"
-    cube_b, failed = extract([str(neox_run)], out_b, options=OPTIONS, progress=False, workers=2)
+    cube_b, failed = extract([str(neox_run)], out_b, options=OPTIONS, progress=False, workers=2,
+                             keep_shards=True)
     assert failed == []
     _assert_identical(cube_a, cube_b)
     _assert_identical(open_cube(out_a), open_cube(out_b))  # and as written to disk

@@ -69,14 +69,15 @@ def test_cube_values_sit_at_the_right_indices(neox_run, tmp_path):
 def test_resume_redoes_no_finished_checkpoint(neox_run, tmp_path):
     out = tmp_path / "r.nc"
     options = ExtractOptions(families=("Q",), projections=("none",))
-    first, _ = extract([str(neox_run)], out, options=options, progress=False)
+    first, _ = extract([str(neox_run)], out, options=options, progress=False, keep_shards=True)
     store = shard_dir(out)
     shards = sorted(store.glob("*.nc"))
     assert len(shards) == 3
     victim = shards[1]
     victim.unlink()  # as if the run had been killed before this checkpoint finished
     mtimes = {p: p.stat().st_mtime_ns for p in shards if p != victim}
-    second, _ = extract([str(neox_run)], out, options=options, resume=True, progress=False)
+    second, _ = extract([str(neox_run)], out, options=options, resume=True, progress=False,
+                        keep_shards=True)
     assert {p: p.stat().st_mtime_ns for p in mtimes} == mtimes  # untouched
     assert victim.exists()
     np.testing.assert_array_equal(first["commutator"].values, second["commutator"].values)
@@ -250,10 +251,10 @@ def test_per_model_probes_resume_refuses_a_changed_mapping(twin_runs, tmp_path):
     srcs = [str(twin_runs / "alpha"), str(twin_runs / "beta")]
     out = tmp_path / "r.nc"
     opts = ExtractOptions(families=("Q",), probe={"alpha": str(fa), "beta": str(fb)})
-    extract(srcs, out, options=opts, progress=False)
+    extract(srcs, out, options=opts, progress=False, keep_shards=True)
     # the same mapping given as pairs in another order is the same options
     same = ExtractOptions(families=("Q",), probe=[("beta", str(fb)), ("alpha", str(fa))])
-    extract(srcs, out, options=same, progress=False, resume=True)
+    extract(srcs, out, options=same, progress=False, resume=True, keep_shards=True)
     swapped = ExtractOptions(families=("Q",), probe={"alpha": str(fb), "beta": str(fa)})
     with pytest.raises(LieStatsError, match="would mix them"):
         extract(srcs, out, options=swapped, progress=False, resume=True)

@@ -56,7 +56,7 @@ import pkgutil
 
 from .base import ATTENTION_EXTRAS, Adapter, LayerWeights, ModelShape
 from .parts import LAYER_CATEGORIES, param_category, parameter_parts
-from .registry import adapter_for, register, registered, supported_architectures, unregister
+from .registry import adapter_for, config_shape, register, registered, supported_architectures, unregister
 
 #: Modules of this package that are not architecture families.
 _INFRASTRUCTURE = ("base", "registry", "parts")
@@ -92,6 +92,7 @@ __all__ = [
     "LayerWeights",
     "Adapter",
     "adapter_for",
+    "config_shape",
     "register",
     "unregister",
     "registered",

@@ -277,9 +277,91 @@ class Adapter:
         self._locate = locate
         names = list(tensor_names)
         self._names = frozenset(names)
+        self._check_not_quantized()
         self.shape: ModelShape = self._read_shape()
         self.prefix: str = self._find_prefix(names)
+        self._check_depth(names)
         self._check_present()
+
+    @classmethod
+    def config_shape(cls, config: dict, *, source: str) -> ModelShape:
+        """The :class:`ModelShape` that ``config`` declares, read from the config alone (no
+        tensor names, no weights): what options can be checked against before a run reads
+        any weight.
+
+        Examples
+        --------
+        >>> from lie_stats.architectures import GPT2Adapter
+        >>> GPT2Adapter.config_shape({"n_embd": 8, "n_head": 2, "n_layer": 3}, source="c.json").n_layers
+        3
+        """
+        self = cls.__new__(cls)
+        self.config = dict(config)
+        self.source = str(source)
+        if self.config.get("model_type") in cls.model_types:
+            self.architecture = self.config["model_type"]
+        self._check_not_quantized()
+        return self._read_shape()
+
+    # ---- config against weights
+    def _check_not_quantized(self) -> None:
+        quant = self.config.get("quantization_config")
+        if quant:
+            method = quant.get("quant_method", "unnamed") if isinstance(quant, dict) else quant
+            bits = ""
+            if isinstance(quant, dict):
+                bits = ", ".join(k for k in ("load_in_8bit", "load_in_4bit") if quant.get(k))
+            raise ArchitectureError(
+                f"{self.source}: the checkpoint is quantized (quantization_config: quant_method "
+                f"{method!r}{', ' + bits if bits else ''}); its weights are integer codes and "
+                f"scales, not the matrices the metrics are defined on. Expected a float "
+                f"checkpoint (float32, float16 or bfloat16): extract the unquantized model."
+            )
+
+    def _layer_field(self) -> str:
+        """The config field the depth was read from (for messages)."""
+        for key in ("num_hidden_layers", "n_layer", "num_layers", "n_layers"):
+            if self.config.get(key) == self.shape.n_layers:
+                return key
+        return "num_hidden_layers"
+
+    def _check_depth(self, names: Sequence[str]) -> None:
+        """The config's depth against the layers whose attention tensors the weights hold."""
+        import re
+
+        pattern = re.compile(re.escape(self.prefix) + re.escape(self.probe).replace(r"\{l\}", r"(\d+)") + "$")
+        present = sorted({int(m.group(1)) for n in names if (m := pattern.match(n))})
+        n = self.shape.n_layers
+        if present and present != list(range(n)):
+            example = self.prefix + self.probe.format(l=present[-1] if present[-1] >= n else n - 1)
+            where = self._where(self.prefix + self.probe.format(l=present[0]))
+            held = (f"layers 0..{present[-1]} ({len(present)})" if present == list(range(len(present)))
+                    else f"layers {present}")
+            raise ArchitectureError(
+                f"{self.source}: config field {self._layer_field()!r} is {n}, but the weights "
+                f"({where}) hold attention tensors of {held}; expected them to agree (e.g. "
+                f"{example!r} {'is there' if present[-1] >= n else 'is missing'}). A config of "
+                f"another model, or incomplete weights?"
+            )
+
+    def _fraction(self, key: str, value: object) -> float:
+        """A config field that is a fraction in [0, 1] (``rotary_pct``, ``partial_rotary_factor``)."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            raise ArchitectureError(
+                f"{self.source}: config field {key!r} must be a number from 0 to 1 (the fraction "
+                f"of each head's dimensions that rotary embeddings rotate), got {value!r} "
+                f"({type(value).__name__})"
+            )
+        return float(value)
+
+    def _positive_number(self, *keys: str, default: object = ...) -> float:
+        value = self._cfg(*keys, default=default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ArchitectureError(
+                f"{self.source}: config field {keys[0]!r} must be a positive number, got {value!r} "
+                f"({type(value).__name__})"
+            )
+        return float(value)
 
     # ---- config access
     def _cfg(self, *keys: str, default: object = ...) -> object:
@@ -298,7 +380,8 @@ class Adapter:
         value = self._cfg(*keys, default=default)
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise ArchitectureError(
-                f"{self.source}: config field {keys[0]!r} must be a positive integer, got {value!r}"
+                f"{self.source}: config field {keys[0]!r} must be a positive integer, got {value!r} "
+                f"({type(value).__name__})"
             )
         return value
 

@@ -58,5 +58,4 @@ class Gemma3TextAdapter(LlamaAdapter):
 
     def attention_scale(self, layer: int) -> float:
         self._check_layer(layer)
-        scalar = self._cfg("query_pre_attn_scalar", default=256)
-        return float(scalar) ** -0.5
+        return self._positive_number("query_pre_attn_scalar", default=256) ** -0.5

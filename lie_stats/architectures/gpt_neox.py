@@ -39,9 +39,13 @@ class GPTNeoXAdapter(Adapter):
         dh = self._heads(d, h)
         rope = self._cfg("rope_parameters", "rope_scaling", default={}) or {}
         frac = self._cfg("rotary_pct", default=None)
-        if frac is None:
-            frac = rope.get("partial_rotary_factor", 0.25) if isinstance(rope, dict) else 0.25
-        rotary_ndims = int(dh * float(frac))
+        if frac is not None:
+            frac = self._fraction("rotary_pct", frac)
+        elif isinstance(rope, dict) and rope.get("partial_rotary_factor") is not None:
+            frac = self._fraction("partial_rotary_factor", rope["partial_rotary_factor"])
+        else:
+            frac = 0.25
+        rotary_ndims = int(dh * frac)
         return ModelShape(self.architecture, self._int("num_hidden_layers"), h, h, dh, d,
                           rotary_ndims / dh, ("rotary",) if rotary_ndims else ())
 

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from ..errors import ArchitectureError, did_you_mean
-from .base import Adapter
+from .base import Adapter, ModelShape
 
-__all__ = ["register", "unregister", "registered", "supported_architectures", "adapter_for"]
+__all__ = ["register", "unregister", "registered", "supported_architectures", "adapter_for", "config_shape"]
 
 A = TypeVar("A", bound=type[Adapter])
 
@@ -189,6 +189,27 @@ def adapter_for(config: dict, tensor_names: Sequence[str], *, source: str,
     ...
     lie_stats.errors.ArchitectureError: t5/config.json: architecture 'model_type': 't5' is not supported; supported: gpt_neox, gpt2, llama, mistral, qwen2, qwen3, bert, roberta, xlm-roberta, mpnet, gemma3_text.
     """
+    return _adapter_class(config, source)(config, tensor_names, source=source, locate=locate)
+
+
+def config_shape(config: dict, *, source: str) -> ModelShape:
+    """The model shape ``config`` declares, from the config alone (no tensor is read).
+
+    Raises
+    ------
+    ArchitectureError
+        Unknown architecture, a quantized checkpoint, or a config field of the wrong type.
+
+    Examples
+    --------
+    >>> config_shape({"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2},
+    ...              source="c.json").d_model
+    64
+    """
+    return _adapter_class(config, source).config_shape(config, source=source)
+
+
+def _adapter_class(config: dict, source: str) -> type[Adapter]:
     if not isinstance(config, dict):
         raise ArchitectureError(f"{source}: config must be a JSON object, got {type(config).__name__}")
     model_type = config.get("model_type")
@@ -207,4 +228,4 @@ def adapter_for(config: dict, tensor_names: Sequence[str], *, source: str,
             f"{source}: architecture {what} is not supported; supported: "
             f"{', '.join(supported)}.{hint}"
         )
-    return cls(config, tensor_names, source=source, locate=locate)
+    return cls

@@ -148,7 +148,7 @@ def test_sigkill_of_the_driver_keeps_shards_leaves_no_orphan_or_lock_and_resume_
     planted = store / ".0123456789abcdef.nc.k1ll3d.tmp"
     planted.write_bytes(b"half a shard")
 
-    done = subprocess.run(_cmd(run_folder, out, "--resume", "--workers", "2"), cwd=tmp_path,
+    done = subprocess.run(_cmd(run_folder, out, "--resume", "--workers", "2", "--keep-shards"), cwd=tmp_path,
                           env=_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == cli.EXIT_OK, done.stderr
     assert {p: p.stat().st_mtime_ns for p in kept} == mtimes, "resume redid finished shards"
@@ -157,6 +157,7 @@ def test_sigkill_of_the_driver_keeps_shards_leaves_no_orphan_or_lock_and_resume_
     resumed = open_cube(out)
     assert resumed[schema.STEP].values.tolist() == STEPS
 
+    (tmp_path / "ref").mkdir()  # extract creates no folder
     ref_out = tmp_path / "ref" / "ref.nc"  # uninterrupted, in-process
     assert cli.main(["extract", str(run_folder), "-o", str(ref_out), *ARGS]) == cli.EXIT_OK
     reference = open_cube(ref_out)

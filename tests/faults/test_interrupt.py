@@ -96,13 +96,14 @@ def test_sigint_keeps_shards_exits_130_and_resume_completes(run_folder, tmp_path
         assert len(provenance_of(open_cube(shard))) == 1
     mtimes = {p: p.stat().st_mtime_ns for p in kept}
 
-    done = subprocess.run(_extract_cmd(run_folder, out, "--resume"), cwd=tmp_path, env=_env(),
+    done = subprocess.run(_extract_cmd(run_folder, out, "--resume", "--keep-shards"), cwd=tmp_path, env=_env(),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == cli.EXIT_OK, done.stderr
     assert {p: p.stat().st_mtime_ns for p in kept} == mtimes, "resume redid finished shards"
     resumed = open_cube(out)
     assert resumed[schema.STEP].values.tolist() == STEPS
 
+    (tmp_path / "ref").mkdir()  # extract creates no folder
     ref_out = tmp_path / "ref" / "ref.nc"
     assert cli.main(["extract", str(run_folder), "-o", str(ref_out), *ARGS]) == cli.EXIT_OK
     reference = open_cube(ref_out)
