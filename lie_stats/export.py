@@ -535,7 +535,7 @@ def _evaluate(found: Any, datasets_dir: Path, update: bool) -> tuple[list[Any], 
                 pins.setdefault(path, {})[key] = gate.pin
             if gate.failed:
                 failures.append(f"{key}: {gate.message}")
-    return results, failures, {p: {**registries[p], **new} for p, new in pins.items()}
+    return results, failures, pins
 
 
 def export_hypotheses(paths: Sequence[str | os.PathLike] = ("hypotheses",),
@@ -609,8 +609,8 @@ def export_hypotheses(paths: Sequence[str | os.PathLike] = ("hypotheses",),
     if not results:
         raise SpecError(f"no hypothesis was evaluated under {', '.join(map(str, paths))}; "
                         f"expected modules declaring HypothesisSpec objects.")
-    for path, data in pins.items():
-        gates.write_registry(path, data)
+    for path, new in pins.items():
+        gates.update_registry(path, new)  # merged under the registry's lock
     results = sorted(results, key=lambda r: (str(r.id), str(r.dataset)))
     if reports_dir is not None:
         report.write_reports(results, reports_dir, datasets_dir=datasets)

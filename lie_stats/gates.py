@@ -21,7 +21,8 @@ supported.
 
 The registry (``verdicts.json`` beside the hypothesis modules) is a JSON object
 ``{"<id>::<dataset>": {"verdict", "spec_hash", "gate"}}``, written sorted and indented, each
-write atomic (:func:`lie_stats._io.write_text_atomic`).
+write atomic (:func:`lie_stats._io.write_text_atomic`); re-pinning (:func:`update_registry`)
+reads and writes it under a lock file beside it, so concurrent runs do not lose pins.
 """
 
 from __future__ import annotations
@@ -142,6 +143,10 @@ def update_registry(path: str | os.PathLike, pins: Mapping[str, Mapping[str, Any
     """Re-pin: the registry at ``path`` with ``pins`` replacing or adding their keys, written
     atomically; the other pins are kept. Returns what was written.
 
+    The file is read, merged and written while holding an ``fcntl`` lock on
+    ``.verdicts.json.lock`` beside it (:func:`lie_stats._io.file_lock`), so concurrent
+    re-pinning runs never lose each other's pins.
+
     Examples
     --------
     >>> import tempfile, pathlib
@@ -150,9 +155,14 @@ def update_registry(path: str | os.PathLike, pins: Mapping[str, Mapping[str, Any
     >>> sorted(update_registry(p, {"B::d": {"verdict": "supported", "spec_hash": "2", "gate": "report"}}))
     ['A::d', 'B::d']
     """
-    data = read_registry(path)
-    data.update({k: dict(v) for k, v in pins.items()})
-    write_registry(path, data)
+    from ._io import file_lock
+
+    # read, merge and write under the registry's lock: two runs re-pinning different
+    # modules at once each keep the other's pins (read at write time, not session start)
+    with file_lock(path):
+        data = read_registry(path)
+        data.update({k: dict(v) for k, v in pins.items()})
+        write_registry(path, data)
     return data
 
 

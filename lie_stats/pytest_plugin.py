@@ -319,8 +319,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     from . import gates, report
 
+    if state.interrupted:  # nothing is written: the earlier report and pins are kept
+        return
     for path, pins in state.pins.items():
-        gates.write_registry(path, {**_registry(state, path), **pins})
+        gates.update_registry(path, pins)  # re-read under the lock: a concurrent run's pins are kept
 
     for res in state.results:
         res.outcome = state.outcomes.get(res.key, "")
