@@ -214,9 +214,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
     files = [e for e in done.entries if e["file"]]
     print(f"exported {len(files)} file(s) ({sum(e['bytes'] for e in files)} bytes) to {args.output}; "
           f"{len(done.entries) - len(files)} skipped result(s) listed in {INDEX_FILE}")
-    for failure in done.failures:  # a result that could not be evaluated (a selection error, ...)
-        print(f"FAILED {terminal_text(failure)}", file=sys.stderr)
-    return EXIT_OK if not done.failures else 1
+    for error in done.errors:  # a result that could not be evaluated (a selection error, ...)
+        print(f"ERROR {terminal_text(error)}", file=sys.stderr)
+    return EXIT_OK if not done.errors else 1
 
 
 def _cmd_datasets(args: argparse.Namespace) -> int:

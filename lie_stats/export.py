@@ -421,12 +421,12 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
     >>> json.loads((out / "index.json").read_text())["exports"][0]["verdict"]
     'skipped'
     """
-    from .report import dataset_records, results_records
+    from .report import dataset_records, results_records, stable_numbers
 
     outdir = Path(outdir)
     results = list(results)
     if records is None:
-        records = results_records(results)
+        records = stable_numbers(results_records(results))  # as results.json writes them
     records = [dict(r) for r in records]
     if len(records) != len(results):
         raise LieStatsError(f"export_results: {len(results)} results but {len(records)} records; "
@@ -526,6 +526,10 @@ class ExportRun:
     failures : list of str
         One line per failure behind ``status`` 1: ``<id>::<dataset>: <why>``, or a module
         that could not be collected.
+    errors : list of str
+        The failures that are errors, not a gate's verdict: a result that could not be
+        evaluated (a selection that matches nothing, ...) or a module that could not be
+        collected (``lie-stats export`` exits 1 on them).
     """
 
     status: int
@@ -533,6 +537,7 @@ class ExportRun:
     outdir: Path = Path(".")
     results: list[Any] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
 
 def _check_paths(paths: Sequence[str | os.PathLike]) -> None:
@@ -548,13 +553,14 @@ def _check_paths(paths: Sequence[str | os.PathLike]) -> None:
                         f"Expected a .py file or a folder of hypothesis modules (default: hypotheses).")
 
 
-def _evaluate(found: Any, datasets_dir: Path, update: bool) -> tuple[list[Any], list[str], dict]:
+def _evaluate(found: Any, datasets_dir: Path, update: bool) -> tuple[list[Any], list[str], list[str], dict]:
     """Evaluate every collected declaration as the plugin's items do; gates applied."""
     from . import gates
     from .spec import evaluate
 
     results: list[Any] = []
     failures: list[str] = []
+    errors: list[str] = []
     registries: dict[Path, dict] = {}
     pins: dict[Path, dict] = {}
     for decl in found.declarations:
@@ -570,6 +576,7 @@ def _evaluate(found: Any, datasets_dir: Path, update: bool) -> tuple[list[Any], 
                 res = gates.check_selection(evaluate(decl.obj, datasets_dir, datasets=[ds])[0], datasets_dir)
             except Exception as e:  # noqa: BLE001 - this item fails; the others still run
                 failures.append(f"{key}: {type(e).__name__}: {e}")
+                errors.append(failures[-1])
                 continue
             results.append(res)
             try:
@@ -586,7 +593,7 @@ def _evaluate(found: Any, datasets_dir: Path, update: bool) -> tuple[list[Any], 
                 pins.setdefault(path, {})[key] = gate.pin
             if gate.failed:
                 failures.append(f"{key}: {gate.message}")
-    return results, failures, pins
+    return results, failures, errors, pins
 
 
 def export_hypotheses(paths: Sequence[str | os.PathLike] = ("hypotheses",),
@@ -657,7 +664,7 @@ def export_hypotheses(paths: Sequence[str | os.PathLike] = ("hypotheses",),
     errors = [str(e) for e in found.errors]
     if strict and errors:  # evaluate nothing: a partial export would look complete
         raise SpecError("cannot export: hypothesis module(s) could not be collected:\n" + "\n".join(errors))
-    results, failures, pins = _evaluate(found, datasets, update_verdicts)
+    results, failures, item_errors, pins = _evaluate(found, datasets, update_verdicts)
     failures = errors + failures
     if not results:
         raise SpecError(f"no hypothesis was evaluated under {', '.join(map(str, paths))}; "
@@ -670,11 +677,11 @@ def export_hypotheses(paths: Sequence[str | os.PathLike] = ("hypotheses",),
         base = Path(reports_dir).resolve().parent
     else:
         base = Path.cwd().resolve()
-    records = report.results_records(results)
+    records = report.stable_numbers(report.results_records(results))  # as results.json writes them
     for rec in records:
         rec["module"] = report.relative_path(rec.get("module") or "", base)
     # the rows exactly as results.json holds them (key order, JSON types)
     records = json.loads(json.dumps(records, sort_keys=True, allow_nan=False))
     entries = export_results(results, outdir, records=records, datasets_dir=datasets_dir)
     return ExportRun(status=1 if failures else 0, entries=entries, outdir=outdir, results=results,
-                     failures=failures)
+                     failures=failures, errors=errors + item_errors)

@@ -167,6 +167,7 @@ def update_registry(path: str | os.PathLike, pins: Mapping[str, Mapping[str, Any
 
     # read, merge and write under the registry's lock: two runs re-pinning different
     # modules at once each keep the other's pins (read at write time, not session start)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with file_lock(path):
         data = read_registry(path)
         data.update({k: dict(v) for k, v in pins.items()})
