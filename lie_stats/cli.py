@@ -92,8 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="folder of <id>__<dataset>.nc files and index.json (created if absent)")
 
-    d = sub.add_parser("datasets", help="each dataset card with its state")
+    d = sub.add_parser("datasets", help="each dataset card with its state, what its cube holds "
+                       "and the hypotheses that use it")
     d.add_argument("--datasets", default="datasets", metavar="DIR", help="Default: datasets")
+    d.add_argument("--hypotheses", default="hypotheses", metavar="DIR",
+                   help="folder of the hypothesis modules whose use of each dataset is listed "
+                   "('' for none). Default: hypotheses")
 
     k = sub.add_parser("kinds", help="the registry of test kinds: roles, parameters, directions, "
                        "decision rule")
@@ -196,9 +200,40 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from .pytest_plugin import run
+def _check_datasets_dir(path: str) -> None:
+    import os
 
+    if not os.path.isdir(path):
+        what = "is a file, not a folder" if os.path.exists(path) else "does not exist"
+        raise LieStatsError(f"--datasets {path}: the datasets folder {what}; expected the folder of "
+                            f"dataset cards (datasets/<name>/dataset.toml), e.g. the repository's "
+                            f"datasets/.")
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C: the run stops where it is and keeps the earlier report."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated()
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import signal
+
+    from .pytest_plugin import run
+    from .report import check_reports_dir
+
+    _check_datasets_dir(args.datasets)
+    check_reports_dir(args.reports)  # before any evaluation: exit 2, not a traceback at the end
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return _run(args, run)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace, run: object) -> int:
     if args.export is not None:
         from .export import export_hypotheses
         from .report import verdict_table
@@ -217,24 +252,39 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from .export import INDEX_FILE, export_hypotheses
+    from .report import terminal_text
 
+    _check_datasets_dir(args.datasets)
     done = export_hypotheses(args.paths, args.output, datasets_dir=args.datasets)
     files = [e for e in done.entries if e["file"]]
     print(f"exported {len(files)} file(s) ({sum(e['bytes'] for e in files)} bytes) to {args.output}; "
           f"{len(done.entries) - len(files)} skipped result(s) listed in {INDEX_FILE}")
-    return EXIT_OK
+    for error in done.errors:  # a result that could not be evaluated (a selection error, ...)
+        print(f"ERROR {terminal_text(error)}", file=sys.stderr)
+    return EXIT_OK if not done.errors else 1
 
 
 def _cmd_datasets(args: argparse.Namespace) -> int:
-    from .datasets import list_datasets
+    from .collect import dataset_users
+    from .datasets import describe_contents, list_datasets
+    from .report import terminal_text as t
 
+    _check_datasets_dir(args.datasets)
     cards = list_datasets(args.datasets)
+    users = dataset_users(args.hypotheses, args.datasets) if args.hypotheses else {}
+    pad = " " * 25
     for card in cards:
-        print(f"{card.name:24s} {card.state:12s} {card.title}")
+        print(f"{t(card.name):24s} {card.state:12s} {t(card.title)}")
         if card.state != "present":
-            print(f"{'':24s} build: {card.build}")
+            print(f"{pad}build: {t(card.build)}")
+        else:
+            for line in describe_contents(card):
+                print(f"{pad}{t(line)}")
+        if args.hypotheses:
+            ids = users.get(card.name, [])
+            print(f"{pad}used by: {t(', '.join(ids)) if ids else 'no hypothesis under ' + t(args.hypotheses)}")
     if not cards:
-        print(f"no dataset cards under {args.datasets}/")
+        print(f"no dataset cards under {t(args.datasets)}/")
     return EXIT_OK
 
 
@@ -256,9 +306,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return _COMMANDS[args.verb](args)
-    except KeyboardInterrupt:
-        print("lie-stats: interrupted; finished checkpoints are kept in the shard store "
-              "(rerun with --resume).", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        what = "terminated (SIGTERM)" if isinstance(e, _Terminated) else "interrupted"
+        if args.verb == "run":
+            print(f"lie-stats run: {what}; no report was written, the earlier report in "
+                  f"{args.reports} and the pinned verdicts are kept (rerun to write a new one).",
+                  file=sys.stderr)
+        else:
+            print("lie-stats: interrupted; finished checkpoints are kept in the shard store "
+                  "(rerun with --resume).", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (LieStatsError, ValueError) as e:
         from .cube import terminal_safe  # messages quote names read from files and folders

@@ -41,10 +41,13 @@ __all__ = [
     "Collection",
     "Declarations",
     "is_hypothesis_file",
+    "is_module_file",
+    "under",
     "hypothesis_files",
     "import_hypothesis_module",
     "describe_error",
     "collect",
+    "dataset_users",
 ]
 
 #: Names of folders whose ``*.py`` files are hypothesis modules (the plugin's default).
@@ -142,17 +145,39 @@ def is_hypothesis_file(path: str | os.PathLike, dirs: Iterable[str] = HYPOTHESIS
             and p.parent.name in set(dirs))
 
 
+def is_module_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` can be a hypothesis module by its name alone: a ``.py`` file not named
+    ``_*.py`` or ``conftest.py`` (any folder).
+
+    >>> is_module_file("claims/X1.py"), is_module_file("claims/_helpers.py"), is_module_file("a/conftest.py")
+    (True, False, False)
+    """
+    p = Path(path)
+    return p.suffix == ".py" and not p.name.startswith("_") and p.name != "conftest.py"
+
+
+def under(path: str | os.PathLike, roots: Iterable[str | os.PathLike]) -> bool:
+    """Whether ``path`` is one of ``roots`` or inside one of them (resolved paths).
+
+    >>> under("/srv/claims/X1.py", ["/srv/claims"]), under("/srv/tests/t.py", ["/srv/claims"])
+    (True, False)
+    """
+    p = Path(path).resolve()
+    return any(p == Path(r).resolve() or Path(r).resolve() in p.parents for r in roots)
+
+
 def _split_node(path: str | os.PathLike) -> tuple[Path, str | None]:
     text = str(path)
     file, sep, rest = text.partition("::")
     return Path(file), (rest if sep else None)
 
 
-def hypothesis_files(paths: Sequence[str | os.PathLike], dirs: Iterable[str] = HYPOTHESIS_DIRS
+def hypothesis_files(paths: Sequence[str | os.PathLike], dirs: Iterable[str] | None = HYPOTHESIS_DIRS
                      ) -> list[tuple[Path, tuple[str, ...] | None]]:
     """The hypothesis files under ``paths``, in collection order, each with its selectors.
 
-    A folder gives its hypothesis files (:func:`is_hypothesis_file`), its sub-folders walked
+    A folder gives its hypothesis files (:func:`is_hypothesis_file`; with ``dirs=None``,
+    every :func:`is_module_file` whatever its folder's name), its sub-folders walked
     in name order as pytest does (hidden folders and ``__pycache__`` left out); a file is
     taken as given. ``file.py::NAME`` (a pytest node id) selects the items ``NAME`` or
     ``NAME[<dataset>]`` of that file (:meth:`Declaration.select`); ``None``: every item. A
@@ -171,7 +196,7 @@ def hypothesis_files(paths: Sequence[str | os.PathLike], dirs: Iterable[str] = H
     >>> [(p.name, sel) for p, sel in hypothesis_files([f"{root}/X1.py::X1[toy]", f"{root}/X1.py::X3"])]
     [('X1.py', ('X1[toy]', 'X3'))]
     """
-    dirs = tuple(dirs)
+    dirs = None if dirs is None else tuple(dirs)
     out: list[tuple[Path, tuple[str, ...] | None]] = []
     index: dict[Path, int] = {}
 
@@ -189,7 +214,7 @@ def hypothesis_files(paths: Sequence[str | os.PathLike], dirs: Iterable[str] = H
         p, selector = _split_node(given)
         if p.is_dir():
             for sub in _walk(p):
-                if is_hypothesis_file(sub, dirs):
+                if is_module_file(sub) if dirs is None else is_hypothesis_file(sub, dirs):
                     add(sub, None)
         else:
             add(p, selector)
@@ -353,7 +378,7 @@ def _node_prefix(path: Path, base: Path) -> str:
 
 
 def collect(paths: Sequence[str | os.PathLike], *, datasets_dir: str | os.PathLike | None = None,
-            dirs: Iterable[str] = HYPOTHESIS_DIRS, base: str | os.PathLike | None = None
+            dirs: Iterable[str] | None = HYPOTHESIS_DIRS, base: str | os.PathLike | None = None
             ) -> Collection:
     """Import the hypothesis files under ``paths`` and collect their declarations.
 
@@ -364,8 +389,9 @@ def collect(paths: Sequence[str | os.PathLike], *, datasets_dir: str | os.PathLi
         (:func:`hypothesis_files`).
     datasets_dir : path, optional
         The dataset cards' folder (:class:`Declarations`).
-    dirs : iterable of str
-        Folder names whose files are hypothesis modules.
+    dirs : iterable of str, or None
+        Folder names whose files are hypothesis modules; ``None``: every ``.py`` file under
+        the folders given (``lie-stats run`` and ``lie-stats export``).
     base : path, optional
         Folder the modules are named relative to in messages (default: the working folder).
 
@@ -407,3 +433,35 @@ def collect(paths: Sequence[str | os.PathLike], *, datasets_dir: str | os.PathLi
             if got is not None:
                 found.declarations.append(got)
     return found
+
+
+def dataset_users(paths: str | os.PathLike | Sequence[str | os.PathLike],
+                  datasets_dir: str | os.PathLike | None = None) -> dict[str, list[str]]:
+    """The ids of the hypotheses under ``paths`` that use each dataset (``lie-stats
+    datasets``): ``{dataset: [id, ...]}``, ids in collection order. Modules that cannot be
+    imported are left out (``lie-stats run`` reports them).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, textwrap
+    >>> folder = pathlib.Path(tempfile.mkdtemp()) / "claims_users_demo"
+    >>> folder.mkdir()
+    >>> _ = (folder / "users_demo.py").write_text(textwrap.dedent('''
+    ...     from lie_stats.spec import HypothesisSpec, Prediction, Select
+    ...     U1 = HypothesisSpec(id="U1", claim="c", source="s", datasets=("toy", "other"),
+    ...         selection={"x": Select("head_contribution", step="first"),
+    ...                    "y": Select("change_from_init")}, test="correlation",
+    ...         prediction=Prediction("negative"), gate="report")
+    ... '''))
+    >>> dataset_users(folder)
+    {'toy': ['U1'], 'other': ['U1']}
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [p for p in paths if Path(p).exists()]
+    found = collect(paths, datasets_dir=None, dirs=None)
+    out: dict[str, list[str]] = {}
+    for decl in found.declarations:
+        for ds in decl.datasets:
+            out.setdefault(ds, []).append(str(decl.obj.id))
+    return out

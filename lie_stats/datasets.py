@@ -37,6 +37,8 @@ __all__ = [
     "find_dataset",
     "load_dataset",
     "card_cubes",
+    "cube_contents",
+    "describe_contents",
 ]
 
 #: File name of a dataset card inside ``datasets/<name>/``.
@@ -297,3 +299,68 @@ def _open_cubes(paths: Sequence[Path]) -> "xr.Dataset":
         return cubes[0]
     combined = cube.merge_shards(cubes)  # provenance lists concatenated, NaN padding
     return cube.validate_cube(combined, where=" + ".join(map(str, paths)))
+
+
+#: Coordinates :func:`cube_contents` reads: what a hypothesis can select.
+CONTENT_COORDS = ("model", "family", "projection", "step")
+
+
+def cube_contents(path: str | Path) -> dict[str, list]:
+    """What one cube file holds, read from its header and coordinate variables only (no data
+    variable is read): its models, families, projections and steps, and its data variables.
+
+    Raises
+    ------
+    DatasetError
+        The file is not a NetCDF file that can be opened.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, numpy as np, xarray as xr
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.nc"
+    >>> xr.Dataset({"v": (("model", "step"), np.zeros((1, 2)))},
+    ...            {"model": ["m"], "step": [0, 9]}).to_netcdf(p)
+    >>> cube_contents(p)
+    {'model': ['m'], 'family': [], 'projection': [], 'step': [0, 9], 'variables': ['v']}
+    """
+    import netCDF4
+    import numpy as np
+
+    try:
+        with netCDF4.Dataset(path) as nc:
+            out: dict[str, list] = {}
+            for name in CONTENT_COORDS:
+                var = nc.variables.get(name)
+                if var is None or var.ndim != 1 or var.size > 100_000:
+                    out[name] = []
+                    continue
+                values = np.ma.getdata(var[:])
+                out[name] = [v if isinstance(v, (str, int, float)) else str(v)
+                             for v in np.asarray(values).tolist()]
+            coords = set(nc.dimensions) | {n for n, v in nc.variables.items() if v.ndim <= 1}
+            out["variables"] = sorted(n for n in nc.variables if n not in coords)
+    except OSError as e:
+        raise DatasetError(f"{path}: cannot read the cube's header ({e}); expected a NetCDF cube "
+                           f"written by lie-stats extract.") from e
+    return out
+
+
+def describe_contents(card: DatasetCard) -> list[str]:
+    """One line per cube file of a present card: its models, families, projections and steps.
+
+    A cube that cannot be read gives a line saying so, not an exception.
+    """
+    lines = []
+    for path in card.cubes:
+        try:
+            c = cube_contents(path)
+        except DatasetError as e:
+            lines.append(f"{path.name}: unreadable ({e})")
+            continue
+        steps = c["step"]
+        span = (f"{len(steps)} steps {steps[0]}..{steps[-1]}" if len(steps) > 3
+                else "steps " + ", ".join(map(str, steps)) if steps else "no steps")
+        lines.append(f"{path.name}: {len(c['model'])} models ({', '.join(map(str, c['model']))}); "
+                     f"families {', '.join(map(str, c['family'])) or '-'}; projections "
+                     f"{', '.join(map(str, c['projection'])) or '-'}; {span}")
+    return lines

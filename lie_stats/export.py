@@ -44,6 +44,11 @@ Index
     ``spec_hash``, ``file`` (name in the folder, ``null`` when skipped), ``bytes``,
     ``sha256``, ``reason`` and ``build``.
 
+An ``index.json`` already in the folder is replaced only when lie_stats wrote it (recognised
+by its content), and only after its entries were checked to be plain file names of the
+folder (an entry ``..`` or ``a/b`` is refused before anything is written or moved); a file
+of an exported name that no earlier index listed is never replaced.
+
 Nothing is half-written: every file is first written into a staging folder inside the
 output folder; only when all are written are they moved into place (a rename each) and the
 index replaced; on any failure the staging folder is removed and the earlier export is left
@@ -307,12 +312,51 @@ def _write_netcdf(ds: Any, path: Path) -> None:
 # ----------------------------------------------------------------------------- a folder
 
 
+def _is_our_index(data: Any) -> bool:
+    """Whether parsed JSON is an index that lie_stats wrote (by its content, not its name)."""
+    return (isinstance(data, dict) and {"lie_stats_version", "created", "exports"} <= set(data)
+            and isinstance(data["exports"], list)
+            and all(isinstance(e, dict) and {"id", "dataset", "file"} <= set(e) for e in data["exports"]))
+
+
 def _previous_files(outdir: Path) -> set[str]:
-    try:
-        old = json.loads((outdir / INDEX_FILE).read_text(encoding="utf-8"))
-        return {str(e["file"]) for e in old.get("exports", []) if e.get("file")}
-    except (OSError, ValueError, AttributeError, TypeError, KeyError):
+    """The files an earlier export of ``outdir`` listed in its index (none without one).
+
+    Raises
+    ------
+    LieStatsError
+        ``index.json`` there was not written by lie_stats (it is never overwritten), or an
+        entry names a path that is not a plain file name of the folder (``..``, ``a/b``,
+        an absolute path): refused before anything is written or moved.
+    """
+    index = outdir / INDEX_FILE
+    if not index.exists() and not index.is_symlink():
         return set()
+    try:
+        if index.is_symlink() or not index.is_file():
+            raise ValueError("not a plain file")
+        data = json.loads(index.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        data, why = None, str(e)
+    else:
+        why = "it lacks lie_stats_version, created and a list of exports with id, dataset and file"
+    if not _is_our_index(data):
+        raise LieStatsError(f"{index}: this {INDEX_FILE} was not written by lie-stats export ({why}); "
+                            f"it is left as it is. Export into another folder (-o DIR), or move "
+                            f"that file away.")
+    names = set()
+    for entry in data["exports"]:
+        name = entry.get("file")
+        if name is None:
+            continue
+        if (not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name
+                or "/" in name or "\\" in name or "\0" in name):
+            raise LieStatsError(f"{index}: entry {entry.get('id')!r} on {entry.get('dataset')!r} "
+                                f"names the file {name!r}, which is not a plain file name of "
+                                f"{outdir}; expected <id>__<dataset>.nc. Nothing was written or "
+                                f"moved; fix or remove that index.")
+        names.add(name)
+    return names
 
 
 def _prepare_outdir(outdir: Path) -> bool:
@@ -377,18 +421,19 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
     >>> json.loads((out / "index.json").read_text())["exports"][0]["verdict"]
     'skipped'
     """
-    from .report import dataset_records, results_records
+    from .report import dataset_records, results_records, stable_numbers
 
     outdir = Path(outdir)
     results = list(results)
     if records is None:
-        records = results_records(results)
+        records = stable_numbers(results_records(results))  # as results.json writes them
     records = [dict(r) for r in records]
     if len(records) != len(results):
         raise LieStatsError(f"export_results: {len(results)} results but {len(records)} records; "
                             f"expected one record per result, in the same order.")
     order = sorted(range(len(results)), key=lambda i: (str(records[i]["id"]), str(records[i]["dataset"])))
     cubes = dict(cubes or {})
+    old = _previous_files(outdir) if outdir.is_dir() else set()  # refused before anything is written
     created_dir = _prepare_outdir(outdir)
     stage = Path(tempfile.mkdtemp(prefix=".export-", dir=outdir))
     entries: list[dict[str, Any]] = []
@@ -419,7 +464,13 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
                                         f"of this export was kept; the earlier one is unchanged.") from e
                 entry.update(file=name, bytes=path.stat().st_size, sha256=file_sha256(path))
             entries.append(entry)
-        old = _previous_files(outdir)
+        for entry in entries:  # never replace a file that no earlier export of ours listed
+            target = outdir / entry["file"] if entry["file"] else None
+            if target is not None and entry["file"] not in old and (target.exists() or target.is_symlink()):
+                raise LieStatsError(f"{target}: a file of that name is already in the export folder "
+                                    f"and no earlier lie-stats export listed it in {INDEX_FILE}; it "
+                                    f"is left as it is and nothing was moved. Export into another "
+                                    f"folder (-o DIR), or move that file away.")
         for entry in entries:
             if entry["file"]:
                 os.replace(stage / entry["file"], outdir / entry["file"])
@@ -475,6 +526,10 @@ class ExportRun:
     failures : list of str
         One line per failure behind ``status`` 1: ``<id>::<dataset>: <why>``, or a module
         that could not be collected.
+    errors : list of str
+        The failures that are errors, not a gate's verdict: a result that could not be
+        evaluated (a selection that matches nothing, ...) or a module that could not be
+        collected (``lie-stats export`` exits 1 on them).
     """
 
     status: int
@@ -482,6 +537,7 @@ class ExportRun:
     outdir: Path = Path(".")
     results: list[Any] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
 
 def _check_paths(paths: Sequence[str | os.PathLike]) -> None:
@@ -497,13 +553,14 @@ def _check_paths(paths: Sequence[str | os.PathLike]) -> None:
                         f"Expected a .py file or a folder of hypothesis modules (default: hypotheses).")
 
 
-def _evaluate(found: Any, datasets_dir: Path, update: bool) -> tuple[list[Any], list[str], dict]:
+def _evaluate(found: Any, datasets_dir: Path, update: bool) -> tuple[list[Any], list[str], list[str], dict]:
     """Evaluate every collected declaration as the plugin's items do; gates applied."""
     from . import gates
     from .spec import evaluate
 
     results: list[Any] = []
     failures: list[str] = []
+    errors: list[str] = []
     registries: dict[Path, dict] = {}
     pins: dict[Path, dict] = {}
     for decl in found.declarations:
@@ -516,9 +573,10 @@ def _evaluate(found: Any, datasets_dir: Path, update: bool) -> tuple[list[Any], 
         for ds in decl.datasets:
             key = f"{decl.obj.id}::{ds}"
             try:
-                res = evaluate(decl.obj, datasets_dir, datasets=[ds])[0]
+                res = gates.check_selection(evaluate(decl.obj, datasets_dir, datasets=[ds])[0], datasets_dir)
             except Exception as e:  # noqa: BLE001 - this item fails; the others still run
                 failures.append(f"{key}: {type(e).__name__}: {e}")
+                errors.append(failures[-1])
                 continue
             results.append(res)
             try:
@@ -535,7 +593,7 @@ def _evaluate(found: Any, datasets_dir: Path, update: bool) -> tuple[list[Any], 
                 pins.setdefault(path, {})[key] = gate.pin
             if gate.failed:
                 failures.append(f"{key}: {gate.message}")
-    return results, failures, {p: {**registries[p], **new} for p, new in pins.items()}
+    return results, failures, errors, pins
 
 
 def export_hypotheses(paths: Sequence[str | os.PathLike] = ("hypotheses",),
@@ -599,29 +657,31 @@ def export_hypotheses(paths: Sequence[str | os.PathLike] = ("hypotheses",),
     outdir = Path(outdir)
     if outdir.exists() and not outdir.is_dir():  # before the (long) evaluation
         _prepare_outdir(outdir)
+    if outdir.is_dir():
+        _previous_files(outdir)  # a foreign or malformed index: refused before any work
     datasets = Path(datasets_dir).resolve()
-    found = collect.collect(paths, datasets_dir=datasets)
+    found = collect.collect(paths, datasets_dir=datasets, dirs=None)  # any folder, as lie-stats run
     errors = [str(e) for e in found.errors]
     if strict and errors:  # evaluate nothing: a partial export would look complete
         raise SpecError("cannot export: hypothesis module(s) could not be collected:\n" + "\n".join(errors))
-    results, failures, pins = _evaluate(found, datasets, update_verdicts)
+    results, failures, item_errors, pins = _evaluate(found, datasets, update_verdicts)
     failures = errors + failures
     if not results:
         raise SpecError(f"no hypothesis was evaluated under {', '.join(map(str, paths))}; "
                         f"expected modules declaring HypothesisSpec objects.")
-    for path, data in pins.items():
-        gates.write_registry(path, data)
+    for path, new in pins.items():
+        gates.update_registry(path, new)  # merged under the registry's lock
     results = sorted(results, key=lambda r: (str(r.id), str(r.dataset)))
     if reports_dir is not None:
         report.write_reports(results, reports_dir, datasets_dir=datasets)
         base = Path(reports_dir).resolve().parent
     else:
         base = Path.cwd().resolve()
-    records = report.results_records(results)
+    records = report.stable_numbers(report.results_records(results))  # as results.json writes them
     for rec in records:
         rec["module"] = report.relative_path(rec.get("module") or "", base)
     # the rows exactly as results.json holds them (key order, JSON types)
     records = json.loads(json.dumps(records, sort_keys=True, allow_nan=False))
     entries = export_results(results, outdir, records=records, datasets_dir=datasets_dir)
     return ExportRun(status=1 if failures else 0, entries=entries, outdir=outdir, results=results,
-                     failures=failures)
+                     failures=failures, errors=errors + item_errors)

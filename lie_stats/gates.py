@@ -13,6 +13,12 @@ item's pass, failure or skip; ``lie-stats export`` records it as the result's ``
 ``report``
     never fails.
 
+A result is ``skipped`` only when its dataset's cube is absent (then the message gives the
+command that builds it). A selection that matches nothing in a cube that is present (a
+layer, family, projection or variable the cube lacks) is the declaration's error, not a
+skip: :func:`check_selection` raises :class:`SelectionError`, and the item fails whatever
+its gate, so a mistyped selection cannot pass CI with nothing tested.
+
 Under every gate a declaration whose hash differs from the pinned one is flagged
 (``declaration_changed``). A skipped result (its data are absent) is skipped whatever the
 gate and is never re-pinned. Re-pinning (``update=True``) records every other verdict with
@@ -21,7 +27,8 @@ supported.
 
 The registry (``verdicts.json`` beside the hypothesis modules) is a JSON object
 ``{"<id>::<dataset>": {"verdict", "spec_hash", "gate"}}``, written sorted and indented, each
-write atomic (:func:`lie_stats._io.write_text_atomic`).
+write atomic (:func:`lie_stats._io.write_text_atomic`); re-pinning (:func:`update_registry`)
+reads and writes it under a lock file beside it, so concurrent runs do not lose pins.
 """
 
 from __future__ import annotations
@@ -46,6 +53,8 @@ __all__ = [
     "declaration_changed",
     "GateOutcome",
     "check",
+    "SelectionError",
+    "check_selection",
 ]
 
 #: Name of the registry of pinned verdicts, beside the hypothesis modules.
@@ -142,6 +151,10 @@ def update_registry(path: str | os.PathLike, pins: Mapping[str, Mapping[str, Any
     """Re-pin: the registry at ``path`` with ``pins`` replacing or adding their keys, written
     atomically; the other pins are kept. Returns what was written.
 
+    The file is read, merged and written while holding an ``fcntl`` lock on
+    ``.verdicts.json.lock`` beside it (:func:`lie_stats._io.file_lock`), so concurrent
+    re-pinning runs never lose each other's pins.
+
     Examples
     --------
     >>> import tempfile, pathlib
@@ -150,9 +163,15 @@ def update_registry(path: str | os.PathLike, pins: Mapping[str, Mapping[str, Any
     >>> sorted(update_registry(p, {"B::d": {"verdict": "supported", "spec_hash": "2", "gate": "report"}}))
     ['A::d', 'B::d']
     """
-    data = read_registry(path)
-    data.update({k: dict(v) for k, v in pins.items()})
-    write_registry(path, data)
+    from ._io import file_lock
+
+    # read, merge and write under the registry's lock: two runs re-pinning different
+    # modules at once each keep the other's pins (read at write time, not session start)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(path):
+        data = read_registry(path)
+        data.update({k: dict(v) for k, v in pins.items()})
+        write_registry(path, data)
     return data
 
 
@@ -286,3 +305,55 @@ def check(result: Any, pinned: Mapping[str, Any] | None, *, update: bool = False
                                          f"{spec_hash[:12]}); review and re-pin with "
                                          f"--update-verdicts", **fields)
     return GateOutcome("passed", **fields)
+
+
+class SelectionError(SpecError):
+    """A spec's selection matches nothing in its dataset's cube, which is present."""
+
+
+def check_selection(result: Any, datasets_dir: str | os.PathLike) -> Any:
+    """``result``, unless it is skipped although its dataset's cube is present.
+
+    :func:`lie_stats.spec.evaluate` skips a result both when the dataset's cube is absent
+    and when the selection finds nothing in it; only the first is a skip.
+
+    Raises
+    ------
+    SelectionError
+        The cube is present and the selection matches nothing: the message names the spec,
+        the dataset, the cube and what the selection lacks; rebuilding the data cannot help.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from lie_stats.spec import Result
+    >>> root = pathlib.Path(tempfile.mkdtemp()); (root / "toy").mkdir()
+    >>> _ = (root / "toy" / "dataset.toml").write_text(
+    ...     'name = "toy"\\ntitle = "t"\\ncubes = ["toy.nc"]\\nbuild = "make toy"\\n')
+    >>> r = Result(id="X1", claim="c", source="s", dataset="toy", verdict="skipped", module="x.py",
+    ...            reason="the cube has no layer 99 for 'killing_cv' (has: 0, 1)", gate="report",
+    ...            test="correlation", spec_hash="0" * 64, reference={}, build="make toy")
+    >>> check_selection(r, root) is r  # the cube is absent: a skip
+    True
+    >>> _ = (root / "toy" / "toy.nc").write_bytes(b"")
+    >>> check_selection(r, root)
+    Traceback (most recent call last):
+    ...
+    lie_stats.gates.SelectionError: x.py: HypothesisSpec 'X1' on dataset 'toy': the selection matches nothing in the cube .../toy.nc, which is present: the cube has no layer 99 for 'killing_cv' (has: 0, 1). Fix the declaration's selection (lie-stats info CUBE lists what the cube holds); rebuilding the data cannot help.
+    """
+    if getattr(result, "verdict", None) != _SKIPPED:
+        return result
+    from .datasets import DatasetError, find_dataset
+
+    try:
+        card = find_dataset(str(result.dataset), datasets_dir)
+    except DatasetError:
+        return result
+    if card.missing:
+        return result
+    cubes = ", ".join(map(str, card.cubes))
+    raise SelectionError(
+        f"{getattr(result, 'module', '') or '?'}: HypothesisSpec {result.id!r} on dataset "
+        f"{result.dataset!r}: the selection matches nothing in the cube {cubes}, which is "
+        f"present: {result.reason}. Fix the declaration's selection (lie-stats info CUBE "
+        f"lists what the cube holds); rebuilding the data cannot help.")

@@ -71,9 +71,13 @@ class _State:
     pins: dict = field(default_factory=dict)  # path -> {key: entry} to write
     changed: dict = field(default_factory=dict)  # result key -> (old hash, new hash)
     declarations: collect.Declarations = field(default_factory=collect.Declarations)
+    roots: tuple = ()  # with --lie-paths-are-hypotheses: the command line's paths
 
 
 _STATE = pytest.StashKey[_State]()
+#: The session ended by Ctrl-C (pytest's exit status 2 also means a collection error):
+#: set by pytest_keyboard_interrupt, read at session end and by run().
+_INTERRUPTED: BaseException | None = None
 
 
 # ----------------------------------------------------------------------------- options
@@ -83,8 +87,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("lie-stats", "lie_stats hypotheses (science tests)")
     group.addoption("--lie-datasets", metavar="DIR", default="datasets",
                     help="folder of dataset cards and cubes. Default: %(default)r")
-    group.addoption("--lie-reports", metavar="DIR", default="reports",
-                    help="folder the reports are written to. Default: %(default)r")
+    group.addoption("--lie-reports", metavar="DIR", default=None,
+                    help="folder the reports are written to. Default: a folder under the "
+                         "system's temporary folder, one per project folder, so that a test "
+                         "run never changes the committed reports (lie-stats run writes "
+                         "reports/)")
     group.addoption("--lie-verdicts", metavar="FILE", default=None,
                     help="registry of pinned verdicts; by default verdicts.json beside each "
                          "hypothesis module. Default: %(default)r")
@@ -93,17 +100,53 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--update-verdicts", action="store_true", default=False,
                     help="re-pin: write each evaluated verdict and declaration hash to the "
                          "registry instead of comparing. Default: %(default)r")
+    group.addoption("--lie-paths-are-hypotheses", action="store_true", default=False,
+                    help="every .py file under the paths given (not _*.py, not conftest.py) is "
+                         "a hypothesis module, whatever its folder's name (lie-stats run sets "
+                         "it). Default: %(default)r")
     parser.addini("lie_hypothesis_dirs", type="linelist", default=["hypotheses"],
                   help="names of folders whose *.py files are hypothesis modules")
 
 
+def default_reports_dir(project: str | os.PathLike) -> Path:
+    """Where a pytest session writes its reports without ``--lie-reports``: a folder of the
+    system's temporary folder named after the project folder, outside any checkout, so that
+    ``pytest`` never rewrites the committed ``reports/`` (``lie-stats run`` does, on purpose).
+
+    >>> default_reports_dir("/srv/project").name.startswith("lie_stats-reports-project-")
+    True
+    """
+    import hashlib
+    import tempfile
+
+    project = Path(project).resolve()
+    tag = hashlib.sha256(str(project).encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in project.name)[:40] or "root"
+    return Path(tempfile.gettempdir()) / f"lie_stats-reports-{safe}-{tag}"
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    global _INTERRUPTED
+    _INTERRUPTED = None
     base = Path(config.invocation_params.dir)
     override = config.getoption("--lie-verdicts")
     datasets = (base / config.getoption("--lie-datasets")).resolve()
+    given = config.getoption("--lie-reports")
+    if given is not None:  # fail now, not after every item ran
+        from .errors import LieStatsError
+        from .report.writing import check_reports_dir
+
+        try:
+            check_reports_dir(base / given)
+        except LieStatsError as e:
+            raise pytest.UsageError(f"--lie-reports {given}: {e}") from e
+    roots: tuple = ()
+    if config.getoption("--lie-paths-are-hypotheses"):
+        roots = tuple((base / str(a).split("::")[0]).resolve() for a in config.args)
     config.stash[_STATE] = _State(
         datasets=datasets,
-        reports=(base / config.getoption("--lie-reports")).resolve(),
+        reports=(base / given).resolve() if given is not None else default_reports_dir(base),
+        roots=roots,
         registry_override=(base / override).resolve() if override else None,
         update=bool(config.getoption("--update-verdicts")),
         figures=not config.getoption("--lie-no-figures"),
@@ -115,7 +158,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _is_hypothesis_file(file_path: Path, config: pytest.Config) -> bool:
-    return collect.is_hypothesis_file(file_path, config.getini("lie_hypothesis_dirs"))
+    if collect.is_hypothesis_file(file_path, config.getini("lie_hypothesis_dirs")):
+        return True
+    roots = config.stash[_STATE].roots
+    return bool(roots) and collect.is_module_file(file_path) and collect.under(file_path, roots)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Any:
@@ -227,6 +273,7 @@ class SpecItem(pytest.Item):
 
         state = self.config.stash[_STATE]
         result = spec_mod.evaluate(self.spec, state.datasets, datasets=[self.dataset])[0]
+        gates.check_selection(result, state.datasets)  # present data, nothing selected: an error
         self.result = result
         state.results.append(result)
         path = self.registry_path()
@@ -299,6 +346,12 @@ def _registry(state: _State, path: Path) -> dict:
     return state.registries[path]
 
 
+def pytest_keyboard_interrupt(excinfo: Any) -> None:
+    global _INTERRUPTED
+    if isinstance(excinfo.value, KeyboardInterrupt):  # not pytest.exit()
+        _INTERRUPTED = excinfo.value
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
     rep = yield
@@ -319,8 +372,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     from . import gates, report
 
+    if _INTERRUPTED:  # nothing is written: the earlier report and pins are kept
+        return
     for path, pins in state.pins.items():
-        gates.write_registry(path, {**_registry(state, path), **pins})
+        gates.update_registry(path, pins)  # re-read under the lock: a concurrent run's pins are kept
 
     for res in state.results:
         res.outcome = state.outcomes.get(res.key, "")
@@ -334,6 +389,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     from . import report
 
     tr = terminalreporter
+    if _INTERRUPTED is not None:
+        tr.write_line(f"interrupted: no report written; the earlier report in {state.reports} "
+                      f"and the pinned verdicts are kept", yellow=True)
+        return
     tr.write_sep("=", "lie_stats verdicts")
     for line in report.verdict_table(state.results, outcomes=state.outcomes).splitlines():
         tr.write_line(line)
@@ -364,7 +423,9 @@ def run(
     paths : sequence of str
         Hypothesis modules or folders (default ``hypotheses``).
     datasets_dir, reports_dir : path
-        Passed as ``--lie-datasets`` and ``--lie-reports``.
+        Passed as ``--lie-datasets`` and ``--lie-reports``. Every ``.py`` file under
+        ``paths`` is a hypothesis module, whatever its folder's name
+        (``--lie-paths-are-hypotheses``).
     update_verdicts : bool
         Re-pin the verdicts (``--update-verdicts``).
     pytest_args : sequence of str
@@ -375,14 +436,27 @@ def run(
     int
         pytest's exit status (0 all gates pass, 1 a gate failed, 5 nothing collected, ...).
 
+    Raises
+    ------
+    KeyboardInterrupt
+        The run was interrupted (Ctrl-C; SIGTERM under ``lie-stats run``): nothing was
+        written, the earlier report and pins are kept (``lie-stats run`` exits 130).
+
     Examples
     --------
     >>> import tempfile
     >>> run([tempfile.mkdtemp()], pytest_args=["-q", "-p", "no:cacheprovider"])  # doctest: +SKIP
     5
     """
-    args = [*map(str, paths), "--lie-datasets", str(datasets_dir), "--lie-reports", str(reports_dir)]
+    global _INTERRUPTED
+    args = [*map(str, paths), "--lie-datasets", str(datasets_dir), "--lie-reports", str(reports_dir),
+            "--lie-paths-are-hypotheses"]
     if update_verdicts:
         args.append("--update-verdicts")
     args.extend(pytest_args)
-    return int(pytest.main(args))
+    _INTERRUPTED = None
+    status = int(pytest.main(args))
+    if _INTERRUPTED is not None:
+        interrupted, _INTERRUPTED = _INTERRUPTED, None
+        raise interrupted  # the caller says what was kept (lie-stats run: exit 130)
+    return status

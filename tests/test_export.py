@@ -176,9 +176,9 @@ def test_exported_files_read_back_with_plain_xarray_and_netcdf4(cubes, datasets,
     finally:
         os.umask(umask)
     assert oct((out / export.INDEX_FILE).stat().st_mode & 0o777) == "0o644"
-    from lie_stats.report import results_records
+    from lie_stats.report import results_records, stable_numbers
 
-    rows = {r["id"]: r for r in results_records(results)}
+    rows = {r["id"]: r for r in stable_numbers(results_records(results))}  # as results.json
     assert [e["file"] for e in entries] == ["E2__pair.nc", "E3__synth.nc", "X1__synth.nc"]
     index = json.loads((out / export.INDEX_FILE).read_text())
     assert index["exports"] == entries
@@ -376,13 +376,13 @@ def test_cli_export_writes_what_the_evaluation_gives(datasets, tmp_path):
     # the same declarations evaluated here: same numbers (same seeds), same adjusted p
     import importlib.util
 
-    from lie_stats.report import results_records
+    from lie_stats.report import results_records, stable_numbers
 
     spec = importlib.util.spec_from_file_location("h5_export_claims", folder / "claims.py")
     claims = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(claims)
     results = [*evaluate(claims.REP, datasets), *evaluate(claims.NULL, datasets)]
-    rows = {(r["id"], r["dataset"]): r for r in results_records(results)}
+    rows = {(r["id"], r["dataset"]): r for r in stable_numbers(results_records(results))}  # as results.json
     by_run = ("module", "outcome", "pinned_verdict", "pinned_hash")  # what the plugin adds
     files = [tmp_path / "exp" / e["file"] for e in index[1:]]
     for e, (meta, arrays) in zip(index[1:], read_plain_all(files, tmp_path)):

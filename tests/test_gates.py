@@ -156,7 +156,9 @@ def test_registry_writes_are_atomic_and_shared(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="No space left"):
         gates.update_registry(path, {"B::d": pin()})
     monkeypatch.undo()
-    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["verdicts.json"]
+    # only the registry and its (empty, hidden) lock file: no temporary file left
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".verdicts.json.lock", "verdicts.json"]
     umask = os.umask(0o077)
     try:
         gates.update_registry(path, {"B::d": pin()})

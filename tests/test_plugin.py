@@ -66,7 +66,9 @@ def write_module(pytester, name, *bodies, header=True):
 
 def run(pytester, datasets, *args, figures=False):
     more = () if figures else ("--lie-no-figures",)
-    return pytester.runpytest("hypotheses", "--lie-datasets", str(datasets), "-rs", *more, *args)
+    # the reports into the test's folder (without --lie-reports they go to the temp folder)
+    return pytester.runpytest("hypotheses", "--lie-datasets", str(datasets), "--lie-reports", "reports",
+                              "-rs", *more, *args)
 
 
 def results_json(pytester):
@@ -286,9 +288,9 @@ def test_run_passes_the_plugin_options_to_pytest(monkeypatch):
     assert pytest_plugin.run(["h/B5.py", "h/B6.py"], datasets_dir="d", reports_dir="r",
                              update_verdicts=True, pytest_args=["-q", "-k", "B5"]) == 3
     assert seen == [
-        ["hypotheses", "--lie-datasets", "datasets", "--lie-reports", "reports"],
-        ["h/B5.py", "h/B6.py", "--lie-datasets", "d", "--lie-reports", "r", "--update-verdicts",
-         "-q", "-k", "B5"],
+        ["hypotheses", "--lie-datasets", "datasets", "--lie-reports", "reports", "--lie-paths-are-hypotheses"],
+        ["h/B5.py", "h/B6.py", "--lie-datasets", "d", "--lie-reports", "r", "--lie-paths-are-hypotheses",
+         "--update-verdicts", "-q", "-k", "B5"],
     ]
 
 

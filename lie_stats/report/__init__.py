@@ -1,7 +1,8 @@
 """Reports: results -> ``results.json``, ``report.md``, ``report.html`` and PNG figures.
 
 The only package that formats or rounds numbers: ``results.json`` keeps
-full precision (NaN as ``null``); the Markdown, HTML and terminal tables round
+12 significant digits (:data:`lie_stats.report.writing.RESULT_DIGITS`: stable across CPUs
+and BLAS kernels; NaN as ``null``); the Markdown, HTML and terminal tables round
 (:mod:`lie_stats.report.text`). Each result's figure is drawn by
 :mod:`lie_stats.report.figures`; sections that read several results together are added by
 hook (:func:`register_section`, :mod:`lie_stats.report.sections`) from the claims' own
@@ -36,7 +37,9 @@ from .. import schema
 from .._io import file_sha256, write_text_atomic
 from .figures import draw_figure
 from .sections import linked_images, register_section, report_sections, unregister_section, write_sections
-from .text import estimate_text, figure_name, fmt, reference_text, relative_path, result_field
+from .text import (estimate_text, figure_name, fmt, md_text, reference_text, relative_path, result_field,
+                   terminal_text)
+from .writing import check_reports_dir, keep_identical_figures, stable_numbers, staged_reports
 
 __all__ = [
     "results_records",
@@ -48,6 +51,8 @@ __all__ = [
     "dataset_records",
     "result_field",
     "relative_path",
+    "check_reports_dir",
+    "stable_numbers",
     "register_section",
     "unregister_section",
     "report_sections",
@@ -92,7 +97,7 @@ def result_row_text(result: Any) -> str:
     if result_field(result, "pinned_verdict"):
         lines.append(f"pinned   {result_field(result, 'pinned_verdict')} (hash "
                      f"{str(result_field(result, 'pinned_hash'))[:12]}; now {str(result_field(result, 'spec_hash'))[:12]})")
-    return "\n".join(lines)
+    return "\n".join(terminal_text(line) for line in lines)
 
 
 _TABLE_COLS = ("id", "dataset", "gate", "verdict", "effect [CI]", "p", "reference", "agree", "flag")
@@ -126,7 +131,7 @@ def verdict_table(results: Sequence[Any], *, outcomes: Mapping[str, str] | None 
     X1  toy      report  supported  -0.3 [-0.5, -0.1]  0.001  rho = -0.274  -
     """
     records = [r if isinstance(r, Mapping) else r.row() for r in results]
-    rows = _table_rows(records, outcomes)
+    rows = [[terminal_text(c) for c in row] for row in _table_rows(records, outcomes)]
     widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(_TABLE_COLS)]
 
     def line(cells: Sequence[str]) -> str:
@@ -237,7 +242,7 @@ def _summary_rows(records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
 
 
 def _md_cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return md_text(text)
 
 
 def _markdown(records: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, Any]] = (),
@@ -251,10 +256,10 @@ def _markdown(records: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, 
         lines += ["", "## Data", "", "| dataset | title | state | cube | sha256 | bytes |", "|---|---|---|---|---|---|"]
         lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in _data_rows(data)]
     for s in _sections(records):
-        lines += ["", f"## {s['title']}", ""]
+        lines += ["", f"## {md_text(s['title'])}", ""]
         lines += [f"- **{k}**: {_md_cell(v)}" for k, v in s["facts"]]
         lines += ["", "| quantity | value |", "|---|---|"]
-        lines += [f"| {k} | {_md_cell(v)} |" for k, v in s["numbers"]]
+        lines += [f"| {_md_cell(k)} | {_md_cell(v)} |" for k, v in s["numbers"]]
         if s["curve"]:
             share = s["share"]
             sup = s["supported"]
@@ -264,7 +269,7 @@ def _markdown(records: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, 
                       "| choice | verdict | effect [CI] | p |", "|---|---|---|---|"]
             lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in s["curve"]]
         if s["figure"]:
-            lines += ["", f"![{s['title']}]({s['figure']})"]
+            lines += ["", f"![{md_text(s['title'])}]({s['figure']})"]
     for section in extra:
         lines += ["", section.rstrip("\n")]
     return "\n".join(lines) + "\n"
@@ -398,10 +403,14 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
         One per hypothesis and dataset, in the order to report them (sorted by id and
         dataset here, so the files do not depend on the run's order).
     reports_dir : path
-        Created if needed; each file is replaced atomically.
+        Created if needed. The whole report is written into a staging folder beside it and
+        swapped in at once, under a lock (:mod:`lie_stats.report.writing`): an interrupted
+        or failed write leaves the earlier report as it was, and two concurrent writers
+        each leave a complete report. Entries lie_stats does not write are kept.
     figures : bool
         Draw one PNG per non-skipped result (``figures/<id>__<dataset>.png``); figures of
         earlier runs that this run did not draw are removed, so the folder matches the report.
+        Without figures the earlier ``figures/`` is kept as it was.
     datasets_dir : path, optional
         The dataset cards' folder: the reports then list the cube files used, with sha256,
         and (with ``figures``) add the sections of :func:`register_section`.
@@ -422,38 +431,36 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
     >>> json.loads(out["json"].read_text())[0]["verdict"]
     'skipped'
     """
-    reports_dir = Path(reports_dir)
+    reports_dir = Path(os.path.abspath(reports_dir))
     results = sorted(results, key=lambda r: (str(result_field(r, "id")), str(result_field(r, "dataset"))))
-    records = results_records(results)
+    records = stable_numbers(results_records(results))
     for rec in records:  # machine-independent: the module relative to the reports' parent
         rec["module"] = relative_path(rec.get("module") or "", reports_dir.resolve().parent)
-    written: dict[str, Path] = {}
-    for res, rec in zip(results, records):
-        rec["figure"] = None
-        if figures and rec["verdict"] != "skipped":
-            rel = f"{FIGURES}/{figure_name(rec['id'], rec['dataset'])}"
-            if draw_figure(res, rec, reports_dir / rel):
-                rec["figure"] = rel
-                written[f"{rec['id']}::{rec['dataset']}"] = reports_dir / rel
-    extra = []
-    if figures and datasets_dir is not None:
-        for name, section in write_sections(results, reports_dir, datasets_dir):
-            extra.append(section)
-            images = linked_images(section)
-            written.update({name if len(images) == 1 else f"{name}:{k}": reports_dir / rel
-                            for k, rel in enumerate(images, start=1)})
-    if figures and (reports_dir / FIGURES).is_dir():
-        keep = {p.name for p in written.values()}
-        for old in (reports_dir / FIGURES).glob("*__*.png"):
-            if old.name not in keep:
-                old.unlink()
-    data = []
-    if datasets_dir is not None:
-        names = [r["dataset"] for r in records if r["dataset"] != "-"]
-        data = dataset_records(names, datasets_dir, base=reports_dir.resolve().parent)
-    write_text_atomic(reports_dir / RESULTS_JSON, json.dumps(records, indent=2, sort_keys=True, allow_nan=False) + "\n")
-    write_text_atomic(reports_dir / REPORT_MD, _markdown(records, data, extra))
-    write_text_atomic(reports_dir / REPORT_HTML, _html(records, data, extra))
+    drawn: dict[str, str] = {}  # key -> path relative to the folder
+    with staged_reports(reports_dir, figures=figures) as stage:
+        for res, rec in zip(results, records):
+            rec["figure"] = None
+            if figures and rec["verdict"] != "skipped":
+                rel = f"{FIGURES}/{figure_name(rec['id'], rec['dataset'])}"
+                if draw_figure(res, rec, stage / rel):
+                    rec["figure"] = rel
+                    drawn[f"{rec['id']}::{rec['dataset']}"] = rel
+        extra = []
+        if figures and datasets_dir is not None:
+            for name, section in write_sections(results, stage, datasets_dir):
+                extra.append(section)
+                images = linked_images(section)
+                drawn.update({name if len(images) == 1 else f"{name}:{k}": rel
+                              for k, rel in enumerate(images, start=1)})
+        keep_identical_figures(stage, reports_dir, drawn.values())
+        data = []
+        if datasets_dir is not None:
+            names = [r["dataset"] for r in records if r["dataset"] != "-"]
+            data = dataset_records(names, datasets_dir, base=reports_dir.resolve().parent)
+        write_text_atomic(stage / RESULTS_JSON, json.dumps(records, indent=2, sort_keys=True, allow_nan=False) + "\n")
+        write_text_atomic(stage / REPORT_MD, _markdown(records, data, extra))
+        write_text_atomic(stage / REPORT_HTML, _html(records, data, extra))
+    written = {key: reports_dir / rel for key, rel in drawn.items()}
     written.update(json=reports_dir / RESULTS_JSON, markdown=reports_dir / REPORT_MD,
                    html=reports_dir / REPORT_HTML)
     return written

@@ -31,7 +31,8 @@ def register_section(match: str | Callable[[Any], bool], writer: SectionWriter, 
 
     After the per-result figures, :func:`write_reports` calls ``writer(results, reports_dir,
     datasets_dir)`` when at least one result matches; the writer draws its figures under
-    ``reports_dir`` and returns the section's Markdown (headings, pipe tables, images,
+    ``reports_dir`` (the staging folder the whole report is written into before it replaces
+    the reports folder: write only below it) and returns the section's Markdown (headings, pipe tables, images,
     paragraphs; the HTML report renders the same subset), or ``None`` for no section.
     Sections follow the per-result sections in the order registered. They are written
     with the figures (``figures=True``) when ``datasets_dir`` is given. A claim's module

@@ -1,7 +1,8 @@
 """Text of the reports: numbers rounded for humans, file names and paths, result fields.
 
-The one place that rounds numbers; ``results.json`` keeps full
-precision.
+The one place that rounds numbers for humans; ``results.json`` keeps
+12 significant digits (:mod:`lie_stats.report.writing`). Strings from files are escaped
+here for Markdown (:func:`md_text`) and the terminal (:func:`terminal_text`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["fmt", "interval_text", "estimate_text", "reference_text", "figure_name", "result_field",
-           "relative_path"]
+           "relative_path", "md_text", "terminal_text", "MAX_NAME"]
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -70,14 +71,75 @@ def reference_text(ref: Mapping[str, Any]) -> str:
     return ", ".join(f"{k} = {fmt(v) if isinstance(v, (int, float)) else v}" for k, v in ref.items()) or "-"
 
 
-def figure_name(result_id: str, dataset: str) -> str:
-    """Deterministic figure file name of one result.
+#: Longest figure (and export) file name: far under the 255 bytes of common file systems, with
+#: room for the staging prefixes and suffixes the writers add.
+MAX_NAME = 120
 
-    >>> figure_name("X1", "pico pythia")
+
+def figure_name(result_id: str, dataset: str) -> str:
+    """Deterministic figure file name of one result: ``<id>__<dataset>.png``.
+
+    Characters outside ``A-Za-z0-9._-`` become ``_``; when that changed the name, or the
+    name would be longer than :data:`MAX_NAME`, a hash of the exact id and dataset is
+    appended (the parts cut to fit), so two results never share a file and no name is
+    too long for the file system.
+
+    >>> figure_name("X1", "pico_pythia")
     'X1__pico_pythia.png'
+    >>> figure_name("X1", "pico pythia")
+    'X1__pico_pythia-964d0b26.png'
+    >>> len(figure_name("X" * 300, "toy"))
+    120
     """
+    import hashlib
+
     safe = lambda s: re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_") or "x"  # noqa: E731
-    return f"{safe(result_id)}__{safe(dataset)}.png"
+    a, b = safe(str(result_id)), safe(str(dataset))
+    name = f"{a}__{b}.png"
+    if (a, b) == (str(result_id), str(dataset)) and len(name) <= MAX_NAME:
+        return name
+    digest = hashlib.sha256(f"{result_id}\0{dataset}".encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    room = MAX_NAME - len("__") - len(digest) - len("-.png")
+    b = b[: max(room // 3, room - len(a))]
+    a = a[: room - len(b)]
+    return f"{a}__{b}-{digest}.png"
+
+
+_MD_SPECIAL = str.maketrans({"\\": "\\\\", "&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|",
+                             "`": "\\`", "\n": " ", "\r": " "})
+# a link or an image needs "](" (inline) or "][" (reference); a lone bracket, as in the
+# interval "[0.1, 0.5]", is left as it is
+_MD_LINK = re.compile(r"\](?=[(\[])")
+
+
+def md_text(text: Any) -> str:
+    """``text`` as literal Markdown: raw HTML (``<script>``, ``<img onerror>``), entities,
+    links and images (``[x](javascript:...)``), code spans and table pipes are escaped, line
+    breaks become spaces, so a string from a file (a claim, a card title, a note, a file
+    name, a reason) shows as the text it is and cannot add markup.
+
+    >>> print(md_text("<script>alert(1)</script> [x](javascript:alert(1)) a|b [0.1, 0.5]"))
+    &lt;script&gt;alert(1)&lt;/script&gt; [x\\](javascript:alert(1)) a\\|b [0.1, 0.5]
+    """
+    return _MD_LINK.sub(r"\\]", _control_free(str(text)).translate(_MD_SPECIAL))
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _control_free(text: str) -> str:
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", text)
+
+
+def terminal_text(text: Any) -> str:
+    """``text`` safe to print on a terminal: control characters (ANSI escapes, carriage
+    returns, bidirectional overrides) shown as ``\\xNN``; tabs and newlines kept as spaces.
+
+    >>> terminal_text("model\\x1b[31m red\\nvalid: yes")
+    'model\\\\x1b[31m red valid: yes'
+    """
+    return _control_free(str(text).replace("\t", " ").replace("\n", " "))
 
 
 def result_field(result: Any, name: str, default: Any = None) -> Any:

@@ -37,9 +37,11 @@ def test_results_json_has_every_field_at_full_precision(results, written):
     by_key = {(r["id"], r["dataset"]): r for r in records}
     b5 = next(r for r in results if r.id == "B5" and r.dataset == "synth")
     rec = by_key[("B5", "synth")]
-    assert rec["effect"] == b5.effect and rec["ci_low"] == b5.ci_low  # not rounded
+    # 12 significant digits (report.writing.RESULT_DIGITS), not the 3 of the tables
+    assert rec["effect"] == float(f"{b5.effect:.12g}") and rec["ci_low"] == float(f"{b5.ci_low:.12g}")
+    assert rec["effect"] != float(f"{b5.effect:.6g}")
     assert rec["reference"] == {"rho": -0.274, "p": 0.007, "n": 96}
-    assert rec["extra"]["r33"] == b5.extra["r33"]
+    assert rec["extra"]["r33"] == float(f"{b5.extra['r33']:.12g}")
     skipped = by_key[("B5", "absent")]
     assert skipped["verdict"] == "skipped" and skipped["p_value"] is None and skipped["figure"] is None
     assert skipped["build"] == "python -m build_absent --out absent.nc"
@@ -60,8 +62,9 @@ def test_adjusted_pvalues_match_statsmodels_and_skip_skipped(written):
     # statsmodels: multipletests(p, method="holm") and method="fdr_bh", over the tested ones only
     holm = multipletests(p, method="holm")[1]
     bh = multipletests(p, method="fdr_bh")[1]
-    np.testing.assert_allclose([r["p_holm"] for r in tested], holm, rtol=1e-12)
-    np.testing.assert_allclose([r["p_bh"] for r in tested], bh, rtol=1e-12)
+    # results.json keeps 12 significant digits: at most 5e-12 relative from the exact value
+    np.testing.assert_allclose([r["p_holm"] for r in tested], holm, rtol=1e-11)
+    np.testing.assert_allclose([r["p_bh"] for r in tested], bh, rtol=1e-11)
     assert all(r["p_holm"] is None and r["p_bh"] is None for r in records if r["verdict"] == "skipped")
 
 
@@ -84,7 +87,7 @@ def test_markdown_and_html_have_one_section_per_result(results, written):
     assert "Specification curve: 50 % of 2 analysis choices agree with the verdict; 50 % support" in md
     assert "python -m build_absent --out absent.nc" in md
     # the summary names the claim; the Data section lists the cubes used, with their sha256
-    assert "| B5 | Initial contribution predicts change <b> | synth | replication |" in md
+    assert "| B5 | Initial contribution predicts change &lt;b&gt; | synth | replication |" in md  # escaped
     import hashlib
 
     root = results[0].data_root

@@ -35,7 +35,9 @@ def test_a_registered_section_follows_the_results_in_md_and_html(results, sectio
     assert len(section) == 1
     ids, reports_dir, datasets_dir = section[0]
     assert ids == sorted(ids) and ("C1", "synth") in ids and ("B5", "absent") in ids  # every result
-    assert reports_dir == tmp_path and datasets_dir == root
+    # the writer draws into the staging folder that becomes tmp_path (report.writing)
+    assert reports_dir.parent == tmp_path.parent and reports_dir.name.startswith(f".{tmp_path.name}.new-")
+    assert datasets_dir == root and not reports_dir.exists()
     md, page = out["markdown"].read_text(), out["html"].read_text()
     assert md.endswith("| C | 2 |\n\n![C](figures/C__together.png)\n")
     assert md.index("## C2 on synth") < md.index("## C, read together")
