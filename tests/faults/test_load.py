@@ -1,4 +1,4 @@
-"""Load test, CI size (issue 8, item 7): many checkpoints through `lie-stats extract --workers 2`.
+"""Load test, CI size: many checkpoints through `lie-stats extract --workers 2`.
 
 The same code as ``benchmarks/load.py`` (imported from there), on 96 checkpoints of a
 smaller model: a real ``lie-stats extract RUN -o OUT.nc --workers 2`` subprocess (a real
