@@ -1,4 +1,4 @@
-"""Load test: many checkpoints through `lie-stats extract --workers 2`, memory sampled (issue 8, item 7).
+"""Load test: many checkpoints through `lie-stats extract --workers 2`, memory sampled.
 
 What it does
 ------------
@@ -182,7 +182,9 @@ def run_sampled(run: Path, out: Path, *, workers: int = 2, interval: float = 0.0
 
     def sample_once() -> None:
         t = time.monotonic() - t0
-        done = _count_shards(store)
+        # checkpoints done never decrease: the store is removed after a successful merge, and
+        # a sample taken while it is being deleted must not count as an earlier checkpoint
+        done = max(_count_shards(store), max(shard_times, default=0))
         shard_times.setdefault(done, t)
         try:
             tree = [root, *root.children(recursive=True)]
