@@ -24,6 +24,7 @@ measurement), ``--out/<run>.json`` (config plus every head's values at every mea
 
     nice -n 19 python benchmarks/emergence.py --seed 0 --steps 5000 [--deadline 23:05]
     python benchmarks/emergence.py --table RUN      # the curves as a Markdown table
+    python benchmarks/emergence.py --replot RUN     # csv, json and png again from the state
 
 ``--deadline HH:MM`` (UTC): past it, the run measures at the step it reached, saves and exits
 (exit code 0; rerun later to go on). SIGTERM does the same at the end of the current step.
@@ -265,7 +266,7 @@ def plot(st: dict, path: Path, name: str) -> None:
     import matplotlib.pyplot as plt
 
     rows = st["rows"]
-    x = np.array([max(r["step"], 0.5) for r in rows], dtype=float)
+    x = np.array([r["step"] for r in rows], dtype=float)
     fig, ax = plt.subplots(2, 2, figsize=(11, 7.5))
     a = ax[0, 0]
     sinks = np.array([np.asarray(h["sink_score"], float).ravel() for h in st["heads"]])
@@ -289,8 +290,9 @@ def plot(st: dict, path: Path, name: str) -> None:
     a.set_ylabel("cross-entropy (nats/token)")
     a.legend(fontsize=7)
     for a in (ax[0, 0], ax[0, 1], ax[1, 0]):
-        a.set_xscale("symlog", linthresh=1)
-        a.set_xlabel("step")
+        a.set_xscale("symlog", linthresh=1, linscale=0.3)
+        a.set_xlim(left=0)
+        a.set_xlabel("step (symlog)")
     a = ax[1, 1]
     last = st["heads"][-1]
     im = a.imshow(np.asarray(last["sink_score"], float), aspect="auto", vmin=0, vmax=1, cmap="viridis")
@@ -512,9 +514,16 @@ def main(argv=None) -> int:
     ap.add_argument("--deadline", default=None, help="HH:MM UTC: measure, save and stop when reached")
     ap.add_argument("--stop-after", type=int, default=None, help="(tests) exit after N steps without saving")
     ap.add_argument("--table", default=None, metavar="RUN", help="print RUN's curves as a Markdown table and exit")
+    ap.add_argument("--replot", default=None, metavar="RUN", help="rewrite RUN's csv, json and png from its state and exit")
     args = ap.parse_args(argv)
     if args.table:
         print(markdown_table(Path(args.out) / f"{args.table}.csv"))
+        return 0
+    if args.replot:
+        import torch
+
+        st = torch.load(Path(args.state) / args.replot / "state.pt", weights_only=False)
+        write_curves({k: v for k, v in st.items() if k not in ("model", "optimizer", "rng")}, Path(args.out), args.replot)
         return 0
     cfg = Config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Config)})
 
