@@ -128,13 +128,15 @@ def measure_steps(n_steps: int, log_until: int = 1000, every: int = 250) -> list
     return sorted(set(steps))
 
 
-def run_name(cfg: Config) -> str:
-    """``bos_l{layers}h{heads}d{d_head}_s{seed}``, with ``_sample`` for the committed sample text.
+def run_name(cfg: Config, device: str = "cpu") -> str:
+    """``bos_l{layers}h{heads}d{d_head}_s{seed}``, with ``_sample`` for the committed sample text
+    and ``_cuda`` for a run trained on a GPU (its numbers differ from the CPU's in the last bits).
 
-    >>> run_name(Config(seed=3))
-    'bos_l12h8d16_s3'
+    >>> run_name(Config(seed=3)), run_name(Config(text="sample"), "cuda")
+    ('bos_l12h8d16_s3', 'bos_l12h8d16_s0_sample_cuda')
     """
-    return f"bos_l{cfg.n_layers}h{cfg.n_heads}d{cfg.d_head}_s{cfg.seed}" + ("_sample" if cfg.text == "sample" else "")
+    return (f"bos_l{cfg.n_layers}h{cfg.n_heads}d{cfg.d_head}_s{cfg.seed}" + ("_sample" if cfg.text == "sample" else "")
+            + ("" if device == "cpu" else f"_{device.split(':')[0]}"))
 
 
 # ---------------------------------------------------------------------------------------- data
@@ -331,9 +333,28 @@ def markdown_table(csv_path: Path) -> str:
 
 
 # ---------------------------------------------------------------------------------------- training
+def evaluate(model, arr: np.ndarray, batch: int, device: str) -> float:
+    """Mean held-out cross-entropy over windows ``arr`` (``build.evaluate``, on ``device``)."""
+    import torch
+
+    model.eval()
+    tot, n = 0.0, 0
+    with torch.no_grad():
+        for i in range(0, len(arr), batch):
+            x = torch.from_numpy(arr[i:i + batch]).to(device)
+            tot += float(model(input_ids=x, labels=x).loss) * len(x)
+            n += len(x)
+    model.train()
+    return tot / n
+
+
 def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_STATE, deadline: float | None = None,
-          stop_after: int | None = None, log=print) -> dict:
-    """Train (or resume) one run to ``cfg.steps``, or until ``deadline`` (epoch seconds); returns the state."""
+          stop_after: int | None = None, device: str = "cpu", log=print) -> dict:
+    """Train (or resume) one run to ``cfg.steps``, or until ``deadline`` (epoch seconds); returns the state.
+
+    ``device`` (``"cpu"``, ``"cuda"``): where the model trains and is measured; a GPU run is
+    another run (``run_name``'s ``_cuda``), since its numbers differ from the CPU's.
+    """
     import torch
     import transformers
     from transformers import GPTNeoXForCausalLM
@@ -344,7 +365,7 @@ def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_ST
 
     build = _load_build()
     transformers.utils.logging.disable_progress_bar()
-    name = run_name(cfg)
+    name = run_name(cfg, device)
     sdir = state_root / name
     sdir.mkdir(parents=True, exist_ok=True)
     state_path = sdir / "state.pt"
@@ -375,20 +396,20 @@ def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_ST
         torch.manual_seed(cfg.seed)
         model = GPTNeoXForCausalLM(mcfg)
         init_info = build.pythia_small_init(model, spec, cfg.seed)
-        model.train()
+        model.to(device).train()
         opt = build.build_optimizer(model, run, cfg.peak_lr)
         warmup = max(1, round(cfg.warmup_frac * cfg.steps))
         grid = measure_steps(cfg.steps, cfg.log_until, cfg.every)
         meta = {"machine": platform.machine(), "processor": _cpu_name(), "python": platform.python_version(),
                 "torch": torch.__version__, "transformers": transformers.__version__, "threads": cfg.threads,
-                "attn_implementation": cfg.attn_implementation, "vocab": vocab, "bos_id": bos,
+                "attn_implementation": cfg.attn_implementation, "device": _device_name(device), "vocab": vocab, "bos_id": bos,
                 "tokenizer_sha256": tok_sha, "data": info, "probe": probe.metadata(), "grid": grid,
                 "warmup_steps": warmup, "params": sum(p.numel() for p in model.parameters()), **init_info,
                 "label_codes": dict(LABEL_CODES),
                 "labels": "METRICS.md §8 with lie_stats.activations defaults: anchor = sink_score >= 0.5 and "
                           "value_norm in the lowest third of its layer"}
         if state_path.exists():
-            st = torch.load(state_path, weights_only=False)
+            st = torch.load(state_path, weights_only=False, map_location="cpu")
             if st["config"] != dataclasses.asdict(cfg):
                 diff = {k: (st["config"].get(k), v) for k, v in dataclasses.asdict(cfg).items() if st["config"].get(k) != v}
                 raise SystemExit(f"{state_path}: holds a run with another config (field: (stored, asked)) {diff}; "
@@ -404,10 +425,10 @@ def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_ST
 
         def measure_and_save(step: int) -> None:
             t0 = time.time()
-            act = activation_metrics(model, probe, batch_size=8, grad=False)
+            act = activation_metrics(model, probe, batch_size=8, grad=False, device=device)
             model.set_attn_implementation(cfg.attn_implementation)
             model.train()
-            val = build.evaluate(model, val_arr, run)
+            val = evaluate(model, val_arr, run.eval_batch, device)
             acc = st["acc"]
             row = {**summarize(act, step), "tokens": step * cfg.batch_size * cfg.seq_len,
                    "lr": build.lr_at(step, cfg.steps, cfg.peak_lr, warmup, cfg.min_lr_frac) if step else 0.0,
@@ -441,7 +462,7 @@ def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_ST
             lr = build.lr_at(step + 1, cfg.steps, cfg.peak_lr, warmup, cfg.min_lr_frac)
             for g in opt.param_groups:
                 g["lr"] = lr
-            x = with_bos(build.batch_at(tr, step, run, cache), bos)
+            x = with_bos(build.batch_at(tr, step, run, cache), bos).to(device)
             loss = model(input_ids=x, labels=x).loss
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -472,6 +493,14 @@ def threading_main() -> bool:
     import threading
 
     return threading.current_thread() is threading.main_thread()
+
+
+def _device_name(device: str) -> str:
+    if device.startswith("cuda"):
+        import torch
+
+        return f"{device}: {torch.cuda.get_device_name(torch.device(device))}"
+    return f"cpu: {_cpu_name()}"
 
 
 def _cpu_name() -> str:
@@ -511,6 +540,7 @@ def main(argv=None) -> int:
         ap.add_argument("--" + f.name.replace("_", "-"), type=type(getattr(d, f.name)), default=getattr(d, f.name))
     ap.add_argument("--out", default=str(DEFAULT_OUT), help="curves folder (committed)")
     ap.add_argument("--state", default=str(DEFAULT_STATE), help="state folder (outside git)")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (a GPU run is named <run>_cuda)")
     ap.add_argument("--deadline", default=None, help="HH:MM UTC: measure, save and stop when reached")
     ap.add_argument("--stop-after", type=int, default=None, help="(tests) exit after N steps without saving")
     ap.add_argument("--table", default=None, metavar="RUN", help="print RUN's curves as a Markdown table and exit")
@@ -532,7 +562,7 @@ def main(argv=None) -> int:
 
     try:
         train(cfg, out=Path(args.out), state_root=Path(args.state), deadline=parse_deadline(args.deadline),
-              stop_after=args.stop_after, log=log)
+              stop_after=args.stop_after, device=args.device, log=log)
     except StopRun as e:
         log(str(e))
         return 3
