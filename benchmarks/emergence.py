@@ -38,7 +38,6 @@ import datetime as dt
 import hashlib
 import importlib.util
 import json
-import math
 import os
 import platform
 import signal

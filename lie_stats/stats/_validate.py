@@ -8,12 +8,15 @@ was expected, never with an error from deep inside numpy or scipy.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from lie_stats.errors import StatsInputError, did_you_mean
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    import pandas as pd
 
 ALTERNATIVES = ("two-sided", "greater", "less")
 CORRELATION_METHODS = ("spearman", "pearson", "kendall")
