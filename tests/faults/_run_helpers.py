@@ -1,5 +1,6 @@
-"""Shared by the ``lie-stats run`` / ``export`` fault tests: a hypothesis folder on the
-synthetic datasets, the CLI as a real process, and waiting on ``/proc/locks``."""
+"""Shared by the fault tests that drive the CLI as a real process: a hypothesis folder on the
+synthetic datasets, starting the CLI, waiting for a condition or on ``/proc/locks``, and
+signalling an extraction once its first shard is written."""
 
 from __future__ import annotations
 
@@ -70,6 +71,21 @@ def wait_for(predicate, proc: subprocess.Popen, what: str, limit: float = 600.0)
             proc.kill()
             raise AssertionError(f"gave up waiting for {what}")
         time.sleep(0.05)
+
+
+def signal_after_first_shard(proc: subprocess.Popen, store: pathlib.Path, sig: int,
+                             limit: float = 240.0) -> tuple[str, str]:
+    """Send ``sig`` to an extraction once a shard is in ``store``; its (stdout, stderr).
+
+    The process is killed if it is still alive when this returns by an error."""
+    try:
+        wait_for(lambda: any(store.glob("*.nc")), proc, "the first shard", limit=limit)
+        proc.send_signal(sig)
+        return proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def waits_on_lock(pid: int, lock: pathlib.Path) -> bool:

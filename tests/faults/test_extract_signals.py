@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -22,6 +21,7 @@ from lie_stats.cube import write_failure_advice
 from lie_stats.extraction import shard_dir
 
 from .._checkpoints import make_checkpoint, make_run
+from ._run_helpers import signal_after_first_shard
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAST = ["--families", "Q", "--null-draws", "64", "--quiet"]
@@ -36,23 +36,14 @@ def _env():
 
 def test_sigterm_is_handled_as_an_interrupt(tmp_path):
     run = tmp_path / "run"
-    make_run(run, "gpt2", [0, 10, 20, 30], n_layers=6, head=False)
+    # 12 checkpoints: the signal comes after the first shard, with ~11 still to go, so the run
+    # cannot finish before the signal arrives, however loaded the machine
+    make_run(run, "gpt2", list(range(0, 120, 10)), n_layers=6, head=False)
     out = tmp_path / "t.nc"
     store = shard_dir(out)
     proc = subprocess.Popen([sys.executable, "-m", "lie_stats", "extract", str(run), "-o", str(out), *FAST],
                             env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 240
-        while not list(store.glob("*.nc")):
-            assert proc.poll() is None, f"extract ended before any shard: {proc.communicate()}"
-            assert time.monotonic() < deadline, "no shard after 240 s"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    _, stderr = signal_after_first_shard(proc, store, signal.SIGTERM)
     assert proc.returncode == cli.EXIT_INTERRUPTED, (proc.returncode, stderr)
     assert "Traceback" not in stderr and "interrupted" in stderr and "--resume" in stderr, stderr
     assert not out.exists()

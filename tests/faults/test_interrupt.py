@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import xarray as xr
@@ -23,6 +22,7 @@ from lie_stats.cube import open_cube, provenance_of
 from lie_stats.extraction import shard_dir
 
 from .._checkpoints import make_run
+from ._run_helpers import signal_after_first_shard
 
 STEPS = [0, 10, 20, 30, 40]
 ARGS = ["--families", "Q", "--null-draws", "64", "--quiet"]
@@ -72,18 +72,7 @@ def test_sigint_keeps_shards_exits_130_and_resume_completes(run_folder, tmp_path
     proc = subprocess.Popen(_extract_cmd(run_folder, out), cwd=tmp_path, env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=_sigint_default)
-    try:
-        deadline = time.monotonic() + 240
-        while not list(store.glob("*.nc")):
-            assert proc.poll() is None, f"extract ended before any shard: {proc.communicate()}"
-            assert time.monotonic() < deadline, "no shard after 240 s"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    stdout, stderr = signal_after_first_shard(proc, store, signal.SIGINT)
     assert proc.returncode == cli.EXIT_INTERRUPTED, (proc.returncode, stderr)
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     assert "interrupted" in stderr and "--resume" in stderr, stderr
