@@ -3,7 +3,8 @@
 Atomic writes (a temporary file in the target's folder, fsync, rename: a failure leaves any
 earlier file as it was), file and text hashes, canonical JSON (the form hashed for
 pre-registration and written into NetCDF attributes), the CF global attributes of every
-NetCDF file lie_stats writes, and the resolution of a ``--device`` word to a torch device.
+NetCDF file lie_stats writes, the resolution of a ``--device`` word to a torch device, and
+the escaping of strings read from files before they are shown (:func:`terminal_safe`).
 
 This module sits at the bottom of the data flow: it imports only the standard library,
 numpy, :mod:`lie_stats.schema` and :mod:`lie_stats.errors` (torch lazily, in
@@ -259,3 +260,28 @@ def resolve_device(device: Any, *, error: type[Exception] = LieStatsError) -> An
         raise error(f"Device {device!r} asked for, but torch sees no CUDA device; "
                     f"use 'auto' or 'cpu'.")
     return dev
+
+
+def terminal_safe(text: Any, *, one_line: bool = False) -> str:
+    """``text`` with every non-printable character escaped (``\\x1b``, ``\\n``, ``\\u202e``),
+    for strings read from files and shown in a terminal or a report: an ANSI escape, a newline
+    or a bidirectional override in a model name cannot restyle the screen or forge a line.
+
+    ``one_line`` shows tabs and newlines as spaces instead (a table cell, a report line).
+
+    Examples
+    --------
+    >>> terminal_safe("run\\x1b]0;pwned\\x07\\n  valid: yes")
+    'run\\\\x1b]0;pwned\\\\x07\\\\n  valid: yes'
+    >>> terminal_safe("model\\x1b[31m red\\nvalid: yes", one_line=True)
+    'model\\\\x1b[31m red valid: yes'
+    >>> terminal_safe("pythia-70m / step 1000 é")
+    'pythia-70m / step 1000 é'
+    """
+    text = str(text)
+    if one_line:
+        text = text.replace("\t", " ").replace("\n", " ")
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+                   for ch in text)

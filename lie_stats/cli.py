@@ -155,7 +155,7 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     n = len(provenance_of(cube))
     print(f"wrote {args.output}: {n} checkpoints, {cube.sizes['model']} model(s)")
     if failed:
-        from .cube import terminal_safe
+        from ._io import terminal_safe
         from .extraction import shard_dir
 
         for f in failed:
@@ -252,7 +252,7 @@ def _run(args: argparse.Namespace, run: object) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from .export import INDEX_FILE, export_hypotheses
-    from .report import terminal_text
+    from ._io import terminal_safe
 
     _check_datasets_dir(args.datasets)
     done = export_hypotheses(args.paths, args.output, datasets_dir=args.datasets)
@@ -260,14 +260,17 @@ def _cmd_export(args: argparse.Namespace) -> int:
     print(f"exported {len(files)} file(s) ({sum(e['bytes'] for e in files)} bytes) to {args.output}; "
           f"{len(done.entries) - len(files)} skipped result(s) listed in {INDEX_FILE}")
     for error in done.errors:  # a result that could not be evaluated (a selection error, ...)
-        print(f"ERROR {terminal_text(error)}", file=sys.stderr)
+        print(f"ERROR {terminal_safe(error, one_line=True)}", file=sys.stderr)
     return EXIT_OK if not done.errors else 1
 
 
 def _cmd_datasets(args: argparse.Namespace) -> int:
     from .collect import dataset_users
     from .datasets import describe_contents, list_datasets
-    from .report import terminal_text as t
+    from ._io import terminal_safe
+
+    def t(text: object) -> str:
+        return terminal_safe(text, one_line=True)
 
     _check_datasets_dir(args.datasets)
     cards = list_datasets(args.datasets)
@@ -317,7 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "(rerun with --resume).", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (LieStatsError, ValueError) as e:
-        from .cube import terminal_safe  # messages quote names read from files and folders
+        from ._io import terminal_safe  # messages quote names read from files and folders
 
         print(f"lie-stats {args.verb}: error: {terminal_safe(e)}", file=sys.stderr)
         return EXIT_USAGE

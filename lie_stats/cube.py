@@ -24,7 +24,7 @@ import numpy as np
 import xarray as xr
 
 from . import schema
-from ._io import atomic_write, cf_global_attrs
+from ._io import atomic_write, cf_global_attrs, terminal_safe
 from .errors import CubeError, did_you_mean
 
 __all__ = [
@@ -37,7 +37,6 @@ __all__ = [
     "provenance_of",
     "read_global_attrs",
     "is_cube_file",
-    "terminal_safe",
     "write_failure_advice",
     "check_output",
     "MAX_CUBE_BYTES",
@@ -238,25 +237,6 @@ def is_cube_file(path: str | os.PathLike) -> bool:
     attrs = read_global_attrs(path)
     return attrs is not None and all(
         k in attrs for k in (schema.ATTR_METRICS_VERSION, schema.ATTR_LIB_VERSION, schema.ATTR_PROVENANCE))
-
-
-def terminal_safe(text: Any) -> str:
-    """``text`` with every non-printable character escaped (``\\x1b``, ``\\n``, ``\\u202e``),
-    for strings read from files and shown in a terminal: an ANSI escape, a newline or a
-    bidirectional override in a model name cannot restyle the screen or forge a line.
-
-    Examples
-    --------
-    >>> terminal_safe("run\\x1b]0;pwned\\x07\\n  valid: yes")
-    'run\\\\x1b]0;pwned\\\\x07\\\\n  valid: yes'
-    >>> terminal_safe("pythia-70m / step 1000 é")
-    'pythia-70m / step 1000 é'
-    """
-    text = str(text)
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
-                   for ch in text)
 
 
 def _failed_of(ds: xr.Dataset) -> list[dict]:
@@ -683,7 +663,7 @@ def describe_cube(ds: xr.Dataset, *, where: str = "<cube>") -> str:
     """A human summary of a cube for ``lie-stats info``: models, steps, variables, provenance.
 
     Strings from the file are shown with non-printable characters escaped
-    (:func:`terminal_safe`). A cube that breaks the contract is still described (its last
+    (:func:`lie_stats._io.terminal_safe`). A cube that breaks the contract is still described (its last
     line says why it is not valid), as long as it is a Dataset with ``model`` and ``step`` dimensions and JSON
     provenance; otherwise :class:`~lie_stats.errors.CubeError` naming ``where``.
     """

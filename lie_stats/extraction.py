@@ -28,8 +28,8 @@ import numpy as np
 import xarray as xr
 
 from . import schema
-from ._io import resolve_device, text_sha256, write_text_atomic
-from .cube import check_output, checkpoint_shard, merge_shards, open_cube, terminal_safe, write_cube
+from ._io import resolve_device, terminal_safe, text_sha256, write_text_atomic
+from .cube import check_output, checkpoint_shard, merge_shards, open_cube, write_cube
 from .errors import CheckpointError, LieStatsError
 from .executors import run_tasks
 

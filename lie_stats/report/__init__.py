@@ -34,11 +34,10 @@ from typing import Any
 import numpy as np
 
 from .. import schema
-from .._io import file_sha256, write_text_atomic
+from .._io import file_sha256, terminal_safe, write_text_atomic
 from .figures import draw_figure
 from .sections import linked_images, register_section, report_sections, unregister_section, write_sections
-from .text import (estimate_text, figure_name, fmt, md_text, reference_text, relative_path, result_field,
-                   terminal_text)
+from .text import estimate_text, figure_name, fmt, md_text, reference_text, relative_path, result_field
 from .writing import check_reports_dir, keep_identical_figures, stable_numbers, staged_reports
 
 __all__ = [
@@ -97,7 +96,7 @@ def result_row_text(result: Any) -> str:
     if result_field(result, "pinned_verdict"):
         lines.append(f"pinned   {result_field(result, 'pinned_verdict')} (hash "
                      f"{str(result_field(result, 'pinned_hash'))[:12]}; now {str(result_field(result, 'spec_hash'))[:12]})")
-    return "\n".join(terminal_text(line) for line in lines)
+    return "\n".join(terminal_safe(line, one_line=True) for line in lines)
 
 
 _TABLE_COLS = ("id", "dataset", "gate", "verdict", "effect [CI]", "p", "reference", "agree", "flag")
@@ -131,7 +130,7 @@ def verdict_table(results: Sequence[Any], *, outcomes: Mapping[str, str] | None 
     X1  toy      report  supported  -0.3 [-0.5, -0.1]  0.001  rho = -0.274  -
     """
     records = [r if isinstance(r, Mapping) else r.row() for r in results]
-    rows = [[terminal_text(c) for c in row] for row in _table_rows(records, outcomes)]
+    rows = [[terminal_safe(c, one_line=True) for c in row] for row in _table_rows(records, outcomes)]
     widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(_TABLE_COLS)]
 
     def line(cells: Sequence[str]) -> str:

@@ -2,7 +2,7 @@
 
 The one place that rounds numbers for humans; ``results.json`` keeps
 12 significant digits (:mod:`lie_stats.report.writing`). Strings from files are escaped
-here for Markdown (:func:`md_text`) and the terminal (:func:`terminal_text`).
+here for Markdown (:func:`md_text`); for the terminal, :func:`lie_stats._io.terminal_safe`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from .._io import terminal_safe
+
 __all__ = ["fmt", "interval_text", "estimate_text", "reference_text", "figure_name", "result_field",
-           "relative_path", "md_text", "terminal_text", "MAX_NAME"]
+           "relative_path", "md_text", "MAX_NAME"]
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -121,25 +123,7 @@ def md_text(text: Any) -> str:
     >>> print(md_text("<script>alert(1)</script> [x](javascript:alert(1)) a|b [0.1, 0.5]"))
     &lt;script&gt;alert(1)&lt;/script&gt; [x\\](javascript:alert(1)) a\\|b [0.1, 0.5]
     """
-    return _MD_LINK.sub(r"\\]", _control_free(str(text)).translate(_MD_SPECIAL))
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def _control_free(text: str) -> str:
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                        else f"\\u{ord(m.group()):04x}", text)
-
-
-def terminal_text(text: Any) -> str:
-    """``text`` safe to print on a terminal: control characters (ANSI escapes, carriage
-    returns, bidirectional overrides) shown as ``\\xNN``; tabs and newlines kept as spaces.
-
-    >>> terminal_text("model\\x1b[31m red\\nvalid: yes")
-    'model\\\\x1b[31m red valid: yes'
-    """
-    return _control_free(str(text).replace("\t", " ").replace("\n", " "))
+    return _MD_LINK.sub(r"\\]", terminal_safe(text, one_line=True).translate(_MD_SPECIAL))
 
 
 def result_field(result: Any, name: str, default: Any = None) -> Any:

@@ -14,7 +14,8 @@ import subprocess
 import sys
 
 from lie_stats import cli
-from lie_stats.cube import describe_cube, open_cube, terminal_safe
+from lie_stats._io import terminal_safe
+from lie_stats.cube import describe_cube, open_cube
 
 from .._checkpoints import make_run
 
