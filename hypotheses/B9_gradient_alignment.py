@@ -31,6 +31,14 @@ because the bundled runs' labels hold no anchor at the last checkpoint (label co
 before this module was written: 0 anchor, 60 worker, 36 mixed per run; no statistic
 computed); there the mixed heads are the lowest value-norm third of each layer. B9-pythia:
 the group difference on Pythia-160m (needs the hub and a probe set: skipped).
+
+B9-panel-smollm2 and B9-panel-gemma3 (declared 2026-12-02): the group difference of workers
+minus anchors on the two panel decoders, the only bundled models with anchors and a
+``grad_alignment`` (SmolLM2-135M: 26 anchors, 111 workers; Gemma-3-270M: 12 anchors, 25
+workers, at their trained checkpoint, step 1 of the panel; step 0 is a random twin and has no
+anchors). Same test and resampling as B9; a trained checkpoint only, so this is a cross-section
+of converged models, not a trajectory. Not blind: an audit looked at these values before the
+declaration (see each spec's notes).
 """
 
 from lie_stats.schema import LABEL_CODES
@@ -83,6 +91,24 @@ B9_workers_vs_mixed = HypothesisSpec(
           "lowest value-norm third of each layer, none a sink); added before any statistic was "
           "computed because the bundled runs have no anchors.",
 )
+
+def _panel_spec(short: str, model: str) -> HypothesisSpec:
+    """B9's test on one trained panel decoder."""
+    return HypothesisSpec(
+        id=f"B9-panel-{short}", claim=CLAIM, source=ANCHORS, datasets=("panel",),
+        selection=_groups_selection(model), test="group_difference",
+        params={**RESAMPLING, "groups": (ANCHOR, WORKER)},
+        prediction=Prediction("positive"), reference={"direction": "workers above anchors"},
+        gate="pinned",
+        notes=(f"Declared 2026-12-02 on the panel's trained {model} (step 1); B9's test and "
+               "resampling unchanged. Not blind: before this declaration an exploratory audit "
+               "reported workers minus anchors on the two panel decoders of -0.002 (p 0.89) and "
+               "+0.0006 (p 0.04), in the order SmolLM2, Gemma-3."),
+    )
+
+
+B9_panel_smollm2 = _panel_spec("smollm2", "smollm2_135m")
+B9_panel_gemma3 = _panel_spec("gemma3", "gemma3_270m")
 
 B9_pythia = HypothesisSpec(
     id="B9-pythia", claim=CLAIM, source=ANCHORS, datasets=("pythia",),
