@@ -9,8 +9,8 @@ the units (a union claim, which needs the adjustment). A mean over units would l
 opposite signs cancel; this test never averages across units.
 
 Each unit's change is the mean of its replicate runs' log changes. Its standard error comes
-from a *noise floor*: the pooled variance, within one noise cell (e.g. one metric and
-family, over layers), of (i) the replicate runs' deviations from their unit's mean
+from a *noise floor*: the pooled variance, within one noise cell (one unit, or e.g. one
+metric and family over layers when their noise is the same), of (i) the replicate runs' deviations from their unit's mean
 (between-seed differences) and (ii) noise samples given by the caller (e.g. late-pretraining
 drift over a comparable stretch of training: how much a unit moves when nothing but ordinary
 training happens), each sample with the variance of one run's change.
@@ -64,10 +64,12 @@ def unit_tests(
         Log changes (``log(after / before)``) of K units in R replicate runs; rows with a NaN
         are dropped.
     cells : array-like, shape ``[K]``
-        The noise cell of each unit (units of one cell share one noise variance).
+        The noise cell of each unit: the units of one cell share one noise variance (give
+        each unit a cell of its own when units may differ in noise, e.g. layers).
     noise, noise_cells : array-like, shape ``[M]``, optional
         Noise samples on the log scale (mean 0 under the noise model, each with the variance
-        of one run's change) and their cells; NaN samples are dropped.
+        of one run's change) and their cells; NaN samples, and samples of a cell no unit
+        has, are dropped.
     bound : float
         Relative equivalence bound (``1e-3`` is 0.1 %), tested as ``|mean log change| <
         log(1 + bound)``.
@@ -126,18 +128,20 @@ def unit_tests(
         z, zc = z[ok], zc[ok]
     mean = d.mean(axis=1)
     dev2 = ((d - mean[:, None]) ** 2).sum(axis=1)
-    sd = np.empty(mean.size)
-    df = np.empty(mean.size)
-    for c in np.unique(cell):
-        rows = cell == c
-        samples = zc == c
-        dof = int(rows.sum()) * (r - 1) + int(samples.sum())
-        if dof < 1:
-            raise StatsInputError(
-                f"{where}: cell {c!r} has no degrees of freedom for its noise floor (one replicate "
-                f"run and no noise samples); give a second run or noise samples.")
-        sd[rows] = np.sqrt((dev2[rows].sum() + float((z[samples] ** 2).sum())) / dof)
-        df[rows] = dof
+    groups, code = np.unique(cell, return_inverse=True)
+    known = np.isin(zc, groups)
+    zcode = np.searchsorted(groups, zc[known])
+    dof = (np.bincount(code, minlength=groups.size) * (r - 1)
+           + np.bincount(zcode, minlength=groups.size))
+    if (dof < 1).any():
+        c = groups[int(np.argmax(dof < 1))]
+        raise StatsInputError(
+            f"{where}: cell {c!r} has no degrees of freedom for its noise floor (one replicate "
+            f"run and no noise samples); give a second run or noise samples.")
+    ss = (np.bincount(code, weights=dev2, minlength=groups.size)
+          + np.bincount(zcode, weights=z[known] ** 2, minlength=groups.size))
+    sd = np.sqrt(ss / dof)[code]
+    df = dof[code].astype(float)
     se = sd / np.sqrt(r)
     b = float(np.log1p(bound))
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -6,7 +6,10 @@ each (metric, family) cell. The selection names each cell's variables with deriv
 each model a replicate run), and optionally ``floor_start__<cell>`` and ``floor_end__<cell>``
 (the noise floor: e.g. the pretraining runs at two late checkpoints, whose change is what
 ordinary training does to a layer). Units are (cell, layer); the statistic is
-:func:`lie_stats.stats.intersection.iut_equivalence`.
+:func:`lie_stats.stats.intersection.iut_equivalence`. The noise floor is pooled per unit
+(``pool="layer"``: a unit's runs and its layer's noise samples; valid when layers differ in
+noise) or over the layers of a cell (``pool="cell"``: more degrees of freedom, valid only
+when every layer of a cell has the same noise).
 """
 
 from __future__ import annotations
@@ -25,12 +28,14 @@ from ..registry import register_test
 from ..rules import Decision, finite
 from ..tables import TestInput
 
-__all__ = ["iut_role", "IUT_PARTS", "decide_intersection"]
+__all__ = ["iut_role", "IUT_PARTS", "POOLS", "decide_intersection"]
 
 #: The parts of a derived role: before / after (required per cell), the noise floor's two
 #: checkpoints (optional, together).
 IUT_PARTS = ("base", "tuned", "floor_start", "floor_end")
 _SEP = "__"
+#: How the noise floor is pooled: per unit (a cell's layer) or over a cell's layers.
+POOLS = ("layer", "cell")
 
 
 def iut_role(part: str, cell: str) -> str:
@@ -78,6 +83,13 @@ def _log_change(data: TestInput, start: str, end: str) -> Any:
     return table
 
 
+def _pool_labels(cell: str, layers: np.ndarray, pool: str) -> list[str]:
+    """The noise-pooling group of each row: its cell, or its cell and layer."""
+    if pool == "cell":
+        return [cell] * len(layers)
+    return [f"{cell}|{int(layer)}" for layer in layers]
+
+
 def _run_iut(data: TestInput) -> Any:
     bound = data.prediction.bound if data.prediction.bound is not None else data.params["bound"]
     changes, cells, noise, noise_cells = [], [], [], []
@@ -92,11 +104,11 @@ def _run_iut(data: TestInput) -> Any:
             raise SpecError(f"iut_equivalence: cell {cell!r} has the runs {these}, another cell "
                             f"{models}; every cell needs the same runs (models=(...)).")
         changes.append(wide.to_numpy(float))
-        cells.extend([cell] * len(wide))
+        cells.extend(_pool_labels(cell, wide.index.to_numpy(), data.params["pool"]))
         if "floor_start" in parts:
             floor = _log_change(data, parts["floor_start"], parts["floor_end"])
             noise.extend(floor["change"].to_numpy(float))
-            noise_cells.extend([cell] * len(floor))
+            noise_cells.extend(_pool_labels(cell, floor[schema.LAYER].to_numpy(), data.params["pool"]))
     return iut.iut_equivalence(np.vstack(changes), np.asarray(cells, dtype=object),
                              np.asarray(noise, dtype=float), np.asarray(noise_cells, dtype=object),
                              bound=bound, alpha=data.params["alpha"])
@@ -158,9 +170,11 @@ def _validate(spec: Any, params: Mapping[str, Any]) -> None:
 
 
 register_test("iut_equivalence", _run_iut, decide_intersection, roles=(),
-              role_pattern=_is_iut_role, params={"bound": None}, directions=("equivalent",),
+              role_pattern=_is_iut_role, params={"bound": None, "pool": "layer"}, enums={"pool": POOLS},
+              directions=("equivalent",),
               validate=_validate,
               description="intersection-union equivalence: each (cell, layer) unit's mean log "
                           "change over the runs (models) tested within ±log(1 + bound) with a "
-                          "pooled noise floor (between-run deviations and the optional "
-                          "floor_start -> floor_end changes); lie_stats.stats.intersection.iut_equivalence")
+                          "noise floor (between-run deviations and the optional floor_start "
+                          "-> floor_end changes) pooled per params pool (layer: per unit; cell: "
+                          "over a cell's layers); lie_stats.stats.intersection.iut_equivalence")
