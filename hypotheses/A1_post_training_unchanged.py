@@ -10,11 +10,13 @@ its parent's step 512) and tuned its last. Supported only when every unit's own 
 (±log 1.001) rejects at alpha; refuted when some unit is significantly beyond ±0.1 %
 (Bonferroni over the 48 units); otherwise inconclusive.
 
-Noise floor of a unit's change, pooled over the 12 layers of a cell: the two seeds'
-deviations from their mean (between-seed differences of the change) and the change of the
-same summary in the two pretraining runs over their last checkpoint interval (step 475 ->
-512: late-pretraining drift, what ordinary training does to a layer in 37 steps at the full
-learning rate, about the parameter movement of the fine-tune's 128 steps at 1/10 of it).
+Noise floor of a unit's change, pooled per unit (``pool="layer"``: layers differ in how
+much they move, so no pooling across layers): the two seeds' deviations from their mean
+(between-seed differences of the change; 1 df) and the change of the same summary and layer
+in the two pretraining runs over their last checkpoint interval (step 475 -> 512:
+late-pretraining drift, what ordinary training does to a layer in 37 steps at the full
+learning rate, about the parameter movement of the fine-tune's 128 steps at 1/10 of it;
+2 df): t with 3 df per unit.
 Exact operators only (projection "none"): compressed operators are other estimands (A10).
 """
 
@@ -39,8 +41,8 @@ NOTES = ("Stand-in pair: the bundled 96-head runs fine-tuned on the World Englis
          "claim is an intersection over layers, metrics and families, so it is now one "
          "intersection-union test over 48 (metric x family x layer) units, the two fine-tuned "
          "seeds as replicates, with a noise floor from between-seed differences and "
-         "late-pretraining drift (steps 475 -> 512 of the parents); dataset pico_pythia_pair "
-         "(the fine-tunes and their parents in one cube); exact operators only; no "
+         "late-pretraining drift (steps 475 -> 512 of the parents), pooled per unit; dataset "
+         "pico_pythia_pair (the fine-tunes and their parents in one cube); exact operators only; no "
          "specification curve over families or compressions (the families are the units now, "
          "compressions are other estimands).")
 
@@ -60,6 +62,7 @@ def _selection() -> dict[str, Select]:
 
 A1 = HypothesisSpec(
     id="A1", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_pair",),
-    selection=_selection(), test="iut_equivalence", prediction=Prediction("equivalent", bound=0.001),
+    selection=_selection(), test="iut_equivalence", params={"pool": "layer"},
+    prediction=Prediction("equivalent", bound=0.001),
     reference=REFERENCE, gate="pinned", notes=NOTES,
 )
