@@ -27,7 +27,7 @@ from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
 
-__all__ = ["iut_equivalence", "unit_tests", "IUT_COLUMNS", "N_WITHIN", "N_BEYOND", "P_BEYOND",
+__all__ = ["iut_equivalence", "unit_equivalence", "IUT_COLUMNS", "N_WITHIN", "N_BEYOND", "P_BEYOND",
            "N_REPLICATES", "NOISE_FLOOR", "MEDIAN_ABS_CHANGE", "WORST_UNIT", "RESOLVABLE"]
 
 #: Extra columns of :func:`iut_equivalence`.
@@ -52,52 +52,9 @@ def _codes(labels: ArrayLike, name: str, n: int, where: str) -> np.ndarray:
     return arr
 
 
-def unit_tests(
-    changes: ArrayLike, cells: ArrayLike, noise: ArrayLike | None = None,
-    noise_cells: ArrayLike | None = None, *, bound: float, alpha: float = 0.05,
-) -> pd.DataFrame:
-    """Each unit's equivalence test and beyond-the-bound test (the parts of the IUT).
-
-    Parameters
-    ----------
-    changes : array-like, shape ``[K, R]`` (or ``[K]`` for one run)
-        Log changes (``log(after / before)``) of K units in R replicate runs; rows with a NaN
-        are dropped.
-    cells : array-like, shape ``[K]``
-        The noise cell of each unit: the units of one cell share one noise variance (give
-        each unit a cell of its own when units may differ in noise, e.g. layers).
-    noise, noise_cells : array-like, shape ``[M]``, optional
-        Noise samples on the log scale (mean 0 under the noise model, each with the variance
-        of one run's change) and their cells; NaN samples, and samples of a cell no unit
-        has, are dropped.
-    bound : float
-        Relative equivalence bound (``1e-3`` is 0.1 %), tested as ``|mean log change| <
-        log(1 + bound)``.
-    alpha : float, default 0.05
-
-    Returns
-    -------
-    pandas.DataFrame, one row per unit kept: ``unit`` (row index into ``changes``), ``cell``,
-    ``mean`` (mean log change), ``se``, ``df``, ``p_equivalence`` (``max`` of the two
-    one-sided t tests against ``-log(1 + bound)`` and ``+log(1 + bound)``), ``p_beyond``
-    (``2 * P(T_df > (|mean| - log(1 + bound)) / se)``, capped at 1: the test that
-    ``|true change| > bound``, both directions, unadjusted), ``noise_sd``.
-
-    Raises
-    ------
-    StatsInputError
-        Bad shapes, a non-finite or non-positive bound, or a cell with no degrees of
-        freedom (one replicate and no noise samples).
-
-    Notes
-    -----
-    Model: ``d[u, r] = mu[u] + e``, ``e ~ N(0, s_c^2)`` for unit u of cell c, and every noise
-    sample of cell c ``~ N(0, s_c^2)``, all independent. The pooled variance
-    ``s_c^2 = (sum_u sum_r (d[u, r] - mean_u)^2 + sum_m noise_m^2) / df_c`` with
-    ``df_c = K_c (R - 1) + M_c`` is then ``s_c^2 chi2_df / df`` and independent of the unit
-    means, so ``(mean_u - mu_u) / (s_c / sqrt(R))`` is t with ``df_c`` degrees of freedom.
-    With one unit, R runs and no noise this is the one-sample TOST.
-    """
+def _units(changes: ArrayLike, cells: ArrayLike, noise: ArrayLike | None,
+           noise_cells: ArrayLike | None, bound: float, alpha: float) -> dict:
+    """The columns of :func:`unit_equivalence` as arrays (and ``replicates``, R)."""
     where = "iut_equivalence"
     alpha = v.level(alpha, name="alpha", where=where)
     try:
@@ -151,9 +108,60 @@ def unit_tests(
     p_hi = np.where(se > 0, sps.t.cdf(t_hi, df), np.where(mean - b < 0, 0.0, 1.0))
     p_out = np.where(se > 0, np.minimum(1.0, 2.0 * sps.t.sf(t_out, df)),
                      np.where(np.abs(mean) > b, 0.0, 1.0))
-    return pd.DataFrame({"unit": units, "cell": cell, "mean": mean, "se": se, "df": df,
-                         "p_equivalence": np.maximum(p_lo, p_hi), "p_beyond": p_out,
-                         "t_lower": t_lo, "t_upper": t_hi, "noise_sd": sd})
+    return {"unit": units, "cell": cell, "mean": mean, "se": se, "df": df,
+            "p_equivalence": np.maximum(p_lo, p_hi), "p_beyond": p_out, "t_lower": t_lo,
+            "t_upper": t_hi, "noise_sd": sd, "replicates": r}
+
+
+def unit_equivalence(
+    changes: ArrayLike, cells: ArrayLike, noise: ArrayLike | None = None,
+    noise_cells: ArrayLike | None = None, *, bound: float, alpha: float = 0.05,
+) -> pd.DataFrame:
+    """Each unit's equivalence test and beyond-the-bound test (the parts of the IUT).
+
+    Parameters
+    ----------
+    changes : array-like, shape ``[K, R]`` (or ``[K]`` for one run)
+        Log changes (``log(after / before)``) of K units in R replicate runs; rows with a NaN
+        are dropped.
+    cells : array-like, shape ``[K]``
+        The noise cell of each unit: the units of one cell share one noise variance (give
+        each unit a cell of its own when units may differ in noise, e.g. layers).
+    noise, noise_cells : array-like, shape ``[M]``, optional
+        Noise samples on the log scale (mean 0 under the noise model, each with the variance
+        of one run's change) and their cells; NaN samples, and samples of a cell no unit
+        has, are dropped.
+    bound : float
+        Relative equivalence bound (``1e-3`` is 0.1 %), tested as ``|mean log change| <
+        log(1 + bound)``.
+    alpha : float, default 0.05
+
+    Returns
+    -------
+    pandas.DataFrame, one row per unit kept: ``unit`` (row index into ``changes``), ``cell``,
+    ``mean`` (mean log change), ``se``, ``df``, ``p_equivalence`` (``max`` of the two
+    one-sided t tests against ``-log(1 + bound)`` and ``+log(1 + bound)``), ``p_beyond``
+    (``2 * P(T_df > (|mean| - log(1 + bound)) / se)``, capped at 1: the test that
+    ``|true change| > bound``, both directions, unadjusted), ``noise_sd``.
+
+    Raises
+    ------
+    StatsInputError
+        Bad shapes, a non-finite or non-positive bound, or a cell with no degrees of
+        freedom (one replicate and no noise samples).
+
+    Notes
+    -----
+    Model: ``d[u, r] = mu[u] + e``, ``e ~ N(0, s_c^2)`` for unit u of cell c, and every noise
+    sample of cell c ``~ N(0, s_c^2)``, all independent. The pooled variance
+    ``s_c^2 = (sum_u sum_r (d[u, r] - mean_u)^2 + sum_m noise_m^2) / df_c`` with
+    ``df_c = K_c (R - 1) + M_c`` is then ``s_c^2 chi2_df / df`` and independent of the unit
+    means, so ``(mean_u - mu_u) / (s_c / sqrt(R))`` is t with ``df_c`` degrees of freedom.
+    With one unit, R runs and no noise this is the one-sample TOST.
+    """
+    u = _units(changes, cells, noise, noise_cells, bound, alpha)
+    u.pop("replicates")
+    return pd.DataFrame(u)
 
 
 def iut_equivalence(
@@ -162,7 +170,7 @@ def iut_equivalence(
 ) -> pd.DataFrame:
     """Intersection-union test that every unit changed by less than a relative ``bound``.
 
-    Parameters are those of :func:`unit_tests`.
+    Parameters are those of :func:`unit_equivalence`.
 
     Returns
     -------
@@ -196,31 +204,25 @@ def iut_equivalence(
     >>> bool(res["p_value"].iloc[0] < 0.05), int(res["n_beyond"].iloc[0])
     (False, 1)
     """
-    alpha = v.level(alpha, name="alpha", where="iut_equivalence")
-    u = unit_tests(changes, cells, noise, noise_cells, bound=bound, alpha=alpha)
-    n = len(u)
-    worst = int(np.argmax(u["p_equivalence"].to_numpy()))
-    row = u.iloc[worst]
-    stat = row["t_lower"] if sps.t.sf(row["t_lower"], row["df"]) >= sps.t.cdf(row["t_upper"], row["df"]) \
-        else row["t_upper"]
-    big = int(np.argmax(np.abs(u["mean"].to_numpy())))
-    top = u.iloc[big]
-    tcrit = float(sps.t.ppf(1.0 - alpha, top["df"]))
+    u = _units(changes, cells, noise, noise_cells, bound, alpha)
+    alpha = float(alpha)
+    n = u["mean"].size
+    p_eq, p_beyond, mean, se, df = u["p_equivalence"], u["p_beyond"], u["mean"], u["se"], u["df"]
+    worst = int(np.argmax(p_eq))
+    lower_binds = sps.t.sf(u["t_lower"][worst], df[worst]) >= sps.t.cdf(u["t_upper"][worst], df[worst])
+    stat = u["t_lower"][worst] if lower_binds else u["t_upper"][worst]
+    big = int(np.argmax(np.abs(mean)))
+    tcrit = float(sps.t.ppf(1.0 - alpha, df[big]))
     b = float(np.log1p(float(bound)))
-    crit_all = sps.t.ppf(1.0 - alpha, u["df"].to_numpy()) * u["se"].to_numpy()
-    p_beyond = u["p_beyond"].to_numpy()
-    shape = np.shape(changes)
-    width = shape[1] if len(shape) == 2 else 1
+    resolvable = bool((sps.t.ppf(1.0 - alpha, df) * se < b).all())
     return v.frame(IUT_COLUMNS, {
-        C.N: n, C.STATISTIC: float(stat), C.P_VALUE: float(u["p_equivalence"].max()),
-        C.EFFECT: float(np.expm1(top["mean"])),
-        C.CI_LOW: float(np.expm1(top["mean"] - tcrit * top["se"])),
-        C.CI_HIGH: float(np.expm1(top["mean"] + tcrit * top["se"])),
-        C.BOUND: float(bound), C.DF: float(u["df"].min()),
-        N_WITHIN: int((u["p_equivalence"] < alpha).sum()),
-        N_BEYOND: int((p_beyond < alpha / n).sum()),
-        P_BEYOND: float(min(1.0, n * p_beyond.min())), N_REPLICATES: int(width),
-        NOISE_FLOOR: float(np.expm1(u["noise_sd"].max())),
-        MEDIAN_ABS_CHANGE: float(np.expm1(np.median(np.abs(u["mean"])))),
-        WORST_UNIT: int(row["unit"]), RESOLVABLE: int(bool((crit_all < b).all())),
+        C.N: n, C.STATISTIC: float(stat), C.P_VALUE: float(p_eq.max()),
+        C.EFFECT: float(np.expm1(mean[big])),
+        C.CI_LOW: float(np.expm1(mean[big] - tcrit * se[big])),
+        C.CI_HIGH: float(np.expm1(mean[big] + tcrit * se[big])),
+        C.BOUND: float(bound), C.DF: float(df.min()), N_WITHIN: int((p_eq < alpha).sum()),
+        N_BEYOND: int((p_beyond < alpha / n).sum()), P_BEYOND: float(min(1.0, n * p_beyond.min())),
+        N_REPLICATES: int(u["replicates"]), NOISE_FLOOR: float(np.expm1(u["noise_sd"].max())),
+        MEDIAN_ABS_CHANGE: float(np.expm1(np.median(np.abs(mean)))),
+        WORST_UNIT: int(u["unit"][worst]), RESOLVABLE: int(resolvable),
     })

@@ -16,7 +16,7 @@ B = 1e-3  # the bound of every test here: 0.1 %
 
 def test_one_unit_without_noise_samples_is_the_one_sample_tost():
     d = np.log1p(np.array([4e-4, -2e-4, 6e-4, 1e-4, 3e-4, 0.0, 5e-4, 2e-4]))
-    unit = iut.unit_tests(d[None, :], ["c"], bound=B)
+    unit = iut.unit_equivalence(d[None, :], ["c"], bound=B)
     b = np.log1p(B)
     # scipy.stats.ttest_1samp(d, -b, alternative="greater").pvalue and (d, b, "less"):
     # the two one-sided tests; the TOST p is the larger
@@ -35,7 +35,7 @@ def test_noise_samples_pool_with_the_replicate_deviations():
     rng = np.random.default_rng(3)
     d = rng.normal(0, 2e-4, size=(6, 2))
     z = rng.normal(0, 2e-4, size=10)
-    unit = iut.unit_tests(d, np.zeros(6), z, np.zeros(10), bound=B)
+    unit = iut.unit_equivalence(d, np.zeros(6), z, np.zeros(10), bound=B)
     dev2 = ((d - d.mean(axis=1, keepdims=True)) ** 2).sum()
     df = 6 * (2 - 1) + 10
     sd = np.sqrt((dev2 + (z ** 2).sum()) / df)
@@ -50,7 +50,7 @@ def test_noise_samples_pool_with_the_replicate_deviations():
 def test_cells_have_their_own_noise_floor():
     rng = np.random.default_rng(4)
     d = np.vstack([rng.normal(0, 1e-4, size=(5, 2)), rng.normal(0, 1e-2, size=(5, 2))])
-    unit = iut.unit_tests(d, np.repeat(["quiet", "loud"], 5), bound=B)
+    unit = iut.unit_equivalence(d, np.repeat(["quiet", "loud"], 5), bound=B)
     quiet, loud = unit["noise_sd"].iloc[0], unit["noise_sd"].iloc[-1]
     assert quiet < 1e-3 < loud and unit["df"].eq(5).all()
 
@@ -60,7 +60,7 @@ def test_the_iut_p_is_the_largest_unit_p_and_every_unit_must_pass():
     d = rng.normal(0, 1e-4, size=(24, 2))
     cells = np.repeat([0, 1], 12)
     res = iut.iut_equivalence(d, cells, bound=B)
-    units = iut.unit_tests(d, cells, bound=B)
+    units = iut.unit_equivalence(d, cells, bound=B)
     assert list(res.columns) == list(iut.IUT_COLUMNS)
     assert res[C.P_VALUE].iloc[0] == pytest.approx(units["p_equivalence"].max())
     assert res[iut.N_WITHIN].iloc[0] == 24 and res[C.P_VALUE].iloc[0] < 0.05
@@ -87,7 +87,7 @@ def test_p_beyond_is_bonferroni_over_units():
     rng = np.random.default_rng(2)
     d = rng.normal(0.0, 3e-3, size=(20, 2)) + np.linspace(0, 0.01, 20)[:, None]
     res = iut.iut_equivalence(d, np.zeros(20), bound=B)
-    units = iut.unit_tests(d, np.zeros(20), bound=B)
+    units = iut.unit_equivalence(d, np.zeros(20), bound=B)
     # statsmodels.stats.multitest.multipletests(p, method="bonferroni")[1].min()
     ref = multipletests(units["p_beyond"], method="bonferroni")[1].min()
     assert res[iut.P_BEYOND].iloc[0] == pytest.approx(ref)
@@ -104,8 +104,8 @@ def test_a_wide_noise_floor_is_reported_unresolvable():
 def test_identical_runs_and_no_noise_give_the_limits():
     d = np.full((3, 2), 5e-4)
     with pytest.raises(StatsInputError, match="no degrees of freedom"):
-        iut.unit_tests(d[:, :1], np.zeros(3), bound=B)
-    unit = iut.unit_tests(d, np.zeros(3), bound=B)  # se 0: the limits, 0 inside the bound
+        iut.unit_equivalence(d[:, :1], np.zeros(3), bound=B)
+    unit = iut.unit_equivalence(d, np.zeros(3), bound=B)  # se 0: the limits, 0 inside the bound
     assert (unit["p_equivalence"] == 0).all() and (unit["p_beyond"] == 1).all()
 
 
@@ -123,5 +123,5 @@ def test_bad_input_is_refused(kwargs, match):
 
 def test_rows_with_a_missing_replicate_are_dropped():
     d = np.array([[1e-4, 2e-4], [np.nan, 1e-4], [0.0, -1e-4]])
-    unit = iut.unit_tests(d, np.zeros(3), bound=B)
+    unit = iut.unit_equivalence(d, np.zeros(3), bound=B)
     assert unit["unit"].tolist() == [0, 2]
