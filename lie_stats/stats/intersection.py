@@ -28,7 +28,8 @@ from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
 
 __all__ = ["iut_equivalence", "unit_equivalence", "IUT_COLUMNS", "N_WITHIN", "N_BEYOND", "P_BEYOND",
-           "N_REPLICATES", "NOISE_FLOOR", "MEDIAN_ABS_CHANGE", "WORST_UNIT", "RESOLVABLE"]
+           "N_REPLICATES", "NOISE_FLOOR", "MEDIAN_ABS_CHANGE", "WORST_UNIT", "LARGEST_UNIT",
+           "RESOLVABLE"]
 
 #: Extra columns of :func:`iut_equivalence`.
 N_WITHIN = "n_within"  # units whose own TOST rejects at alpha
@@ -38,10 +39,11 @@ N_REPLICATES = "n_replicates"  # runs per unit
 NOISE_FLOOR = "noise_floor"  # largest per-cell noise SD of one run's change, relative
 MEDIAN_ABS_CHANGE = "median_abs_change"  # median over units of |relative change|
 WORST_UNIT = "worst_unit"  # index of the unit with the largest IUT p (the binding unit)
+LARGEST_UNIT = "largest_unit"  # index of the unit with the largest |change| (the effect's)
 RESOLVABLE = "resolvable"  # 1 when every unit's t interval is narrower than the bound band
 
 IUT_COLUMNS = (*C.STAT_COLUMNS, C.BOUND, C.DF, N_WITHIN, N_BEYOND, P_BEYOND, N_REPLICATES,
-               NOISE_FLOOR, MEDIAN_ABS_CHANGE, WORST_UNIT, RESOLVABLE)
+               NOISE_FLOOR, MEDIAN_ABS_CHANGE, WORST_UNIT, LARGEST_UNIT, RESOLVABLE)
 
 
 def _codes(labels: ArrayLike, name: str, n: int, where: str) -> np.ndarray:
@@ -182,7 +184,8 @@ def iut_equivalence(
     - ``statistic``: the binding one-sided t of the unit with that p (``worst_unit``, its row
       index into ``changes``);
     - ``effect``: the relative change ``exp(mean) - 1`` of the unit with the largest
-      ``|mean log change|``; ``ci_low``, ``ci_high``: its ``1 - 2 alpha`` t interval;
+      ``|mean log change|`` (``largest_unit``, its row index); ``ci_low``, ``ci_high``: its
+      ``1 - 2 alpha`` t interval;
     - ``n_within``: units whose own TOST rejects; ``n_beyond``: units whose beyond-the-bound
       p is below ``alpha / n`` (Bonferroni); ``p_beyond``: ``min(1, n * min p_beyond)``;
       some unit lies beyond the bound (family-wise error at most alpha) when it is below
@@ -224,5 +227,6 @@ def iut_equivalence(
         N_BEYOND: int((p_beyond < alpha / n).sum()), P_BEYOND: float(min(1.0, n * p_beyond.min())),
         N_REPLICATES: int(u["replicates"]), NOISE_FLOOR: float(np.expm1(u["noise_sd"].max())),
         MEDIAN_ABS_CHANGE: float(np.expm1(np.median(np.abs(mean)))),
-        WORST_UNIT: int(u["unit"][worst]), RESOLVABLE: int(resolvable),
+        WORST_UNIT: int(u["unit"][worst]), LARGEST_UNIT: int(u["unit"][big]),
+        RESOLVABLE: int(resolvable),
     })

@@ -68,6 +68,7 @@ def test_the_iut_p_is_the_largest_unit_p_and_every_unit_must_pass():
     d[7] += 0.01  # one unit changed by 1 %: the intersection fails, that unit binds
     res = iut.iut_equivalence(d, cells, bound=B)
     assert res[C.P_VALUE].iloc[0] > 0.5 and res[iut.WORST_UNIT].iloc[0] == 7
+    assert res[iut.LARGEST_UNIT].iloc[0] == 7
     assert res[iut.N_WITHIN].iloc[0] == 23 and res[iut.N_BEYOND].iloc[0] == 1
     assert res[C.EFFECT].iloc[0] == pytest.approx(np.expm1(d[7].mean()))
 
