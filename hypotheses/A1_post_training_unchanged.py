@@ -1,40 +1,68 @@
 """A1: post-training leaves the attention Killing-form metrics unchanged (< 0.1 %).
 
-Test design (CLAIMS.md A1): equivalence, never a non-significant difference. A paired TOST on
-log values of each layer summary, base (the fine-tune's step 0, bit-identical to the
-pretrained run's last checkpoint) against tuned (the fine-tune's last checkpoint), pairs
-over the layers of one run (each fine-tuned seed is one choice of the specification curve),
-bound 0.1 % relative (lie_stats.stats.tost_relative). One spec per
-Killing-form summary of METRICS.md §4.3-§4.4; families Q and O as the essay (and both
-circuits), every compression, in the specification curve.
+Test design (CLAIMS.md A1): "< 0.1 %, every metric, every layer, Q and O families" is an
+intersection over units, so it is tested as one: the intersection-union test
+``iut_equivalence`` (lie_stats.stats.intersection). A unit is one layer of one cell, a cell one
+Killing-form summary of METRICS.md §4.3-§4.4 (``killing_cv``, ``killing_eig_spread``) in one
+family (Q, O): 2 x 2 cells x 12 layers = 48 units. A unit's change is the mean over the two
+fine-tuned seeds of log(tuned / base), base the fine-tune's first checkpoint (bit-identical to
+its parent's step 512) and tuned its last. Supported only when every unit's own TOST
+(±log 1.001) rejects at alpha; refuted when some unit is significantly beyond ±0.1 %
+(Bonferroni over the 48 units); otherwise inconclusive.
+
+Noise floor of a unit's change, pooled per unit (``pool="layer"``: layers differ in how
+much they move, so no pooling across layers): the two seeds' deviations from their mean
+(between-seed differences of the change; 1 df) and the change of the same summary and layer
+in the two pretraining runs over their last checkpoint interval (step 475 -> 512:
+late-pretraining drift, what ordinary training does to a layer in 37 steps at the full
+learning rate, about the parameter movement of the fine-tune's 128 steps at 1/10 of it;
+2 df): t with 3 df per unit.
+Exact operators only (projection "none"): compressed operators are other estimands (A10).
 """
 
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import FAMILIES, GEOMETRY, PROJECTIONS
+from ._common import GEOMETRY
 
 CLAIM = ("Post-training (RLHF / instruction tuning) leaves the attention Killing-form metrics "
          "unchanged: < 0.1 % relative difference, every metric, every layer, Q and O families")
 REFERENCE = {"max_relative_difference": 0.001}
+#: The fine-tuned seeds (the runs, replicates of each unit) and their pretraining parents.
+TUNED = ("p96_s0_ft", "p96_s1_ft")
+PARENTS = ("p96_s0", "p96_s1")
+#: The noise floor's late-pretraining interval (the last one the pretraining cube holds).
+FLOOR_STEPS = (475, 512)
+METRICS = ("killing_cv", "killing_eig_spread")
+CELL_FAMILIES = ("Q", "O")
 NOTES = ("Stand-in pair: the bundled 96-head runs fine-tuned on the World English Bible at 1/10 "
          "of the pretraining learning rate (supervised next-token training on another text, "
-         "not RLHF). Per-layer equivalence is the paired TOST over the 12 layers of one run.")
+         "not RLHF). Changed 2026-12-02: was two paired TOSTs (one per metric) on the mean log "
+         "change across the 12 layers of one run, in which signed per-layer changes cancel; the "
+         "claim is an intersection over layers, metrics and families, so it is now one "
+         "intersection-union test over 48 (metric x family x layer) units, the two fine-tuned "
+         "seeds as replicates, with a noise floor from between-seed differences and "
+         "late-pretraining drift (steps 475 -> 512 of the parents), pooled per unit; dataset "
+         "pico_pythia_pair (the fine-tunes and their parents in one cube); exact operators only; no "
+         "specification curve over families or compressions (the families are the units now, "
+         "compressions are other estimands).")
 
 
-def _spec(ident: str, metric: str) -> HypothesisSpec:
-    return HypothesisSpec(
-        id=ident, claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_ft",),
-        selection={"base": Select(metric, step="first", family="Q", projection="none",
-                                  models=("p96_s0_ft",)),
-                   "tuned": Select(metric, step="last", family="Q", projection="none",
-                                   models=("p96_s0_ft",))},
-        test="tost_relative", prediction=Prediction("equivalent", bound=0.001),
-        reference=REFERENCE, gate="pinned",
-        choices={"models": [("p96_s0_ft",), ("p96_s1_ft",)], "family": FAMILIES,
-                 "projection": PROJECTIONS},
-        notes=NOTES,
-    )
+def _selection() -> dict[str, Select]:
+    sel: dict[str, Select] = {}
+    for metric in METRICS:
+        for family in CELL_FAMILIES:
+            cell = f"{metric}_{family}"
+            common = {"family": family, "projection": "none"}
+            sel[f"base__{cell}"] = Select(metric, step="first", models=TUNED, **common)
+            sel[f"tuned__{cell}"] = Select(metric, step="last", models=TUNED, **common)
+            sel[f"floor_start__{cell}"] = Select(metric, step=FLOOR_STEPS[0], models=PARENTS, **common)
+            sel[f"floor_end__{cell}"] = Select(metric, step=FLOOR_STEPS[1], models=PARENTS, **common)
+    return sel
 
 
-A1_killing_cv = _spec("A1-killing_cv", "killing_cv")
-A1_killing_eig_spread = _spec("A1-killing_eig_spread", "killing_eig_spread")
+A1 = HypothesisSpec(
+    id="A1", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_pair",),
+    selection=_selection(), test="iut_equivalence", params={"pool": "layer"},
+    prediction=Prediction("equivalent", bound=0.001),
+    reference=REFERENCE, gate="pinned", notes=NOTES,
+)

@@ -2,10 +2,19 @@
 
 Test design (CLAIMS.md A8): across models, the final null-calibrated Abelian fraction
 (family Q, exact; mean over layers) regressed on log2(d_head) and, separately, on
-log2(n_heads); the two OLS models compared by AIC (supported when the width model's AIC is
-lower by at least 2). The bundled suite crosses a head-width sweep at 4 heads (d_head 16, 32,
-64) with a head-count sweep at d_head 16 (2, 4, 8, 16 heads), so the two predictors are not
-confounded; the panel spans d_head 32, 64 and 256.
+log2(n_heads); the OLS models compared by AIC (supported when the width model's AIC is
+lower than every other model's by at least 2). The bundled suite crosses a head-width sweep
+at 4 heads (d_head 16, 32, 64) with a head-count sweep at d_head 16 (8, 16 heads); the
+panel spans d_head 32, 64 and 256.
+
+Limits of the sweep (changed 2026-12-02, see ``SWEEP_NOTES``): GPT-NeoX ties d_model =
+n_heads x d_head, so log2(d_model) = log2(d_head) + log2(n_heads) and d_head / d_model =
+1 / n_heads in every model; a width effect and a d_model effect are told apart only through
+the two head-count models. The sweep's comparison therefore also fits AF ~ log2(d_model), and
+the claim is supported only when width beats it too; when the AIC margins are below 2 the
+verdict is inconclusive ("the models are not distinguished"): this sweep cannot separate
+width, count and d_model, and a head-shape sweep that varies the three independently
+(Llama-style configs with an explicit head_dim) is needed to do so.
 """
 
 from lie_stats.spec import HypothesisSpec, Prediction, Select
@@ -16,17 +25,28 @@ CLAIM = ("Abelian fraction depends on head width, not head count: d_head = 64 mo
          "Abelian structure, d_head 128/256 almost none")
 REFERENCE = {"pythia-70m": 0.083, "pythia-1b": 0.0}
 MODELS = {"width": ["log2_d_head"], "count": ["log2_n_heads"]}
-SWEEP = ("w16", "w32", "w64", "h2", "h8", "h16")
+#: The sweep's models with more than one head pair per layer (h2, two heads, one pair, is
+#: excluded: its Abelian fraction is one pair's 0 or 1 per layer).
+SWEEP = ("w16", "w32", "w64", "h8", "h16")
+#: The sweep's comparison: width, count, and d_model (confounded with both in this sweep).
+SWEEP_MODELS = {**MODELS, "d_model": ["log2_d_model"]}
+SWEEP_NOTES = ("h4 is the same model as w16 (one run, counted once). Changed 2026-12-02: h2 "
+               "excluded (one head pair per layer: its Abelian fraction per layer can only be 0 "
+               "or 1, and it drove the comparison); AF ~ log2(d_model) added as a third "
+               "candidate, because in this sweep d_model = n_heads x d_head (GPT-NeoX), so "
+               "width, count and d_model are not varied independently; until a head-shape sweep "
+               "exists an AIC margin below 2 is reported as inconclusive: the sweep cannot "
+               "separate them.")
 PANEL = ("minilm_l6", "minilm_l3", "mpnet", "smollm2_135m", "gemma3_270m")
 
 A8 = HypothesisSpec(
     id="A8", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia",),
     selection={"response": Select("abelian_fraction", step="last", family="Q", projection="none",
                                   models=SWEEP)},
-    test="model_comparison", params={"models": MODELS, "predicted": "width"},
+    test="model_comparison", params={"models": SWEEP_MODELS, "predicted": "width"},
     prediction=Prediction("preferred"), reference=REFERENCE, gate="pinned",
     choices={"projection": PROJECTIONS[:2]},
-    notes="h4 is the same model as w16 (one run, counted once).",
+    notes=SWEEP_NOTES,
 )
 
 A8_panel = HypothesisSpec(

@@ -2,25 +2,37 @@
 
 Test design (CLAIMS.md A9): the final null-calibrated Abelian fraction regressed on
 log2(d_head) against the ratio d_head / d_model, compared by AIC (supported when width wins
-by at least 2).
+by at least 2), on the panel.
+
+On the bundled sweep the ratio is the head count (changed 2026-12-02): GPT-NeoX ties
+d_model = n_heads x d_head, so d_head / d_model = 1 / n_heads exactly in every model, and
+"AF ~ ratio" is "AF ~ head count", which A8 already compares with width. ``A9`` on the sweep
+is recorded as not testable (:class:`OutOfScope`) until a head-shape sweep varies d_head,
+n_heads and d_model independently.
 """
 
-from lie_stats.spec import HypothesisSpec, Prediction, Select
+from lie_stats.spec import HypothesisSpec, OutOfScope, Prediction, Select
 
 from ._common import GEOMETRY
 
-from .A8_head_width_not_count import PANEL, SWEEP
+from .A8_head_width_not_count import PANEL
 
 CLAIM = ("The bottleneck ratio d_head/d_model does not explain the Abelian fraction "
          "(pythia-1b and 70m share 0.125 and differ in it)")
 MODELS = {"width": ["log2_d_head"], "ratio": ["d_head_over_d_model"]}
 
-A9 = HypothesisSpec(
-    id="A9", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia",),
-    selection={"response": Select("abelian_fraction", step="last", family="Q", projection="none",
-                                  models=SWEEP)},
-    test="model_comparison", params={"models": MODELS, "predicted": "width"},
-    prediction=Prediction("preferred"), reference={"ratio_70m_1b": 0.125}, gate="pinned",
+A9 = OutOfScope(
+    id="A9", claim=CLAIM, source=GEOMETRY,
+    reason=("not testable on the bundled sweep (pico_pythia: w16, w32, w64, h8, h16): GPT-NeoX "
+            "ties d_model = n_heads x d_head, so d_head / d_model = 1 / n_heads exactly in every "
+            "model (1/4, 1/4, 1/4, 1/8, 1/16) and the ratio is the head count; the sweep cannot "
+            "tell a ratio effect from a head-count effect, and d_model moves with both. Needs a "
+            "head-shape sweep in which d_head, n_heads and d_model vary independently "
+            "(Llama-style configs with an explicit head_dim)."),
+    reference={"ratio_70m_1b": 0.125},
+    notes=("Changed 2026-12-02: was model_comparison width vs ratio on the six sweep models "
+           "(h2 included), 'refuted'; the ratio model was the head-count model, and h2 (one head "
+           "pair per layer) drove the result."),
 )
 
 A9_panel = HypothesisSpec(

@@ -1,12 +1,22 @@
 """B6: anchor/worker value norms: heads with low value norm change less than high ones.
 
-Test design (CLAIMS.md B6): Spearman between ``value_norm`` (METRICS.md §7.3, on the
-suite's probe set) and ``change_from_init`` (§5.5), both at the last checkpoint, permuting
-within layers (heads are nested in layers), cluster-bootstrap interval; and, as a second
-spec, the difference in change between the §8 labels (workers minus anchors; rank-biserial
-effect, Hedges g beside it), permuting labels within layers. Each 96-head seed is one
-choice of the specification curve. Declared before any activation metric of the suite
-was computed.
+Test design (CLAIMS.md B6), changed 2026-12-02 (see ``NOTES``):
+
+- ``B6`` (primary): Spearman between ``value_norm`` at the first checkpoint (METRICS.md §7.3,
+  at initialisation, on the suite's probe set) and ``change_from_init`` (§5.5) at the last,
+  permuting within layers (heads are nested in layers), cluster-bootstrap interval. A value
+  norm measured before training cannot be a consequence of the change it predicts. The
+  verdict reads the within-layer estimate ``effect - null_center`` (the correlation beyond
+  what the within-layer permutation null expects; ``decide_correlation``).
+- ``B6-partial``: the partial Spearman correlation of ``value_norm`` and ``change_from_init``,
+  both at the last checkpoint, given the head's own ``ov_norm`` at the last checkpoint (§5.3):
+  the head's V/O norm growth, since at initialisation every head's OV norm is drawn from
+  the same distribution. Same permutation and interval, same within-layer reading.
+- ``B6-groups``: the difference in change between the §8 labels (workers minus anchors;
+  rank-biserial effect, Hedges g beside it), permuting labels within layers. With no
+  anchors among the suite's heads it is inconclusive, with the label counts in its reason.
+
+Each 96-head seed is one choice of the specification curve.
 """
 
 from lie_stats.schema import LABEL_CODES
@@ -16,14 +26,31 @@ from ._common import ANCHORS, P96
 
 CLAIM = ("Heads with low value norm (anchors) change less during training than heads with "
          "high value norm (workers)")
+NOTES = ("Changed 2026-12-02: B6 was Spearman(value_norm at the last checkpoint, "
+         "change_from_init at the last), 'supported' at rho 0.883; but value_norm at the last "
+         "step tracks the head's ov_norm (rho 0.87-0.92) and change_from_init tracks the head's "
+         "own V/O norm growth (0.72-0.89), so the correlation restates that trained heads whose "
+         "OV grew changed more. B6 now takes value_norm at initialisation (a predictor, not a "
+         "consequence); B6-partial (new) partials out the head's ov_norm at the last "
+         "checkpoint; both are judged on the within-layer estimate (effect - null_center).")
 
 B6 = HypothesisSpec(
     id="B6", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
-    selection={"x": Select("value_norm", step="last", models=("p96_s0",)),
+    selection={"x": Select("value_norm", step="first", models=("p96_s0",)),
                "y": Select("change_from_init", step="last", models=("p96_s0",))},
     test="correlation", params={"method": "spearman"},
     prediction=Prediction("positive"), reference={"direction": "positive"}, gate="pinned",
-    choices={"models": [(m,) for m in P96]},
+    choices={"models": [(m,) for m in P96]}, notes=NOTES,
+)
+
+B6_partial = HypothesisSpec(
+    id="B6-partial", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    selection={"x": Select("value_norm", step="last", models=("p96_s0",)),
+               "y": Select("change_from_init", step="last", models=("p96_s0",)),
+               "covar": Select("ov_norm", step="last", models=("p96_s0",))},
+    test="partial_correlation", params={"method": "spearman"},
+    prediction=Prediction("positive"), reference={"direction": "positive"}, gate="pinned",
+    choices={"models": [(m,) for m in P96]}, notes=NOTES,
 )
 
 B6_groups = HypothesisSpec(
@@ -35,5 +62,8 @@ B6_groups = HypothesisSpec(
     prediction=Prediction("positive"), reference={"direction": "workers change more"},
     gate="pinned", choices={"models": [(m,) for m in P96]},
     notes="Labels of METRICS.md §8 at the last checkpoint: sink_score >= 0.5 and value_norm in "
-          "the layer's lowest third (anchor); sink_score < 0.5 and value_norm above it (worker).",
+          "the layer's lowest third (anchor); sink_score < 0.5 and value_norm above it (worker). "
+          "The anchor/worker contrast the claim is about is not testable on the suite: its "
+          "heads hold 0 anchors (largest sink_score 0.048), so the comparison is inconclusive "
+          "with the label counts in its reason (declaration unchanged 2026-12-02).",
 )
