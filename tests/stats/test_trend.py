@@ -11,6 +11,8 @@ import scipy.stats as sps
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import boundary_ratio, depth_crossover, depth_gradient, enrichment, trend
 from lie_stats.stats import columns as C
+from lie_stats.stats.trend import (BOUNDARY_RATIO_TEST_COLUMNS, CROSSOVER_TEST_COLUMNS,
+                                   ENRICHMENT_TEST_COLUMNS)
 
 from ._sim import BAND, N_DATASETS, rejections
 
@@ -50,7 +52,7 @@ def test_enrichment_exact_swap_test_matches_scipy():
     first = np.array([1.0, 2.0, 1.5, 0.5, 1.2, 0.8])
     last = np.array([2.1, 3.0, 2.2, 1.5, 1.1, 1.9])
     res = enrichment(first, last, n_boot=0, alternative="greater")
-    assert list(res.columns) == list(C.ENRICHMENT_COLUMNS)
+    assert list(res.columns) == list(ENRICHMENT_TEST_COLUMNS)
     assert res["effect"].iloc[0] == pytest.approx(last.mean() / first.mean())
     assert res["statistic"].iloc[0] == pytest.approx(np.log(last.mean() / first.mean()))
     assert res["exact"].iloc[0] == 1 and res["n_perm"].iloc[0] == 63
@@ -152,7 +154,7 @@ def test_crossover_interpolates_in_log_step():
     # slope = log10(step) - 2.5: crosses zero at step 10^2.5
     vals, layer = _synthetic(steps, lambda s: np.log10(s) - 2.5)
     res = depth_crossover(vals, steps, layer_of_head=layer, n_boot=0)
-    assert list(res.columns) == list(C.CROSSOVER_COLUMNS)
+    assert list(res.columns) == list(CROSSOVER_TEST_COLUMNS)
     assert res["statistic"].iloc[0] == pytest.approx(10 ** 2.5)
     assert res["fraction_of_training"].iloc[0] == pytest.approx(10 ** 2.5 / 1e5)
     assert res["n_crossings"].iloc[0] == 1 and np.isnan(res["p_value"].iloc[0])
@@ -207,7 +209,7 @@ def test_boundary_ratio_and_exact_layer_permutation():
     level = np.array([3.0, 1.0, 1.1, 0.9, 1.0, 1.2, 0.95, 2.8])
     vals = level[layer] * rng.uniform(0.9, 1.1, size=48)
     res = boundary_ratio(vals, clusters=layer, n_boot=1000)
-    assert list(res.columns) == list(C.BOUNDARY_RATIO_COLUMNS)
+    assert list(res.columns) == list(BOUNDARY_RATIO_TEST_COLUMNS)
     means = np.array([vals[layer == k].mean() for k in range(8)])
     ratio = (means[0] + means[-1]) / 2 / means[1:-1].mean()
     assert res["effect"].iloc[0] == pytest.approx(ratio)
