@@ -372,7 +372,7 @@ def _first_crossing(slopes: np.ndarray, steps: np.ndarray,
     with np.errstate(invalid="ignore", divide="ignore"):
         t = s0 / (s0 - s1)
     a, b = steps[k], steps[k + 1]
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         logx = 10.0 ** (np.log10(a) + t * (np.log10(b) - np.log10(a)))
     cross = np.where(a > 0, logx, a + t * (b - a))
     return np.where(found, cross, np.nan), n_cross
