@@ -117,7 +117,8 @@ _SIDES = {"above": (P_GREATER, P_LESS), "positive": (P_GREATER, P_LESS),
 
 def decide_one_sided(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
     """Supported when the calibrated test's one-sided p towards the prediction (p_greater
-    for "above" / "positive", p_less for "below" / "negative") is below alpha / 2; refuted
+    for "above" / "positive", p_less for "below" / "negative", the smaller for "nonzero")
+    is below alpha / 2; refuted
     when the one-sided p the other way is; inconclusive otherwise, and when the smallest p
     the design can reach (p_min) is not below alpha / 2 (too few clusters or runs). Each
     side at alpha / 2 keeps the two-sided level alpha; the interval describes the estimate
@@ -132,9 +133,15 @@ def decide_one_sided(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]
     'the smallest one-sided p this design can reach (0.03125, too few independent units) is not below alpha / 2 (0.025)'
     """
     d, half = ctx.prediction.direction, ctx.alpha / 2.0
-    toward, away = _SIDES.get(d, (None, None))
+    if d == "nonzero":  # either side supports: the side with the smaller one-sided p
+        pg, pl = row.get(P_GREATER), row.get(P_LESS)
+        toward, away = (P_GREATER, P_LESS) if finite(pg, pl) and pg <= pl else (P_LESS, P_GREATER)
+        row = {**row, away: 1.0}
+    else:
+        toward, away = _SIDES.get(d, (None, None))
     if toward is None:
-        raise ValueError(f"decide_one_sided: prediction direction {d!r} is not one of {sorted(_SIDES)}.")
+        raise ValueError(f"decide_one_sided: prediction direction {d!r} is not one of "
+                         f"{sorted(_SIDES) + ['nonzero']}.")
     p_to, p_away, p_min = row.get(toward), row.get(away), row.get(P_MIN)
     if not finite(p_to, p_away):
         return "inconclusive", "the test gave no p-value on these data"
@@ -153,7 +160,7 @@ def decide_interval(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
     of the prediction's value; refuted when it lies entirely on the other side;
     inconclusive otherwise. Calibrated only as far as the interval's coverage is: a
     percentile interval over few clusters is too narrow (kinds with an exact test decide
-    with :func:`decide_one_sided`).
+    with decide_one_sided).
 
     >>> ctx = Decision(Prediction("above", value=1.0), 0.05, {}, {})
     >>> decide_interval({"ci_low": 1.5, "ci_high": 3.0}, ctx)[0]

@@ -41,9 +41,12 @@ def _run_trend(data: TestInput) -> Any:
 
 
 def decide_ratio_test(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
-    """:func:`~lie_stats.spec.rules.decide_one_sided` on the test of "no effect" (a ratio of
-    1: first and last exchangeable, or boundary and interior layers exchangeable); a
-    prediction against another value has no calibrated test here and is inconclusive.
+    """Supported when the exact test's one-sided p towards the prediction is below alpha / 2,
+    refuted when the one-sided p the other way is, inconclusive otherwise or when the
+    smallest attainable p is not below alpha / 2 (decide_one_sided). The test is of "no
+    effect" (first and last exchangeable, or boundary and interior layers exchangeable), so
+    a prediction against a value other than 1 is inconclusive; the interval describes the
+    estimate.
 
     >>> from lie_stats.spec import Prediction
     >>> ctx = Decision(Prediction("above", value=2.0), 0.05, {}, {})
