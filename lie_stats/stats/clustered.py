@@ -1,5 +1,5 @@
 """Clustered summaries: the share of units above a threshold and the mean of unit values,
-with a stratified cluster-bootstrap interval and a bootstrap p against a null value.
+with a stratified cluster-bootstrap interval and a cluster sign-flip test against a null value.
 
 Units (heads) are nested in clusters (layers) and clusters in strata (models), e.g. the
 share of heads whose ``sink_argmax_fraction`` exceeds one half, or the geometric mean of a
@@ -46,7 +46,7 @@ TRANSFORMS = ("identity", "log")
 #: Extra result columns of :func:`head_mean` / :func:`share_above`.
 N_CLUSTERS = "n_clusters"  # clusters (layers) in the estimate
 N_BOOT = "n_boot"  # bootstrap replicates drawn
-NULL_VALUE = "null_value"  # the value the bootstrap p-value tests against
+NULL_VALUE = "null_value"  # the value the sign-flip test is against
 
 HEAD_MEAN_COLUMNS = (*C.STAT_COLUMNS, N_CLUSTERS, C.N_STRATA, N_BOOT, NULL_VALUE, P_GREATER, P_LESS,
                      P_MIN, C.N_PERM, C.EXACT)
