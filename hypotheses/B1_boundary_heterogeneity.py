@@ -2,9 +2,11 @@
 
 Test design (CLAIMS.md B1, METRICS.md §6.3): the boundary ratio of ``head_heterogeneity``
 (the coefficient of variation over a layer's heads of ``commutator_mean``, §4.5) at the last
-checkpoint: mean over the first and last layers over the mean of the interior layers, with a
-bootstrap interval resampling heads within layers. Supported when the interval lies above 1;
-the ratio is reported beside 5-7x. One run at a time.
+checkpoint: mean over the first and last layers over the mean of the interior layers. The
+verdict comes from the exact layer-permutation test (every pair of layers as "boundary",
+66 pairs with 12 layers): supported when the first-and-last pair is in the upper alpha / 2
+of them, refuted when in the lower; the bootstrap interval, resampling heads within layers,
+describes the ratio, reported beside 5-7x. One run at a time.
 """
 
 from lie_stats.spec import HypothesisSpec, Prediction, Select

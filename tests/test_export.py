@@ -168,7 +168,8 @@ def spec_trend():
 def test_exported_files_read_back_with_plain_xarray_and_netcdf4(cubes, datasets, tmp_path):
     specs = [spec_xy(), spec_pair(), spec_trend()]
     results = [evaluate_cube(s, cubes[s.datasets[0]], dataset=s.datasets[0]) for s in specs]
-    assert [r.verdict for r in results] == ["supported", "supported", "supported"]
+    # the trend on synth's one run is inconclusive: a trend is tested over runs
+    assert [r.verdict for r in results] == ["supported", "supported", "inconclusive"]
     out = tmp_path / "exports"
     umask = os.umask(0o077)  # a private umask: the files are still meant to be shared
     try:

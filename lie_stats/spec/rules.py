@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..stats import columns as C
+from ..stats.signflip import P_GREATER, P_LESS, P_MIN
 from .parts import Prediction
 
 __all__ = ["Decision", "finite", "decide_directional", "decide_sign", "decide_equivalence", "decide_interval",
-           "P_EQUIVALENCE"]
+           "decide_one_sided", "P_EQUIVALENCE", "P_GREATER", "P_LESS", "P_MIN"]
 
 #: Extra result column of a directional correlation with a declared bound: the TOST p.
 P_EQUIVALENCE = "p_equivalence"
@@ -109,10 +110,57 @@ def decide_equivalence(row: Mapping[str, float], ctx: Decision) -> tuple[str, st
     return "inconclusive", f"TOST p >= alpha ({ctx.alpha}) and the interval overlaps ±{bound}"
 
 
+#: The one-sided p each prediction direction needs ("nonzero": either).
+_SIDES = {"above": (P_GREATER, P_LESS), "positive": (P_GREATER, P_LESS),
+          "below": (P_LESS, P_GREATER), "negative": (P_LESS, P_GREATER)}
+
+
+def decide_one_sided(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """Supported when the calibrated test's one-sided p towards the prediction (p_greater
+    for "above" / "positive", p_less for "below" / "negative", the smaller for "nonzero")
+    is below alpha / 2; refuted
+    when the one-sided p the other way is; inconclusive otherwise, and when the smallest p
+    the design can reach (p_min) is not below alpha / 2 (too few clusters or runs). Each
+    side at alpha / 2 keeps the two-sided level alpha; the interval describes the estimate
+    and does not decide.
+
+    >>> ctx = Decision(Prediction("above", value=1.0), 0.05, {}, {})
+    >>> decide_one_sided({"p_greater": 0.01, "p_less": 0.99, "p_min": 0.001}, ctx)[0]
+    'supported'
+    >>> decide_one_sided({"p_greater": 0.99, "p_less": 0.01, "p_min": 0.001}, ctx)[0]
+    'refuted'
+    >>> decide_one_sided({"p_greater": 0.03125, "p_less": 1.0, "p_min": 0.03125}, ctx)[1]
+    'the smallest one-sided p this design can reach (0.03125, too few independent units) is not below alpha / 2 (0.025)'
+    """
+    d, half = ctx.prediction.direction, ctx.alpha / 2.0
+    if d == "nonzero":  # either side supports: the side with the smaller one-sided p
+        pg, pl = row.get(P_GREATER), row.get(P_LESS)
+        toward, away = (P_GREATER, P_LESS) if finite(pg, pl) and pg <= pl else (P_LESS, P_GREATER)
+        row = {**row, away: 1.0}
+    else:
+        toward, away = _SIDES.get(d, (None, None))
+    if toward is None:
+        raise ValueError(f"decide_one_sided: prediction direction {d!r} is not one of "
+                         f"{sorted(_SIDES) + ['nonzero']}.")
+    p_to, p_away, p_min = row.get(toward), row.get(away), row.get(P_MIN)
+    if not finite(p_to, p_away):
+        return "inconclusive", "the test gave no p-value on these data"
+    if finite(p_min) and p_min >= half:
+        return "inconclusive", (f"the smallest one-sided p this design can reach ({p_min:.4g}, too few "
+                                f"independent units) is not below alpha / 2 ({half:.4g})")
+    if p_to < half:
+        return "supported", f"one-sided {toward} < alpha / 2 ({half:.4g}): the predicted side ({d})"
+    if p_away < half:
+        return "refuted", f"one-sided {away} < alpha / 2 ({half:.4g}): the side opposite to the prediction ({d})"
+    return "inconclusive", f"neither one-sided p is below alpha / 2 ({half:.4g}): no evidence either way"
+
+
 def decide_interval(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
     """Supported when the interval lies entirely on the predicted side ("above" / "below")
     of the prediction's value; refuted when it lies entirely on the other side;
-    inconclusive otherwise.
+    inconclusive otherwise. Calibrated only as far as the interval's coverage is: a
+    percentile interval over few clusters is too narrow (kinds with an exact test decide
+    with decide_one_sided).
 
     >>> ctx = Decision(Prediction("above", value=1.0), 0.05, {}, {})
     >>> decide_interval({"ci_low": 1.5, "ci_high": 3.0}, ctx)[0]

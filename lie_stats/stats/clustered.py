@@ -1,9 +1,15 @@
 """Clustered summaries: the share of units above a threshold and the mean of unit values,
-with a stratified cluster-bootstrap interval and a bootstrap p against a null value.
+with a stratified cluster-bootstrap interval and a cluster sign-flip test against a null value.
 
 Units (heads) are nested in clusters (layers) and clusters in strata (models), e.g. the
 share of heads whose ``sink_argmax_fraction`` exceeds one half, or the geometric mean of a
 positive ratio over heads (METRICS.md §7.2, §7.4).
+
+The test against the null value is the cluster sign-flip test
+(:func:`lie_stats.stats.signflip.sign_flip_test`) on each cluster's sum of deviations from
+the null value: clusters are the independent units, so the test holds its level with 5-12
+clusters and any layer effect, where the percentile interval does not (it is too narrow
+with few clusters, Davison & Hinkley 1997, §5.3.1; it stays as the estimate's description).
 
 Heads are nested in layers and layers in models. :func:`head_mean` resamples whole
 layers (clusters) with replacement *within each model* (stratum): Davison & Hinkley (1997),
@@ -21,6 +27,7 @@ from numpy.typing import ArrayLike
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
+from lie_stats.stats.signflip import P_GREATER, P_LESS, P_MIN, sign_flip_test
 
 __all__ = [
     "head_mean",
@@ -39,9 +46,10 @@ TRANSFORMS = ("identity", "log")
 #: Extra result columns of :func:`head_mean` / :func:`share_above`.
 N_CLUSTERS = "n_clusters"  # clusters (layers) in the estimate
 N_BOOT = "n_boot"  # bootstrap replicates drawn
-NULL_VALUE = "null_value"  # the value the bootstrap p-value tests against
+NULL_VALUE = "null_value"  # the value the sign-flip test is against
 
-HEAD_MEAN_COLUMNS = (*C.STAT_COLUMNS, N_CLUSTERS, C.N_STRATA, N_BOOT, NULL_VALUE)
+HEAD_MEAN_COLUMNS = (*C.STAT_COLUMNS, N_CLUSTERS, C.N_STRATA, N_BOOT, NULL_VALUE, P_GREATER, P_LESS,
+                     P_MIN, C.N_PERM, C.EXACT)
 
 _CHUNK = 1 << 20  # elements of one [chunk, n_clusters] block of bootstrap draws
 
@@ -71,8 +79,10 @@ def head_mean(
     n_boot: int = 2000,
     ci: float = 0.95,
     seed: int = 0,
+    n_perm: int = 9999,
 ) -> pd.DataFrame:
-    """Mean of unit values (heads) with a stratified cluster-bootstrap interval.
+    """Mean of unit values (heads) with a stratified cluster-bootstrap interval and a
+    cluster sign-flip test against a null value.
 
     Parameters
     ----------
@@ -88,10 +98,14 @@ def head_mean(
         Average the values (``identity``) or their logs and report ``exp`` of the mean (a
         geometric mean, for ratios).
     null_value : float, optional
-        Value the bootstrap p-value tests (on the original scale). ``None``: no p-value (NaN).
+        Value the test is against (on the original scale). ``None``: no p-value (NaN).
     n_boot : int, default 2000
     ci : float, default 0.95
     seed : int, default 0
+        Seed of the bootstrap; the sign flips use ``seed + 1``.
+    n_perm : int, default 9999
+        Random sign patterns of the test; all ``2^K - 1`` are enumerated when that is at
+        most ``n_perm`` (``K`` clusters).
 
     Returns
     -------
@@ -100,12 +114,16 @@ def head_mean(
     - ``n``: units used; ``n_clusters``, ``n_strata``; ``n_boot``; ``null_value`` (NaN if none);
     - ``effect``: the mean over all units (``exp`` of the mean log for ``log``): each unit
       weighs the same, so a stratum weighs by its number of units;
-    - ``ci_low``, ``ci_high``: percentile interval of the bootstrap replicates;
-    - ``statistic``: ``(effect - null_value) / sd(replicates)`` on the transformed scale
-      (a bootstrap z; NaN without ``null_value`` or when the replicates do not vary);
-    - ``p_value``: two-sided percentile-bootstrap p against ``null_value``,
-      ``min(1, 2 min(#(r <= v) + 1, #(r >= v) + 1) / (B + 1))`` over replicates ``r``: the
-      interval at level ``1 - p`` just reaches ``v``. NaN without ``null_value``.
+    - ``ci_low``, ``ci_high``: percentile interval of the bootstrap replicates (a
+      description of the estimate; too narrow with few clusters, see Notes);
+    - ``statistic``: ``effect - null_value`` on the transformed scale (NaN without
+      ``null_value``);
+    - ``p_greater``, ``p_less``: one-sided p-values of the cluster sign-flip test
+      (:func:`lie_stats.stats.signflip.sign_flip_test`) on the clusters' sums of
+      ``value - null_value`` (transformed scale): under the null every cluster's sum is
+      symmetric about 0, so its sign may flip; ``p_value`` is twice the smaller, capped at
+      1; ``p_min`` the smallest one-sided p the clusters allow (``2^-K``); ``n_perm``,
+      ``exact``. All NaN without ``null_value``.
 
     Raises
     ------
@@ -118,7 +136,10 @@ def head_mean(
     Davison & Hinkley (1997), §3.8 (strategy 1, clusters resampled whole) and §3.7
     (stratified resampling); the percentile interval, their §5.3.1. With few clusters per
     stratum the percentile interval is too narrow (coverage below the nominal level; see
-    the calibration test in ``tests/stats/test_clustered.py``).
+    the calibration test in ``tests/stats/test_clustered.py``), which is why the test is the
+    sign-flip test (Canay, Romano & Shaikh 2017): it needs only independent clusters whose
+    deviations are symmetric under the null, and a stratum (model) whose mean differs from
+    the null value in the opposite direction of another only makes it conservative.
 
     Examples
     --------
@@ -160,22 +181,23 @@ def head_mean(
     boot = np.concatenate([sums[b].sum(axis=1) / counts[b].sum(axis=1)
                            for b in _stratified_cluster_draws(stratum_of, n_boot, seed)])
     lo, hi = v.percentile_ci(boot, ci)
-    stat = p = float("nan")
-    nv = float("nan") if null_value is None else float(null_value)
+    nan = float("nan")
+    test = {"statistic": nan, "p_value": nan, P_GREATER: nan, P_LESS: nan, P_MIN: nan,
+            "n_perm": 0, "exact": False}
+    nv = nan if null_value is None else float(null_value)
     if null_value is not None:
         if not np.isfinite(nv) or (transform == "log" and nv <= 0):
             raise StatsInputError(f"{where}: null_value must be finite (and positive under log), "
                                   f"got {null_value!r}.")
         t0 = np.log(nv) if transform == "log" else nv
-        sd = float(boot.std(ddof=1))
-        stat = (estimate - t0) / sd if sd > 0 else float("nan")
-        below = int(np.count_nonzero(boot <= t0))
-        above = int(np.count_nonzero(boot >= t0))
-        p = min(1.0, 2.0 * (min(below, above) + 1) / (n_boot + 1))
+        test = sign_flip_test(sums - counts * t0, n_perm=n_perm, seed=seed + 1, where=where)
+        test["statistic"] = estimate - t0
     return v.frame(HEAD_MEAN_COLUMNS, {
-        C.N: int(x.size), C.STATISTIC: stat, C.P_VALUE: p, C.EFFECT: float(back(estimate)),
-        C.CI_LOW: float(back(lo)), C.CI_HIGH: float(back(hi)), N_CLUSTERS: k,
-        C.N_STRATA: int(np.unique(stratum_of).size), N_BOOT: n_boot, NULL_VALUE: nv,
+        C.N: int(x.size), C.STATISTIC: test["statistic"], C.P_VALUE: test["p_value"],
+        C.EFFECT: float(back(estimate)), C.CI_LOW: float(back(lo)), C.CI_HIGH: float(back(hi)),
+        N_CLUSTERS: k, C.N_STRATA: int(np.unique(stratum_of).size), N_BOOT: n_boot, NULL_VALUE: nv,
+        P_GREATER: test[P_GREATER], P_LESS: test[P_LESS], P_MIN: test[P_MIN],
+        C.N_PERM: test["n_perm"], C.EXACT: test["exact"],
     })
 
 
@@ -189,6 +211,7 @@ def share_above(
     n_boot: int = 2000,
     ci: float = 0.95,
     seed: int = 0,
+    n_perm: int = 9999,
 ) -> pd.DataFrame:
     """Share of units (heads) whose value exceeds ``threshold``, with a stratified
     cluster-bootstrap interval: :func:`head_mean` of the indicator ``value > threshold``.
@@ -200,7 +223,7 @@ def share_above(
     threshold : float
         Strict threshold (``>``): e.g. 0.5 on ``sink_argmax_fraction`` (METRICS.md §7.2)
         marks a head whose largest attention weight is on position 0 for most queries.
-    clusters, strata, null_value, n_boot, ci, seed
+    clusters, strata, null_value, n_boot, ci, seed, n_perm
         As :func:`head_mean` (``null_value`` a share, e.g. 0.5 for "most heads").
 
     Returns
@@ -227,4 +250,4 @@ def share_above(
     if null_value is not None and not 0.0 <= float(null_value) <= 1.0:
         raise StatsInputError(f"{where}: null_value is a share in [0, 1], got {null_value!r}.")
     return head_mean(indicator, clusters, strata=strata, transform="identity",
-                        null_value=null_value, n_boot=n_boot, ci=ci, seed=seed)
+                     null_value=null_value, n_boot=n_boot, ci=ci, seed=seed, n_perm=n_perm)

@@ -8,14 +8,38 @@ import itertools
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
+from scipy import stats as sps
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
 from lie_stats.stats.correlation import check_correlation_options, correlation_plans
 from lie_stats.stats.permutation import BootstrapPlan, strata_codes, permutation_pvalue
+from lie_stats.stats.signflip import (P_GREATER, P_LESS, P_MIN, one_sided_pair, sign_flip_test,
+                                      slope_permutation_test)
 
-__all__ = ["trend", "enrichment", "depth_gradient", "depth_crossover", "boundary_ratio"]
+__all__ = ["trend", "trend_over_runs", "enrichment", "depth_gradient", "depth_crossover",
+           "boundary_ratio", "N_RUNS", "EARLY_STEP", "P_EARLY", "P_LATE", "P_EARLY_AGAINST", "P_LATE_AGAINST",
+           "BOOT_SHARE_CROSSING", "TREND_RUNS_COLUMNS", "ENRICHMENT_TEST_COLUMNS",
+           "BOUNDARY_RATIO_TEST_COLUMNS", "CROSSOVER_TEST_COLUMNS", "SIGNS"]
+
+#: Extra columns: runs in a trend over runs; the crossover's early checkpoint, the one-sided
+#: p-values of the early and late depth slopes for and against the declared signs, and the
+#: share of bootstrap resamples that cross in the declared direction.
+N_RUNS = "n_runs"
+EARLY_STEP = "early_step"
+P_EARLY = "p_early"
+P_LATE = "p_late"
+P_EARLY_AGAINST = "p_early_against"
+P_LATE_AGAINST = "p_late_against"
+BOOT_SHARE_CROSSING = "boot_share_crossing"
+SIGNS = ("positive", "negative")
+
+TREND_RUNS_COLUMNS = (*C.TREND_COLUMNS, N_RUNS, P_GREATER, P_LESS, P_MIN)
+ENRICHMENT_TEST_COLUMNS = (*C.ENRICHMENT_COLUMNS, P_GREATER, P_LESS, P_MIN)
+BOUNDARY_RATIO_TEST_COLUMNS = (*C.BOUNDARY_RATIO_COLUMNS, P_GREATER, P_LESS, P_MIN)
+CROSSOVER_TEST_COLUMNS = (*C.CROSSOVER_COLUMNS, EARLY_STEP, P_EARLY, P_LATE, P_EARLY_AGAINST,
+                          P_LATE_AGAINST, P_MIN, BOOT_SHARE_CROSSING, C.N_PERM)
 
 
 def trend(
@@ -40,7 +64,10 @@ def trend(
     n_perm, seed, alternative
         As :func:`lie_stats.stats.correlation`. The checkpoints are exchangeable under the
         null (free permutation); with ``n_steps! - 1 <= n_perm`` (7 checkpoints or fewer at
-        the default) the null is enumerated exactly.
+        the default) the null is enumerated exactly. The checkpoints of one training run are
+        not exchangeable: an autocorrelated trajectory without trend (AR(1), phi 0.7) gives
+        p < 0.05 in about 10 % of series. Use :func:`trend_over_runs` for claims about
+        training runs.
 
     Returns
     -------
@@ -70,25 +97,80 @@ def trend(
     })
 
 
-def _sign_flip_null(first, last, codes, n_perm, seed):
-    """log(mean last / mean first) after swapping first/last in flipped units (or clusters)."""
-    k = int(codes.max()) + 1
-    exact = (1 << min(k, 62)) - 1 <= n_perm
-    if exact:
-        bits = ((np.arange(1, 1 << k)[:, None] >> np.arange(k)) & 1).astype(np.float64)
-        size = bits.shape[0]
-    else:
-        size = n_perm
-    diff = first - last
-    sf, sl = first.sum(), last.sum()
-    out = []
-    rng = np.random.default_rng(seed)
-    for a, b in v.chunks(size, k):
-        s = bits[a:b] if exact else rng.integers(0, 2, size=(b - a, k)).astype(np.float64)
-        moved = s[:, codes] @ diff  # sum over swapped units of (first - last)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out.append(np.log((sl + moved) / (sf - moved)))
-    return np.concatenate(out), size, exact
+def trend_over_runs(
+    values: ArrayLike,
+    steps: ArrayLike,
+    *,
+    method: str = "spearman",
+    n_perm: int = 9999,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Monotone trend over checkpoints tested over independent runs: each run's correlation
+    between step and value, and the sign-flip test of their sum.
+
+    A run's trajectory is autocorrelated, so its checkpoints are not exchangeable and no
+    permutation of them is a calibrated null. Runs are independent, and without a trend a
+    run's correlation with step is symmetric about 0 (a time-reversible stationary
+    trajectory, e.g. Gaussian AR(1), is as likely to fall as to rise), so the signs of the
+    runs' correlations may flip: the test of :func:`lie_stats.stats.signflip.sign_flip_test`
+    (Canay, Romano & Shaikh 2017). It holds its level whatever the autocorrelation within a
+    run; its smallest one-sided p is ``2^-R`` for ``R`` runs, so at least 6 runs are needed
+    to reach 0.025, and one run cannot be tested.
+
+    Parameters
+    ----------
+    values : array-like, shape ``[n_steps, n_runs]``
+        The quantity of each run at each checkpoint (finite).
+    steps : array-like, shape ``[n_steps]``
+        Training step of each checkpoint (shared by the runs).
+    method : {"spearman", "pearson", "kendall"}
+    n_perm, seed
+        Sign patterns (exact enumeration when ``2^R - 1 <= n_perm``) and their seed.
+
+    Returns
+    -------
+    pandas.DataFrame, one row, columns ``TREND_RUNS_COLUMNS``: ``n`` (checkpoints),
+    ``n_runs``; ``effect`` the mean over runs of their correlations (a run whose values are
+    constant counts 0), ``statistic`` their sum; ``p_greater``, ``p_less``, ``p_value`` (twice
+    the smaller), ``p_min``, ``n_perm``, ``exact``; ``ci_low``, ``ci_high`` NaN.
+
+    Raises
+    ------
+    StatsInputError
+        Fewer than 3 checkpoints, non-finite values, constant steps, bad options.
+
+    Examples
+    --------
+    >>> vals = np.array([[0.0, 0.1, 0.2, 0.4], [0.0, 0.2, 0.1, 0.5], [0.1, 0.1, 0.3, 0.6]])
+    >>> res = trend_over_runs(vals, [0, 100, 200])
+    >>> round(float(res["effect"].iloc[0]), 3), float(res["p_greater"].iloc[0])
+    (0.592, 0.125)
+    """
+    where = "trend_over_runs"
+    check_correlation_options(method, "two-sided", n_perm, 0, 0.5, seed, where)
+    y = np.asarray(values, dtype=np.float64)
+    if y.ndim == 1:
+        y = y[:, None]
+    st = v.vector(steps, name="steps", where=where)
+    if y.ndim != 2 or y.shape[0] != st.size:
+        raise StatsInputError(f"{where}: values must be [n_steps, n_runs] with n_steps = {st.size}, "
+                              f"got shape {y.shape}.")
+    if not (np.isfinite(y).all() and np.isfinite(st).all()):
+        raise StatsInputError(f"{where}: values and steps must be finite.")
+    v.min_n(st.size, 3, where=where, what="checkpoints")
+    v.not_constant(st, name="steps", where=where)
+    terms = np.zeros(y.shape[1])
+    for r in range(y.shape[1]):
+        if np.ptp(y[:, r]) > 0:
+            fn = {"spearman": sps.spearmanr, "pearson": sps.pearsonr, "kendall": sps.kendalltau}[method]
+            terms[r] = float(fn(st, y[:, r])[0])
+    test = sign_flip_test(terms, n_perm=n_perm, seed=seed, where=where)
+    return v.frame(TREND_RUNS_COLUMNS, {
+        C.N: st.size, C.STATISTIC: test["statistic"], C.P_VALUE: test["p_value"],
+        C.EFFECT: float(terms.mean()), C.CI_LOW: np.nan, C.CI_HIGH: np.nan,
+        C.N_PERM: test["n_perm"], C.EXACT: test["exact"], N_RUNS: terms.size,
+        P_GREATER: test[P_GREATER], P_LESS: test[P_LESS], P_MIN: test[P_MIN],
+    })
 
 
 def enrichment(
@@ -126,7 +208,7 @@ def enrichment(
 
     Returns
     -------
-    pandas.DataFrame, one row, columns ``ENRICHMENT_COLUMNS``:
+    pandas.DataFrame, one row, columns ``ENRICHMENT_TEST_COLUMNS``:
 
     - ``n``: units (pairs when paired, ``len(first) + len(last)`` otherwise);
     - ``statistic``: ``log(mean(last) / mean(first))``;
@@ -134,7 +216,12 @@ def enrichment(
       without further assumptions): the swap test of ``log ratio = 0``. Under the null,
       ``first[i]`` and ``last[i]`` are exchangeable, so each unit (or each whole cluster)
       may swap its two values; the two-sided p counts ``|T| >= |t|`` (the null is symmetric
-      about 0: swapping everything negates ``T``);
+      about 0: swapping everything negates ``T``). A swap negates the unit's (cluster's) sum
+      of ``last - first`` and ``T`` is an increasing function of their total, so this is the
+      sign-flip test of :func:`lie_stats.stats.signflip.sign_flip_test`, which holds its
+      level with few clusters (Canay, Romano & Shaikh 2017); ``p_greater``, ``p_less``: its
+      one-sided p-values (``p_value`` follows ``alternative``), ``p_min`` its smallest
+      one-sided p (``2^-K``);
     - ``effect``: the ratio ``mean(last) / mean(first)``;
     - ``ci_low``, ``ci_high``: percentile interval of the ratio, by the (cluster) bootstrap of
       pairs, or by independent bootstraps of ``first`` and ``last`` when unpaired;
@@ -184,13 +271,19 @@ def enrichment(
         if not a.mean() > 0:
             raise StatsInputError(f"{where}: mean({name}) is 0; the enrichment ratio is undefined.")
     t_obs = float(np.log(l_.mean() / f.mean()))
-    p, size, exact, n_strata = np.nan, 0, False, 1
+    p = pg = pl = p_min = np.nan
+    size, exact, n_strata = 0, False, 1
     lo = hi = np.nan
     if paired:
         n_strata = int(codes.max()) + 1
-        t_null, size, exact = _sign_flip_null(f, l_, codes if clusters is not None
-                                              else np.arange(f.size), n_perm, seed)
-        p = permutation_pvalue(t_obs, t_null, alternative=alternative)
+        # the swap of a unit (cluster) negates its sum of last - first; the log ratio is an
+        # odd, increasing function of the total of those sums, so the sign-flip test of the
+        # cluster sums is the swap test of the log ratio
+        units = codes if clusters is not None else np.arange(f.size)
+        test = sign_flip_test(np.bincount(units, weights=l_ - f), n_perm=n_perm, seed=seed, where=where)
+        size, exact, p_min = test["n_perm"], test["exact"], test[P_MIN]
+        pg, pl = test[P_GREATER], test[P_LESS]
+        p = {"two-sided": test["p_value"], "greater": pg, "less": pl}[alternative]
         if n_boot:
             boot = [l_[i].mean(axis=1) / f[i].mean(axis=1) for i in BootstrapPlan(
                 None if clusters is None else codes, f.size, n_boot, seed + 1, True).chunks()]
@@ -200,11 +293,11 @@ def enrichment(
         bl = np.concatenate([l_[i].mean(axis=1) for i in BootstrapPlan(None, l_.size, n_boot, seed + 2, True).chunks()])
         with np.errstate(invalid="ignore", divide="ignore"):
             lo, hi = v.percentile_ci(bl / bf, ci)
-    return v.frame(C.ENRICHMENT_COLUMNS, {
+    return v.frame(ENRICHMENT_TEST_COLUMNS, {
         C.N: f.size if paired else f.size + l_.size, C.STATISTIC: t_obs, C.P_VALUE: p,
         C.EFFECT: float(np.exp(t_obs)), C.CI_LOW: lo, C.CI_HIGH: hi, C.MEAN_FIRST: f.mean(),
         C.MEAN_LAST: l_.mean(), C.PAIRED: bool(paired), C.N_STRATA: n_strata, C.N_PERM: size,
-        C.EXACT: exact,
+        C.EXACT: exact, P_GREATER: pg, P_LESS: pl, P_MIN: p_min,
     })
 
 
@@ -263,21 +356,35 @@ def depth_gradient(summary: ArrayLike, *, depth: ArrayLike | None = None) -> np.
     return np.where((cnt >= 2) & (sxx > 0), slope, np.nan)
 
 
-def _first_crossing(slopes: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Crossover step (first sign change) and number of sign changes, per row of [B, S]."""
+def _first_crossing(slopes: np.ndarray, steps: np.ndarray,
+                    from_sign: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Crossover step (first sign change; with ``from_sign``, the first change from that
+    sign to the other) and number of sign changes (either way), per row of [B, S]."""
     neg = slopes < 0  # a slope of exactly 0 counts as non-negative
     change = neg[:, 1:] != neg[:, :-1]
     n_cross = change.sum(axis=1)
+    if from_sign is not None:
+        change = change & (neg[:, :-1] if from_sign == "negative" else ~neg[:, :-1])
+    found = change.any(axis=1)
     k = np.argmax(change, axis=1)
     rows = np.arange(slopes.shape[0])
     s0, s1 = slopes[rows, k], slopes[rows, k + 1]
     with np.errstate(invalid="ignore", divide="ignore"):
         t = s0 / (s0 - s1)
     a, b = steps[k], steps[k + 1]
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         logx = 10.0 ** (np.log10(a) + t * (np.log10(b) - np.log10(a)))
     cross = np.where(a > 0, logx, a + t * (b - a))
-    return np.where(n_cross > 0, cross, np.nan), n_cross
+    return np.where(found, cross, np.nan), n_cross
+
+
+def _crossing_interval(boot: np.ndarray, ci: float) -> tuple[float, float]:
+    """Percentile interval of crossover steps over all resamples, a resample that never
+    crosses counting as a crossing after the last step (+inf); an infinite limit is NaN."""
+    filled = np.where(np.isnan(boot), np.inf, boot)
+    lo = float(np.quantile(filled, (1.0 - ci) / 2.0, method="lower"))
+    hi = float(np.quantile(filled, (1.0 + ci) / 2.0, method="higher"))
+    return (lo if np.isfinite(lo) else np.nan), (hi if np.isfinite(hi) else np.nan)
 
 
 def depth_crossover(
@@ -288,8 +395,13 @@ def depth_crossover(
     n_boot: int = 2000,
     seed: int = 0,
     ci: float = 0.95,
+    from_sign: str | None = None,
+    early_fraction: float = 0.0,
+    n_perm: int = 9999,
 ) -> pd.DataFrame:
-    """The step where the depth gradient changes sign (METRICS.md §6.2), with a bootstrap CI.
+    """The step where the depth gradient changes sign (METRICS.md §6.2), with a bootstrap CI
+    and, for a declared direction, a test that the gradient has one sign early and the other
+    at the end.
 
     Parameters
     ----------
@@ -301,30 +413,56 @@ def depth_crossover(
         Layer of each head; sorted label order is depth order, depth ``l / (L - 1)``.
     n_boot, seed, ci
         Bootstrap samples (0 skips the interval), seed, interval level.
+    from_sign : {"positive", "negative"}, optional
+        Declared sign of the slope early in training; the crossing is then the first change
+        from it to the other sign (a change the other way is not a crossing), and the test
+        columns are filled. ``None``: any first sign change, no test.
+    early_fraction : float, default 0
+        The early checkpoint is the first one at or after this fraction of the last step
+        (e.g. the end of learning-rate warm-up: the slope at step 0 is initialisation
+        noise); crossings are looked for from there on.
+    n_perm : int, default 9999
+        Layer permutations of each slope test (all ``L! - 1`` when that is at most
+        ``n_perm``); seeded with ``seed + 1``.
 
     Returns
     -------
-    pandas.DataFrame, one row, columns ``CROSSOVER_COLUMNS``:
+    pandas.DataFrame, one row, columns ``CROSSOVER_TEST_COLUMNS``:
 
     - ``n``: heads;
     - ``statistic``: the crossover step: the layer summary is the mean over the layer's
       heads, the slope per step is :func:`depth_gradient`, and the crossover is the
       **first** sign change between consecutive checkpoints, located by linear interpolation
-      of the slope in ``log10(step)`` between the two bracketing checkpoints. When the lower
+      of the slope in ``log10(step)`` between the two bracketing checkpoints (from the early
+      checkpoint on; with ``from_sign``, the first change from that sign). When the lower
       bracketing checkpoint is step 0 (``log10`` undefined) the interpolation is linear in
       the step itself. A slope of exactly 0 counts as non-negative. NaN when the slope never
       changes sign (``n_crossings = 0``);
-    - ``p_value``: NaN always; this is an estimator, not a test;
+    - ``p_value``: with ``from_sign``, ``max(p_early, p_late)``, the p of the
+      intersection-union test that the slope has ``from_sign`` at the early checkpoint and
+      the other sign at the last one (Berger 1982: each one-sided test at level a gives a
+      level-a test of both); NaN without ``from_sign``;
     - ``effect``: ``fraction_of_training`` (crossover / last step);
     - ``ci_low``, ``ci_high``: percentile interval of the crossover step over bootstrap
-      samples that resample heads within layers (every layer stays present), among the
-      samples that cross at all (see ``boot_fraction_no_crossing``); NaN if none cross;
+      samples that resample heads within layers (every layer stays present), over **all**
+      samples: one that never crosses counts as crossing after the last step, so a limit
+      that falls among those is NaN (not finite: more than ``(1 - ci) / 2`` of the samples
+      do not cross); ``boot_share_crossing`` says how many cross;
     - ``fraction_of_training``: crossover / last step;
     - ``n_crossings``: number of sign changes (the first is reported when there are several);
     - ``boot_fraction_no_crossing``: share of bootstrap samples with no sign change (NaN
       when ``n_boot = 0``);
     - ``first_slope``, ``last_slope``: depth gradient at the first and last checkpoint;
-    - ``n_steps``, ``n_layers``.
+    - ``n_steps``, ``n_layers``;
+    - ``early_step``: the early checkpoint;
+    - ``p_early``, ``p_late``: one-sided p that the slope has ``from_sign`` at the early
+      checkpoint and the opposite sign at the last one, by
+      :func:`lie_stats.stats.signflip.slope_permutation_test` on the layer means (layers
+      permuted over depths: exact for exchangeable layers whatever their layer effects);
+      ``p_early_against``, ``p_late_against``: the one-sided p's the other way; ``p_min``:
+      the smallest p those tests can reach; ``n_perm``. NaN without ``from_sign``;
+    - ``boot_share_crossing``: share of bootstrap samples that cross (in the declared
+      direction, from the early checkpoint on).
 
     Raises
     ------
@@ -340,6 +478,12 @@ def depth_crossover(
     (100.0, 1)
     """
     where = "depth_crossover"
+    if from_sign is not None:
+        v.choice(from_sign, SIGNS, name="from_sign", where=where)
+    early_fraction = float(early_fraction)
+    if not 0.0 <= early_fraction < 1.0:
+        raise StatsInputError(f"{where}: early_fraction must be in [0, 1), got {early_fraction}.")
+    n_perm = v.positive_int(n_perm, name="n_perm", where=where)
     n_boot = v.positive_int(n_boot, name="n_boot", where=where, minimum=0)
     seed = v.seed_value(seed, where=where)
     ci = v.level(ci, name="ci", where=where)
@@ -365,10 +509,27 @@ def depth_crossover(
     onehot = np.eye(n_layers)[codes]
     avg = onehot / onehot.sum(axis=0)
     depth = np.arange(n_layers) / (n_layers - 1)
-    slopes = depth_gradient(vals @ avg, depth=depth)
-    cross, n_cross = _first_crossing(slopes[None, :], st)
+    layer_means = vals @ avg
+    slopes = depth_gradient(layer_means, depth=depth)
+    e = int(np.argmax(st >= early_fraction * st[-1]))
+    if e == st.size - 1 and from_sign is not None:
+        raise StatsInputError(f"{where}: the early checkpoint (first at or after {early_fraction} of "
+                              f"training) is the last one; no crossing can be tested.")
+    cross, n_cross = _first_crossing(slopes[None, e:], st[e:], from_sign)
     cross, n_cross = float(cross[0]), int(n_cross[0])
-    lo = hi = frac_none = np.nan
+    nan = np.nan
+    tests = {P_EARLY: nan, P_LATE: nan, P_EARLY_AGAINST: nan, P_LATE_AGAINST: nan, P_MIN: nan,
+             C.N_PERM: 0, C.P_VALUE: nan}
+    if from_sign is not None:
+        if n_layers < 3:
+            raise StatsInputError(f"{where}: the slope tests need at least 3 layers, got {n_layers}.")
+        r = slope_permutation_test(layer_means[[e, -1]], n_perm=n_perm, seed=seed + 1, where=where)
+        toward, away = (P_GREATER, P_LESS) if from_sign == "positive" else (P_LESS, P_GREATER)
+        tests = {P_EARLY: float(r[toward][0]), P_EARLY_AGAINST: float(r[away][0]),
+                 P_LATE: float(r[away][1]), P_LATE_AGAINST: float(r[toward][1]),
+                 P_MIN: r[P_MIN], C.N_PERM: r["n_perm"]}
+        tests[C.P_VALUE] = max(tests[P_EARLY], tests[P_LATE])
+    lo = hi = frac_none = share = np.nan
     if n_boot:
         n = vals.shape[1]
         plan = BootstrapPlan(codes, n, n_boot, seed, resample_clusters=False)
@@ -376,13 +537,16 @@ def depth_crossover(
         for idx in plan.chunks():
             for a, b in v.chunks(idx.shape[0], n * vals.shape[0]):
                 means = np.einsum("sbh,hl->bsl", vals[:, idx[a:b]], avg)
-                boots.append(_first_crossing(depth_gradient(means, depth=depth), st)[0])
+                slopes_b = depth_gradient(means, depth=depth)[:, e:]
+                boots.append(_first_crossing(slopes_b, st[e:], from_sign)[0])
         boot = np.concatenate(boots)
         frac_none = float(np.isnan(boot).mean())
-        lo, hi = v.percentile_ci(boot, ci)
+        share = 1.0 - frac_none
+        lo, hi = _crossing_interval(boot, ci)
     frac = cross / st[-1]
-    return v.frame(C.CROSSOVER_COLUMNS, {
-        C.N: vals.shape[1], C.STATISTIC: cross, C.P_VALUE: np.nan, C.EFFECT: frac,
+    return v.frame(CROSSOVER_TEST_COLUMNS, {
+        **tests, EARLY_STEP: float(st[e]), BOOT_SHARE_CROSSING: share,
+        C.N: vals.shape[1], C.STATISTIC: cross, C.EFFECT: frac,
         C.CI_LOW: lo, C.CI_HIGH: hi, C.FRACTION_OF_TRAINING: frac, C.N_CROSSINGS: n_cross,
         C.BOOT_FRACTION_NO_CROSSING: frac_none, C.FIRST_SLOPE: float(slopes[0]),
         C.LAST_SLOPE: float(slopes[-1]), C.N_STEPS: st.size, C.N_LAYERS: n_layers,
@@ -422,7 +586,7 @@ def boundary_ratio(
 
     Returns
     -------
-    pandas.DataFrame, one row, columns ``BOUNDARY_RATIO_COLUMNS``:
+    pandas.DataFrame, one row, columns ``BOUNDARY_RATIO_TEST_COLUMNS``:
 
     - ``n``: heads; ``statistic``: log of the ratio; ``effect``: the ratio;
     - ``p_value``: exact layer-permutation test: every one of the ``C(L, 2)`` choices of two
@@ -430,8 +594,11 @@ def boundary_ratio(
       the share of choices at least as extreme as the real first-and-last pair (two-sided:
       ``|T - null_center|``, ``null_center`` the mean over all choices). Its smallest value is
       ``1 / C(L, 2)``: with 6 layers (15 choices) it cannot fall below 0.05;
+    - ``p_greater``, ``p_less``: the one-sided p-values of the same test (boundary above /
+      below the interior); ``p_min`` = ``1 / C(L, 2)``, the smallest of them;
     - ``ci_low``, ``ci_high``: percentile interval of the ratio, resampling heads within
-      layers;
+      layers (a description of the estimate: the layers stay fixed, so it leaves out the
+      between-layer variance the test accounts for);
     - ``mean_boundary``, ``mean_interior``: the two means of layer summaries;
     - ``n_layers``; ``n_perm`` = ``C(L, 2) - 1``; ``exact`` = 1; ``null_center``.
 
@@ -493,6 +660,7 @@ def boundary_ratio(
     observed = (pairs[:, 0] == 0) & (pairs[:, 1] == n_layers_all - 1)
     center = float(t_all.mean())
     p = permutation_pvalue(t_obs, t_all[~observed], alternative=alternative, center=center)
+    pg, pl, _ = one_sided_pair(t_obs, t_all[~observed])
     lo = hi = np.nan
     if n_boot:
         boot = []
@@ -501,8 +669,9 @@ def boundary_ratio(
             with np.errstate(invalid="ignore", divide="ignore"):
                 boot.append((sb[:, 0] + sb[:, -1]) / 2.0 / sb[:, 1:-1].mean(axis=1))
         lo, hi = v.percentile_ci(np.concatenate(boot), ci)
-    return v.frame(C.BOUNDARY_RATIO_COLUMNS, {
+    return v.frame(BOUNDARY_RATIO_TEST_COLUMNS, {
         C.N: x.size, C.STATISTIC: t_obs, C.P_VALUE: p, C.EFFECT: mb / mi, C.CI_LOW: lo,
         C.CI_HIGH: hi, C.MEAN_BOUNDARY: mb, C.MEAN_INTERIOR: mi, C.N_LAYERS: n_layers_all,
         C.N_PERM: pairs.shape[0] - 1, C.EXACT: True, C.NULL_CENTER: center,
+        P_GREATER: pg, P_LESS: pl, P_MIN: 1.0 / pairs.shape[0],
     })

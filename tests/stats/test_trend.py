@@ -11,6 +11,8 @@ import scipy.stats as sps
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import boundary_ratio, depth_crossover, depth_gradient, enrichment, trend
 from lie_stats.stats import columns as C
+from lie_stats.stats.trend import (BOUNDARY_RATIO_TEST_COLUMNS, CROSSOVER_TEST_COLUMNS,
+                                   ENRICHMENT_TEST_COLUMNS)
 
 from ._sim import BAND, N_DATASETS, rejections
 
@@ -50,7 +52,7 @@ def test_enrichment_exact_swap_test_matches_scipy():
     first = np.array([1.0, 2.0, 1.5, 0.5, 1.2, 0.8])
     last = np.array([2.1, 3.0, 2.2, 1.5, 1.1, 1.9])
     res = enrichment(first, last, n_boot=0, alternative="greater")
-    assert list(res.columns) == list(C.ENRICHMENT_COLUMNS)
+    assert list(res.columns) == list(ENRICHMENT_TEST_COLUMNS)
     assert res["effect"].iloc[0] == pytest.approx(last.mean() / first.mean())
     assert res["statistic"].iloc[0] == pytest.approx(np.log(last.mean() / first.mean()))
     assert res["exact"].iloc[0] == 1 and res["n_perm"].iloc[0] == 63
@@ -152,7 +154,7 @@ def test_crossover_interpolates_in_log_step():
     # slope = log10(step) - 2.5: crosses zero at step 10^2.5
     vals, layer = _synthetic(steps, lambda s: np.log10(s) - 2.5)
     res = depth_crossover(vals, steps, layer_of_head=layer, n_boot=0)
-    assert list(res.columns) == list(C.CROSSOVER_COLUMNS)
+    assert list(res.columns) == list(CROSSOVER_TEST_COLUMNS)
     assert res["statistic"].iloc[0] == pytest.approx(10 ** 2.5)
     assert res["fraction_of_training"].iloc[0] == pytest.approx(10 ** 2.5 / 1e5)
     assert res["n_crossings"].iloc[0] == 1 and np.isnan(res["p_value"].iloc[0])
@@ -207,7 +209,7 @@ def test_boundary_ratio_and_exact_layer_permutation():
     level = np.array([3.0, 1.0, 1.1, 0.9, 1.0, 1.2, 0.95, 2.8])
     vals = level[layer] * rng.uniform(0.9, 1.1, size=48)
     res = boundary_ratio(vals, clusters=layer, n_boot=1000)
-    assert list(res.columns) == list(C.BOUNDARY_RATIO_COLUMNS)
+    assert list(res.columns) == list(BOUNDARY_RATIO_TEST_COLUMNS)
     means = np.array([vals[layer == k].mean() for k in range(8)])
     ratio = (means[0] + means[-1]) / 2 / means[1:-1].mean()
     assert res["effect"].iloc[0] == pytest.approx(ratio)
@@ -244,3 +246,50 @@ def test_boundary_ratio_calibrated(record_property):
     count = rejections(ps)
     record_property("rejections", count)
     assert BAND[0] <= count <= BAND[1], count
+
+
+# ------------------------------------------------------------------ trend over runs, directed crossing
+def test_trend_over_runs_is_the_sign_flip_of_run_correlations():
+    from lie_stats.stats.signflip import sign_flip_test
+    from lie_stats.stats.trend import TREND_RUNS_COLUMNS, trend_over_runs
+
+    rng = np.random.default_rng(4)
+    steps = np.array([0, 10, 20, 40, 80, 160, 320])
+    y = rng.normal(size=(7, 6)) + 0.2 * np.arange(7)[:, None]
+    y[:, 5] = 1.0  # a constant run counts 0
+    res = trend_over_runs(y, steps)
+    assert list(res.columns) == list(TREND_RUNS_COLUMNS)
+    rho = [sps.spearmanr(steps, y[:, r])[0] for r in range(5)] + [0.0]
+    assert res["effect"].iloc[0] == pytest.approx(np.mean(rho))
+    ref = sign_flip_test(rho)
+    assert res["p_greater"].iloc[0] == ref["p_greater"] and res["p_min"].iloc[0] == 2.0 ** -6
+    with pytest.raises(StatsInputError, match="n_steps"):
+        trend_over_runs(y[:5], steps)
+
+
+def test_directed_crossing_and_honest_interval():
+    steps = np.array([10, 100, 1000, 10000, 100000])
+    vals, layer = _synthetic(steps, lambda s: np.log10(s) - 2.5, heads=6)
+    up = depth_crossover(vals, steps, layer_of_head=layer, n_boot=0, from_sign="negative", n_perm=999)
+    assert up["statistic"].iloc[0] == pytest.approx(10 ** 2.5)
+    assert up["p_early"].iloc[0] < 0.01 and up["p_late"].iloc[0] < 0.01
+    assert up["p_value"].iloc[0] == max(up["p_early"].iloc[0], up["p_late"].iloc[0])
+    down = depth_crossover(vals, steps, layer_of_head=layer, n_boot=0, from_sign="positive", n_perm=999)
+    assert np.isnan(down["statistic"].iloc[0]) and down["n_crossings"].iloc[0] == 1  # - to + only
+    assert down["p_early_against"].iloc[0] < 0.01
+    # early_fraction 0.05 of 1e5 = 5000: the early checkpoint is 10000, after the change
+    late = depth_crossover(vals, steps, layer_of_head=layer, n_boot=0, from_sign="negative",
+                           early_fraction=0.05, n_perm=999)
+    assert late["early_step"].iloc[0] == 10000 and late["n_crossings"].iloc[0] == 0
+    # resamples that never cross count as crossing after training, not as missing
+    from lie_stats.stats.trend import _crossing_interval
+
+    boot = np.arange(1.0, 101.0)
+    boot[90:] = np.nan  # 10 % never cross: the 97.5 % limit lies among them
+    lo, hi = _crossing_interval(boot, 0.95)
+    assert lo == 3.0 and np.isnan(hi)
+    boot[90:] = np.arange(91.0, 101.0)
+    boot[99] = np.nan  # 1 % never cross: both limits are crossings
+    assert _crossing_interval(boot, 0.95) == (3.0, 98.0)
+    with pytest.raises(StatsInputError, match="early_fraction"):
+        depth_crossover(vals, steps, layer_of_head=layer, from_sign="negative", early_fraction=1.0)

@@ -3,8 +3,9 @@
 
 The share of heads above a threshold, and the mean (or geometric mean) of head values,
 optionally over the heads whose mask is above a level; clusters are the (model, layer)
-pairs, resampled within models for a percentile interval, with a bootstrap p against the
-prediction's value.
+pairs, resampled within models for a percentile interval that describes the estimate; the
+verdict comes from the cluster sign-flip test against the prediction's value (exact, and
+calibrated with few clusters: :mod:`lie_stats.stats.signflip`), each side at alpha / 2.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from ...errors import SpecError, StatsInputError
 from ...stats.clustered import TRANSFORMS, head_mean, share_above
 from ..registry import register_test
-from ..rules import decide_interval
+from ..rules import decide_one_sided
 from ..tables import TestInput, layer_clusters
 
 __all__: list[str] = []
@@ -46,16 +47,17 @@ def _run_head_mean(data: TestInput) -> Any:
                         n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
 
 
-register_test("share_above", _run_share_above, decide_interval, roles=("values",),
+register_test("share_above", _run_share_above, decide_one_sided, roles=("values",),
               params={"threshold": None, "n_boot": 2000, "ci": 0.95},
               required_params=("threshold",), directions=("above", "below"),
-              description="share of heads whose value exceeds params threshold, percentile "
-                          "interval resampling layers within models, bootstrap p against the "
-                          "prediction's value (lie_stats.stats.share_above)")
-register_test("head_mean", _run_head_mean, decide_interval, roles=("values",),
+              description="share of heads whose value exceeds params threshold against the "
+                          "prediction's value: cluster sign-flip test over layers, percentile "
+                          "interval resampling layers within models (lie_stats.stats.share_above)")
+register_test("head_mean", _run_head_mean, decide_one_sided, roles=("values",),
               optional_roles=("mask",),
               params={"transform": "identity", "mask_above": None, "n_boot": 2000, "ci": 0.95},
               enums={"transform": TRANSFORMS}, directions=("above", "below"),
               description="mean (transform 'log': geometric mean) of head values, optionally "
-                          "over the heads whose mask exceeds mask_above, percentile interval "
+                          "over the heads whose mask exceeds mask_above, against the prediction's "
+                          "value: cluster sign-flip test over layers, percentile interval "
                           "resampling layers within models (lie_stats.stats.head_mean)")
