@@ -234,3 +234,42 @@ def test_layer_summary_is_checked_at_declaration():
         _profile(BOUNDARY_GROWTH, params={"layer_summary": "cv2"})
     with pytest.raises(SpecError, match="choices"):
         _profile(BOUNDARY_GROWTH, choices={"layer_summary": ("cv", "mean_ab")})
+
+
+def _with_labels(synth, anchors_per_boundary_layer: int):
+    """The synthetic cube with head_label: the first heads of the boundary layers anchors,
+    the rest workers (every model, every step)."""
+    codes = np.full((synth.sizes[schema.LAYER], synth.sizes[schema.HEAD]), float(schema.LABEL_CODES["worker"]))
+    codes[[0, -1], :anchors_per_boundary_layer] = schema.LABEL_CODES["anchor"]
+    dims = (schema.MODEL, schema.STEP, schema.LAYER, schema.HEAD)
+    shape = tuple(synth.sizes[d] for d in dims)
+    return synth.assign(head_label=(dims, np.broadcast_to(codes, shape).copy()))
+
+
+def test_functional_shift_premise_anchors_and_total_enrichment(synth):
+    premise = {**FAST, "min_anchors": 3, "require_total_enrichment": True}
+    labels = Select("head_label", step="last", models=(BOUNDARY_ANCHORS,))
+    spec = _shift(BOUNDARY_ANCHORS, params=premise)
+    spec = HypothesisSpec(**{**spec.__dict__, "selection": {**spec.selection, "labels": labels}})
+    # one anchor per boundary layer: 2 < 3, the test is undefined, the counts in the reason
+    few = evaluate_cube(spec, _with_labels(synth, 1), dataset="synth")
+    assert few.verdict == "inconclusive" and "anchor" in few.reason and "has 2" in few.reason, few.reason
+    # three per boundary layer (6): the premise on anchors holds; the total form's boundary
+    # ratio decides whether there is an enrichment to lower
+    cube6 = _with_labels(synth, 3)
+    res = evaluate_cube(spec, cube6, dataset="synth")
+    assert res.extra["n_anchors"] == 6 and res.extra["ratio_total"] > 1.0
+    assert res.verdict == "supported", res.reason
+    # time run backwards (first and last swapped): the boundary layers lose dispersion, the
+    # total form's boundary ratio is below 1, the premise fails whatever the p
+    sel = dict(family="Q", projection="none", models=(BOUNDARY_ANCHORS,))
+    backwards = HypothesisSpec(**{**spec.__dict__, "selection": {
+        "first": Select("killing", step="last", **sel), "last": Select("killing", step="first", **sel),
+        "w_first": Select("value_norm", step="last", models=(BOUNDARY_ANCHORS,)),
+        "w_last": Select("value_norm", step="first", models=(BOUNDARY_ANCHORS,)), "labels": labels}})
+    back = evaluate_cube(backwards, cube6, dataset="synth")
+    assert back.extra["ratio_total"] < 1.0
+    assert back.verdict == "inconclusive" and "premise fails" in back.reason and "anchors: 6" in back.reason, back.reason
+    # min_anchors without a labels selection is a declaration error
+    with pytest.raises(SpecError, match="labels"):
+        evaluate_cube(_shift(BOUNDARY_ANCHORS, params=premise), synth, dataset="synth")
