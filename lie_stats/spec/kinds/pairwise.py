@@ -33,7 +33,7 @@ from ...stats.pairwise import (
     symmetric_pairs,
 )
 from ..registry import register_test
-from ..rules import Decision, decide_interval, finite
+from ..rules import Decision, finite
 from ..tables import TestInput, head_matrix, need_classes, pair_matrix, present_units
 
 __all__ = ["LAYER_SUMMARIES", "P_OPPOSITE", "N_ANCHORS", "decide_head_enrichment_excess",
