@@ -24,18 +24,24 @@ resampling layers; the layer with the largest ``R_l`` (the essay's example) is r
 beside it (``max_ratio``, ``max_head_enrichment``, ``layer_enrichment_at_max``).
 
 Null. ``max_h e_h >= e_l`` happens by chance alone: a maximum over heads exceeds the
-layer's typical value. The null is that heads are exchangeable in how they change: at each
-transition between consecutive checkpoints the heads' log changes are exchangeable among
-the heads of the layer, independently across transitions. Each permutation reassigns every
-transition's changes among the layer's heads (keeping the layer's change at that
-transition), which breaks only the persistence of a head's own growth. Valid because the
-heads of a layer are symmetric in the architecture (only their initialization tells them
-apart). The p-value is one-sided (the observed maximum above the null).
+layer's typical value. The null is that no head departs from its layer persistently: each
+head's log departure from the layer (head row CV over ``killing_cv``) wanders and reverts,
+a stationary process whose law is the same run forwards or backwards in time. Reversing a
+layer's time maps the change of its heads' departures (centred within the layer, so a
+change all heads share stays a layer effect) to its negative, so the null flips the sign of
+each layer's changes independently (exact for up to 12 layers, else 9,999 sign vectors).
+This keeps each head's temporal dependence; the first declaration's null, which shuffled
+each transition's changes among the heads independently across transitions, did not: the
+heads' departures revert (var(total) / sum of var(increments) 0.43-0.50 on these runs), so
+that null was too wide and "refuted" null cubes and cubes with a planted persistent head
+alike. Valid because the heads of a layer are symmetric in the architecture (only their
+initialization tells them apart). The p-value is one-sided (the observed maximum above the
+null).
 
-Verdict (stricter than an interval on the ratio, which lies above 1 by construction):
-supported when p < 0.05 and the ratio's interval lies above 1; refuted when the observed
-maximum is significantly *below* the null (``p_opposite`` < 0.05: head differences are
-transient, not head-level differentiation); inconclusive otherwise.
+Verdict: supported when p < 0.05; refuted when the opposite one-sided p < 0.05 (the
+largest head shortfall beyond time reversal: heads fall behind their layer, none
+persistently ahead); inconclusive otherwise. The ratio's interval (it lies above 1 by
+construction) describes the effect only.
 
 Data. Dynamics need intermediate checkpoints: every pretraining run of pico_pythia (the two
 96-head runs pooled in the primary analysis, 24 layers; each run alone, and each operator
@@ -62,7 +68,12 @@ B2 = HypothesisSpec(
     prediction=Prediction("above", value=1.0), reference=REFERENCE, gate="pinned",
     choices={"models": [(m,) for m in PICO_RUNS], "family": FAMILIES},
     notes="Primary: family Q, exact operators, the two 96-head runs pooled (24 layers). The "
-          "curve: each run alone x each family.",
+          "curve: each run alone x each family. Changed 2026-12-02 (the kind, not this "
+          "declaration's fields): the null is time reversal of the heads' departures from their "
+          "layer, keeping each head's temporal dependence; the first null shuffled increments "
+          "across transitions independently and refuted every null cube (the earlier "
+          "'refuted', null ratio 1.57 vs 1.28, had that signature). The p decides; the "
+          "interval describes.",
 )
 
 B2_ft = HypothesisSpec(
@@ -71,7 +82,8 @@ B2_ft = HypothesisSpec(
     test="head_enrichment_excess", params={"layer_summary": "cv"},
     prediction=Prediction("above", value=1.0), reference=REFERENCE, gate="pinned",
     choices={"models": [("p96_s0_ft",), ("p96_s1_ft",)], "family": FAMILIES},
-    notes="The post-training phase (15 checkpoints from the pretrained weights): both runs pooled.",
+    notes="The post-training phase (15 checkpoints from the pretrained weights): both runs pooled. "
+          "Changed 2026-12-02: the kind's null is time reversal, as for B2.",
 )
 
 B2_pythia = HypothesisSpec(

@@ -445,6 +445,16 @@ def _design(x: np.ndarray, g: np.ndarray, codes: np.ndarray, n_strata: int, full
     return np.concatenate([*cols, dummies], axis=-1)
 
 
+def _scaled(a: np.ndarray, ranks: bool) -> np.ndarray:
+    """Rows of ``a`` (``[..., n]``) ranked (average ranks, ties averaged) when ``ranks``,
+    then standardized to mean 0, SD 1 (population SD); a constant row gives NaN."""
+    a = np.asarray(a, dtype=np.float64)
+    if ranks:
+        a = v.rank(a) if a.ndim == 1 else sps.rankdata(a, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (a - a.mean(axis=-1, keepdims=True)) / a.std(axis=-1, keepdims=True)
+
+
 def class_interaction(
     y: ArrayLike,
     x: ArrayLike,
@@ -479,7 +489,8 @@ def class_interaction(
     ranks : bool, default True
         Replace ``x`` and ``y`` by their ranks over the units used, then standardize both
         (mean 0, SD 1): the slopes are then on the scale of a Spearman correlation.
-        ``False``: standardize the raw values.
+        ``False``: standardize the raw values. Every bootstrap resample is ranked and
+        standardized afresh (its units' ranks among themselves).
     alternative : {"two-sided", "greater", "less"}
         ``"greater"``: group 1's slope larger.
     n_perm, n_boot, ci, seed
@@ -544,10 +555,7 @@ def class_interaction(
                               f"n_group0={n0}, n_group1={n1} ({n_all - yv.size} rows with NaN dropped).")
     v.not_constant(yv, name="y", where=where)
     v.not_constant(xv, name="x", where=where)
-    if ranks:
-        xv, yv = v.rank(xv), v.rank(yv)
-    xs = (xv - xv.mean()) / xv.std()
-    ys = (yv - yv.mean()) / yv.std()
+    xs, ys = _scaled(xv, ranks), _scaled(yv, ranks)
     n = ys.size
     n_strata = int(codes.max()) + 1
     gf = g.astype(np.float64)
@@ -587,11 +595,14 @@ def class_interaction(
     if n_boot:
         boots = []
         for idx in BootstrapPlan(codes, n, n_boot, seed + 1, True).chunks():
+            # each resample is ranked and standardized afresh, as the estimate was on the
+            # sample: ranks of the full sample carried into a resample are not its ranks
+            xb, yb = _scaled(xv[idx], ranks), _scaled(yv[idx], ranks)
             Xb = np.broadcast_to(np.eye(n_strata)[codes], (*idx.shape, n_strata))  # slot dummies
-            Xb = np.concatenate([xs[idx][..., None], gf[idx][..., None],
-                                 (xs[idx] * gf[idx])[..., None], Xb], axis=-1)
+            Xb = np.concatenate([xb[..., None], gf[idx][..., None],
+                                 (xb * gf[idx])[..., None], Xb], axis=-1)
             xtx = np.einsum("cnp,cnq->cpq", Xb, Xb)
-            xty = np.einsum("cnp,cn->cp", Xb, ys[idx])
+            xty = np.einsum("cnp,cn->cp", Xb, yb)
             ok = np.linalg.matrix_rank(xtx, hermitian=True) == p_full
             sol = np.full(idx.shape[0], np.nan)
             if ok.any():

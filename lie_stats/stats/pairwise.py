@@ -54,7 +54,7 @@ __all__ = [
     "boundary_enrichment",
     "functional_boundary_shift",
     "MAX_RATIO", "MAX_RATIO_UNIT", "MAX_HEAD_ENRICHMENT", "LAYER_ENRICHMENT_AT_MAX",
-    "NULL_RATIO", "P_OPPOSITE", "N_HEADS", "N_STEPS", "BOOT_FRACTION_UNDEFINED",
+    "NULL_RATIO", "P_OPPOSITE", "EXACT_FLIP_UNITS", "N_HEADS", "N_STEPS", "BOOT_FRACTION_UNDEFINED",
     "ENRICHMENT_FIRST_LAYER", "ENRICHMENT_LAST_LAYER", "BOUNDARY_TOP2",
     "RATIO_TOTAL", "RATIO_FUNCTIONAL",
     "HEAD_EXCESS_COLUMNS", "BOUNDARY_ENRICHMENT_COLUMNS", "FUNCTIONAL_SHIFT_COLUMNS",
@@ -94,6 +94,8 @@ FUNCTIONAL_SHIFT_COLUMNS = (
 )
 
 _OPPOSITE = {"greater": "less", "less": "greater"}
+#: Most layers whose 2**L sign vectors :func:`head_enrichment_excess` enumerates exactly.
+EXACT_FLIP_UNITS = 12
 
 
 def _p_opposite(t_obs: float, t_null: np.ndarray, alternative: str) -> float:
@@ -225,12 +227,12 @@ def head_enrichment_excess(
     alternative: str = "greater",
 ) -> pd.DataFrame:
     """How far the most enriched head of a layer exceeds the layer's own enrichment, against
-    a null of heads whose per-checkpoint changes are exchangeable.
+    a null of heads whose departures from their layer do not persist.
 
     For each layer (unit) ``l`` with per-head trajectories ``V[t, h] > 0`` and a layer
     trajectory ``W[t] > 0`` over the same checkpoints ``t = 0..S-1``: head enrichment
     ``e_h = V[S-1, h] / V[0, h]``, layer enrichment ``e_l = W[S-1] / W[0]`` (METRICS.md
-    §6.1), and ``R_l = max_h e_h / e_l``. The statistic is ``T = mean_l log R_l``.
+    §6.1), and ``R_l = max_h e_h / e_l``. The effect is ``exp(mean_l log R_l)``.
 
     Parameters
     ----------
@@ -240,12 +242,13 @@ def head_enrichment_excess(
     layer_values : sequence of array-like, each ``[S_l]``
         The layer's value at the same checkpoints (finite, positive).
     n_perm : int
-        Monte Carlo permutations (the group is always too large to enumerate; drawn with
-        replacement, Phipson & Smyth 2010).
+        Monte Carlo sign vectors when there are more than :data:`EXACT_FLIP_UNITS` layers
+        (drawn with replacement, Phipson & Smyth 2010); with fewer all ``2**L`` are
+        enumerated and the p is exact.
     seed : int
-        Seed of the permutations (the bootstrap uses ``seed + 1``).
+        Seed of the sign vectors (the bootstrap uses ``seed + 1``).
     n_boot, ci
-        Bootstrap of layers (units) for the interval of ``exp(T)``; 0 skips it.
+        Bootstrap of layers (units) for the interval of the effect; 0 skips it.
     alternative : {"greater", "less", "two-sided"}
         ``"greater"``: the most enriched head exceeds its null (the claim).
 
@@ -253,24 +256,35 @@ def head_enrichment_excess(
     -------
     pandas.DataFrame, one row, columns :data:`HEAD_EXCESS_COLUMNS`:
 
-    - ``n``: layers; ``statistic``: ``T``; ``effect``: ``exp(T)``, the geometric mean over
-      layers of ``max head enrichment / layer enrichment``;
-    - ``p_value``: permutation p of ``T``. Null: within each layer, at each transition
-      ``t-1 -> t``, the heads' log increments ``D[t, h] = log V[t, h] - log V[t-1, h]`` are
-      exchangeable among the heads, independently across transitions (no head carries a
-      persistent growth of its own). Each permutation shuffles every transition's increments
-      among the layer's heads, so each layer's per-transition growth is kept while head
-      identity across time is broken; ``max_h sum_t D`` is recomputed. The layer term
-      ``log e_l`` is fixed, so only the max head enrichment is tested;
-    - ``ci_low``, ``ci_high``: percentile interval of ``exp(T)`` resampling layers (NaN
-      with one layer or ``n_boot = 0``);
+    - ``n``: layers; ``effect``: ``exp(mean_l log R_l)``, the geometric mean over layers of
+      ``max head enrichment / layer enrichment``;
+    - ``statistic``: ``T = mean_l max_h c_lh``, where ``d_lh = log R`` of head ``h`` alone,
+      ``(log V[S-1, h] - log W[S-1]) - (log V[0, h] - log W[0])``, is the change of the head's
+      log departure ``u[t, h] = log V[t, h] - log W[t]`` from its layer, and ``c_lh = d_lh -
+      mean_h d_lh`` centres it within the layer (a change every head of the layer shares is
+      a layer effect, not a head's);
+    - ``p_value``: sign-flip (time-reversal) p of ``T``. Null: each layer's departures
+      ``u[t, .]`` are a stationary process whose joint law is the same run forwards and
+      backwards (heads that wander around their layer and revert, any autocorrelation,
+      correlated heads; Gaussian stationary processes of exchangeable heads are
+      time-reversible). Reversing time maps a layer's changes ``c_l.`` to ``-c_l.``, so its
+      term ``max_h c_lh`` to ``-min_h c_lh``; the layers' signs are flipped independently.
+      A head that keeps departing from its layer in one direction (a persistent head
+      effect) makes ``max_h c`` exceed ``-min_h c``. Unlike a per-transition shuffle of the
+      increments, this keeps each head's temporal dependence: mean-reverting departures
+      give ``var(sum of increments) < sum of their variances``, which a shuffle across
+      transitions ignores, and a permutation of whole head trajectories among a layer's
+      heads leaves ``max_h`` unchanged (no null at all);
+    - ``ci_low``, ``ci_high``: percentile interval of the effect resampling layers (NaN
+      with one layer or ``n_boot = 0``; descriptive);
     - ``max_ratio``, ``max_ratio_unit``, ``max_head_enrichment``,
       ``layer_enrichment_at_max``: the layer with the largest ``R_l`` (the essay's
-      "a head at 119.7x in a layer at 4.9x"); ``null_ratio``: ``exp`` of the null mean of
-      ``T``; ``p_opposite``: the one-sided p in the other direction (for ``"greater"``: ``T``
-      below its null, heads more alike than exchangeable increments leave them, i.e. their
-      differences are transient; NaN when two-sided); ``n_heads``, ``n_steps``
-      (largest ``S_l``), ``n_perm``, ``exact`` (always 0).
+      "a head at 119.7x in a layer at 4.9x"); ``null_ratio``: the effect expected under the
+      null, ``exp(null mean of T + mean_l mean_h d_lh)``; ``p_opposite``: the one-sided p
+      in the other direction (for ``"greater"``: the largest head shortfall exceeds the
+      largest head excess beyond what time reversal gives; NaN when two-sided);
+      ``n_heads``, ``n_steps`` (largest ``S_l``), ``n_perm`` (sign vectors other than the
+      identity), ``exact``.
 
     Raises
     ------
@@ -280,20 +294,19 @@ def head_enrichment_excess(
 
     Notes
     -----
-    Under the null, ``max_h e_h`` exceeds ``e_l`` by chance (a maximum of noisy heads); the
-    permutation distribution gives that expectation (``null_ratio``) from the data.
-    Increments that persist within a head (a head that keeps growing faster than its layer)
-    make the observed maximum exceed the null; transient differences (checkpoint-to-
-    checkpoint noise, a head ahead and then back) do not.
+    Under the null, ``max_h e_h`` exceeds ``e_l`` by chance (a maximum of noisy heads): time
+    reversal gives that expectation (``null_ratio``) from the data. Sign-flip tests of
+    time-reversibility: Ramsey & Rothman (1996), doi:10.2307/1392434; the layers are the
+    independent units, as in a one-sample sign-flip test (Good 2005, §3.1).
 
     Examples
     --------
     >>> t = np.arange(6.0)[:, None]
     >>> V = np.exp(0.1 * t * np.array([[1.0, 1.0, 1.0, 4.0]]))  # head 3 grows fastest
     >>> W = V.mean(axis=1)
-    >>> res = head_enrichment_excess([V, V], [W, W], n_perm=199, n_boot=0)
-    >>> round(float(res["max_head_enrichment"].iloc[0]), 3), float(res["p_value"].iloc[0]) < 0.05
-    (7.389, True)
+    >>> res = head_enrichment_excess([V] * 6, [W] * 6, n_perm=199, n_boot=0)
+    >>> round(float(res["max_head_enrichment"].iloc[0]), 3), float(res["p_value"].iloc[0])
+    (7.389, 0.015625)
     """
     where = "head_enrichment_excess"
     v.choice(alternative, v.ALTERNATIVES, name="alternative", where=where)
@@ -305,7 +318,7 @@ def head_enrichment_excess(
     if not heads or len(heads) != len(layers):
         raise StatsInputError(f"{where}: needs one head_values and one layer_values array per layer; "
                               f"got {len(heads)} and {len(layers)}.")
-    incr, m_obs, lw = [], [], []
+    up, down, shift, m_obs, lw = [], [], [], [], []
     n_heads = n_steps = 0
     for i, (hv, lv) in enumerate(zip(heads, layers)):
         try:
@@ -324,28 +337,31 @@ def head_enrichment_excess(
                 raise StatsInputError(f"{where}: layer {i}: {name} must be finite and positive "
                                       f"(enrichment is a ratio, METRICS.md §6.1); min {np.nanmin(a)}.")
         lv_ = np.log(V)
-        incr.append(np.diff(lv_, axis=0))
+        d = (lv_[-1] - lv_[0]) - float(np.log(W[-1] / W[0]))  # change of each head's departure
+        c = d - d.mean()
+        up.append(float(c.max()))
+        down.append(float(-c.min()))
+        shift.append(float(d.mean()))
         m_obs.append(float(np.max(lv_[-1] - lv_[0])))
         lw.append(float(np.log(W[-1] / W[0])))
         n_heads += V.shape[1]
         n_steps = max(n_steps, V.shape[0])
+    up_a, down_a = np.array(up), np.array(down)
     m_obs_a, lw_a = np.array(m_obs), np.array(lw)
     log_r = m_obs_a - lw_a
-    t_obs = float(log_r.mean())
     n_units = log_r.size
+    t_obs = float(up_a.mean())
 
-    # permutation null, vectorized over layers of one shape
-    total = np.zeros(n_perm)
-    rng = np.random.default_rng(seed)
-    groups: dict[tuple[int, int], list[int]] = {}
-    for i, d in enumerate(incr):
-        groups.setdefault(d.shape, []).append(i)
-    for shape, members in groups.items():
-        D = np.stack([incr[i] for i in members])  # [G, S-1, H]
-        for a, b in v.chunks(n_perm, D.size):
-            x = rng.permuted(np.broadcast_to(D, (b - a, *D.shape)), axis=-1)
-            total[a:b] += x.sum(axis=-2).max(axis=-1).sum(axis=-1)
-    t_null = (total - lw_a.sum()) / n_units
+    # sign-flip (time-reversal) null: exact below EXACT_FLIP_UNITS layers, else Monte Carlo
+    exact = n_units <= EXACT_FLIP_UNITS
+    if exact:
+        signs = ((np.arange(1, 2 ** n_units)[:, None] >> np.arange(n_units)) & 1).astype(bool)
+        forward = ~signs  # every sign vector but the identity (all forward)
+    else:
+        rng = np.random.default_rng(seed)
+        forward = np.concatenate([rng.random((b - a, n_units)) < 0.5
+                                  for a, b in v.chunks(n_perm, n_units)])
+    t_null = np.where(forward, up_a, down_a).mean(axis=1)
     center = float(t_null.mean())
     p = permutation_pvalue(t_obs, t_null, alternative=alternative, center=center)
     p_opp = _p_opposite(t_obs, t_null, alternative)
@@ -357,11 +373,11 @@ def head_enrichment_excess(
         lo, hi = v.percentile_ci(np.concatenate(boot), ci)
     k = int(np.argmax(log_r))
     return v.frame(HEAD_EXCESS_COLUMNS, {
-        N_: n_units, STATISTIC: t_obs, P_VALUE: p, EFFECT: float(np.exp(t_obs)),
+        N_: n_units, STATISTIC: t_obs, P_VALUE: p, EFFECT: float(np.exp(log_r.mean())),
         CI_LOW: lo, CI_HIGH: hi, MAX_RATIO: float(np.exp(log_r[k])), MAX_RATIO_UNIT: k,
         MAX_HEAD_ENRICHMENT: float(np.exp(m_obs_a[k])), LAYER_ENRICHMENT_AT_MAX: float(np.exp(lw_a[k])),
-        NULL_RATIO: float(np.exp(center)), P_OPPOSITE: p_opp, N_HEADS: n_heads, N_STEPS: n_steps,
-        N_PERM: n_perm, EXACT: False,
+        NULL_RATIO: float(np.exp(center + np.mean(shift))), P_OPPOSITE: p_opp, N_HEADS: n_heads,
+        N_STEPS: n_steps, N_PERM: int(t_null.size), EXACT: bool(exact),
     })
 
 

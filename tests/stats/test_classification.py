@@ -194,6 +194,31 @@ def test_interaction_ranks_and_interval():
     assert val(res, SC.CI_LOW) > 0
 
 
+def test_interaction_interval_reranks_each_resample():
+    # reference: each resample of the same two-stage plan (lie_stats.stats.permutation.
+    # BootstrapPlan, seed + 1) re-ranked with scipy.stats.rankdata, standardized, and fitted by
+    # statsmodels OLS "y ~ x * g + C(slot)" (a resampled layer's dummy follows its slot)
+    import statsmodels.api as sm
+
+    from lie_stats.stats.permutation import BootstrapPlan
+
+    rng = np.random.default_rng(8)
+    y, x, g = _interaction_data(rng, delta=1.0)
+    y = np.round(y, 1)  # ties
+    res = class_interaction(y, x, g, strata=LAYER, n_perm=99, n_boot=200, seed=3)
+    idx = np.concatenate(list(BootstrapPlan(LAYER, LAYER.size, 200, 4, True).chunks()))
+    z = lambda a: (a - a.mean()) / a.std()  # noqa: E731
+    coef = []
+    for row in idx:
+        xb, yb, gb = z(sps.rankdata(x[row])), z(sps.rankdata(y[row])), g[row].astype(float)
+        dummies = np.eye(12)[LAYER]
+        X = np.column_stack([xb, gb, xb * gb, dummies])
+        coef.append(sm.OLS(yb, X).fit().params[2])
+    lo, hi = np.percentile(coef, [2.5, 97.5])
+    assert val(res, SC.CI_LOW) == pytest.approx(lo, rel=1e-6)
+    assert val(res, SC.CI_HIGH) == pytest.approx(hi, rel=1e-6)
+
+
 def test_interaction_errors():
     y, x, g = _interaction_data(np.random.default_rng(7))
     few = np.zeros(96, bool)

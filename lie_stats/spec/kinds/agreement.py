@@ -115,16 +115,26 @@ def _run_verdict_agreement(data: TestInput) -> Any:
 
 
 def decide_agreement(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
-    """Supported when the range of the target's verdict codes (supported +1, inconclusive
-    0, refuted -1) under the compressions is within the prediction's bound and some verdict
-    is decisive; refuted when the range exceeds the bound (the conclusion depends on the
-    compression); inconclusive when every compression is inconclusive or a code is missing.
+    """Refuted only when the compressions reach opposite decisions (one "supported", another
+    "refuted", each at the target's alpha); supported when the range of the verdict codes
+    (supported +1, inconclusive 0, refuted -1) is within the prediction's bound and some
+    verdict is decisive; inconclusive otherwise: every compression inconclusive, a code
+    missing, or verdicts that differ only in being decisive (supported or refuted beside
+    inconclusive), which the target test's own noise gives at its power.
+
+    Why. The compressions measure one estimand with noise: even when they truly agree, a
+    target with power between 0 and 1 is decisive under one and inconclusive under another
+    in many data sets (A6's coin flip gave a false "refuted" in 14 % of such cases). Opposite
+    decisions are the disagreement a calibrated target rarely produces by chance (each
+    direction's error is below alpha).
 
     >>> from lie_stats.spec import Prediction
     >>> ctx = Decision(Prediction("equivalent", bound=0.5), 0.05, {}, {"compressions": ["none", "fixed:64"]})
     >>> decide_agreement({"effect": 0.0, "verdict_none": 1.0, "verdict_fixed_64": 1.0}, ctx)[0]
     'supported'
     >>> decide_agreement({"effect": 1.0, "verdict_none": 1.0, "verdict_fixed_64": 0.0}, ctx)[0]
+    'inconclusive'
+    >>> decide_agreement({"effect": 2.0, "verdict_none": 1.0, "verdict_fixed_64": -1.0}, ctx)[0]
     'refuted'
     """
     comps = [str(c) for c in ctx.params.get("compressions") or ()]
@@ -134,10 +144,14 @@ def decide_agreement(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]
     names = {code: name for name, code in VERDICT_CODES.items()}
     text = "; ".join(f"{c}: {names.get(float(code), code)}" for c, code in zip(comps, codes))
     bound = float(ctx.prediction.bound if ctx.prediction.bound is not None else 0.5)
-    if float(row[C.EFFECT]) > bound:
-        return "refuted", f"the verdict depends on the compression ({text})"
-    if all(float(code) == 0.0 for code in codes):
+    values = [float(code) for code in codes]
+    if max(values) > 0 and min(values) < 0:
+        return "refuted", f"the compressions reach opposite decisions ({text})"
+    if all(code == 0.0 for code in values):
         return "inconclusive", f"every compression is inconclusive ({text}): no conclusion to compare"
+    if max(values) - min(values) > bound:
+        return "inconclusive", (f"the verdicts differ only in being decisive ({text}), which the "
+                                f"target test's own noise gives; no opposite decisions")
     return "supported", f"the same conclusion under every compression ({text})"
 
 
@@ -171,8 +185,10 @@ def compression_agreement(
     compressions : sequence of str
         Two to four compressions (METRICS.md §2); the first is listed first in reports.
     tolerance : float, default 0.5
-        Largest allowed range of the verdict codes (supported +1, inconclusive 0, refuted
-        -1): 0.5 demands identical verdicts; 1.5 only forbids opposite decisions.
+        Largest range of the verdict codes (supported +1, inconclusive 0, refuted -1) that
+        supports agreement: 0.5 demands identical verdicts; 1.5 accepts a decisive verdict
+        beside inconclusive ones. Whatever the tolerance, only opposite decisions refute
+        (:func:`decide_agreement`).
     datasets : sequence of str, optional
         Default: the target's.
 
@@ -246,4 +262,5 @@ register_test("verdict_agreement", _run_verdict_agreement, decide_agreement, rol
               directions=("equivalent",),
               description="the target hypothesis's verdict under each compression, on the units "
                           "every compression has; supported when the verdict codes agree within "
-                          "the bound (build with compression_agreement)")
+                          "the bound, refuted only by opposite decisions (build with "
+                          "compression_agreement)")

@@ -5,8 +5,8 @@ Each takes a pairwise variable (``head`` x ``head_j``, e.g. the Killing form) an
 a layer's pairs i < j with ``layer_summary``: ``"cv"`` (std / mean |.|, which on
 killing_norm is killing_cv, METRICS.md §4.4) or ``"mean_abs"`` (mean |.|); a head's own
 summary is over its pairs. ``head_enrichment_excess`` compares the most enriched head of
-each layer with the layer (METRICS.md §6.1) against a null permuting each checkpoint's
-per-head changes among the layer's heads; ``enrichment_profile`` is the boundary layers'
+each layer with the layer (METRICS.md §6.1) against a time-reversal (sign-flip) null of head
+departures from the layer that revert; ``enrichment_profile`` is the boundary layers'
 enrichment over the interior's (§6.1, §6.3) with an exact layer-permutation p;
 ``functional_boundary_shift`` the same for the functional (value-norm weighted) form over
 the total form's, permuting the value norms within layers. The one-sided direction of each
@@ -24,6 +24,7 @@ from ... import schema
 from ...errors import SpecError, StatsInputError
 from ...stats import columns as C
 from ...stats.pairwise import (
+    RATIO_TOTAL,
     boundary_enrichment,
     functional_boundary_shift,
     head_enrichment_excess,
@@ -32,16 +33,20 @@ from ...stats.pairwise import (
     symmetric_pairs,
 )
 from ..registry import register_test
-from ..rules import Decision, decide_interval, finite
-from ..tables import TestInput, head_matrix, pair_matrix, present_units
+from ..rules import Decision, finite
+from ..tables import TestInput, head_matrix, need_classes, pair_matrix, present_units
 
-__all__ = ["LAYER_SUMMARIES", "P_OPPOSITE", "decide_head_enrichment_excess", "decide_interval_and_p"]
+__all__ = ["LAYER_SUMMARIES", "P_OPPOSITE", "N_ANCHORS", "decide_head_enrichment_excess",
+           "decide_p_in_direction", "decide_functional_shift"]
 
 #: Summaries of a layer's (or a head's) pairs.
 LAYER_SUMMARIES = ("cv", "mean_abs")
 #: Result column of the one-sided p opposite to the prediction.
 P_OPPOSITE = "p_opposite"
 _ENUMS = {"layer_summary": LAYER_SUMMARIES}
+#: Result column of ``functional_boundary_shift``: heads labelled anchor in ``labels`` (NaN
+#: when the spec selects no labels).
+N_ANCHORS = "n_anchors"
 
 
 def _steps_differ(first_step: Any, last_step: Any) -> None:
@@ -84,10 +89,10 @@ def _run_head_enrichment_excess(data: TestInput) -> Any:
 
 
 def decide_head_enrichment_excess(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
-    """Supported when the permutation p (the most enriched heads exceed what exchangeable
-    per-checkpoint changes give) is below alpha and the interval of the ratio max head /
-    layer enrichment lies above the value; refuted when p_opposite < alpha (the heads end
-    more alike than exchangeable changes would leave them); inconclusive otherwise.
+    """Supported when the sign-flip p (the most enriched heads exceed what heads whose
+    departures from their layer revert, time-reversibly, give) is below alpha; refuted when
+    p_opposite < alpha (the largest head shortfall persistently exceeds the largest head
+    excess); inconclusive otherwise. The ratio's interval only describes the effect.
 
     >>> from lie_stats.spec import Prediction
     >>> ctx = Decision(Prediction("above", value=1.0), 0.05, {}, {})
@@ -95,52 +100,73 @@ def decide_head_enrichment_excess(row: Mapping[str, float], ctx: Decision) -> tu
     'supported'
     >>> decide_head_enrichment_excess({"p_value": 0.99, "p_opposite": 0.001, "ci_low": 1.5, "ci_high": 2.0}, ctx)[0]
     'refuted'
+    >>> decide_head_enrichment_excess({"p_value": 0.30, "p_opposite": 0.70, "ci_low": 1.5, "ci_high": 2.0}, ctx)[0]
+    'inconclusive'
     """
     p, p_less = row.get(C.P_VALUE), row.get(P_OPPOSITE)
-    lo = row.get(C.CI_LOW)
-    a, value = ctx.alpha, float(ctx.prediction.value)
+    a = ctx.alpha
     if not finite(p, p_less):
-        return "inconclusive", "the permutation test gave no p-value on these data"
-    if p < a and finite(lo) and lo > value:
-        return "supported", (f"the most enriched heads exceed the exchangeable-heads null (p < "
-                             f"alpha {a}) and the ratio's interval lies above {value}")
-    if p_less < a:
-        return "refuted", (f"the most enriched heads fall short of the exchangeable-heads null "
-                           f"(p_opposite < alpha {a}): head differences do not persist")
+        return "inconclusive", "the sign-flip test gave no p-value on these data"
     if p < a:
-        return "inconclusive", f"p < alpha ({a}) but the ratio's interval reaches {value}"
-    return "inconclusive", f"p >= alpha ({a}): no evidence either way"
+        return "supported", (f"the most enriched heads exceed the time-reversal null of reverting "
+                             f"head departures (p < alpha {a}): a head-level excess persists")
+    if p_less < a:
+        return "refuted", (f"the largest head shortfall exceeds the largest head excess beyond the "
+                           f"time-reversal null (p_opposite < alpha {a}): heads fall behind their "
+                           f"layer, none persistently ahead")
+    return "inconclusive", (f"p >= alpha ({a}): the head excess is within what reverting head "
+                            f"departures give")
 
 
-def decide_interval_and_p(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
-    """Supported when the interval lies entirely on the predicted side of the value and the
-    one-sided p in the predicted direction is below alpha; refuted when the interval lies
-    entirely on the other side and the one-sided p in that direction (p_opposite) is below
-    alpha; inconclusive otherwise.
+def decide_p_in_direction(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """Supported when the one-sided p in the predicted direction is below alpha; refuted
+    when the one-sided p in the other direction (p_opposite) is below alpha; inconclusive
+    otherwise. The interval (heads resampled within layers) only describes the effect: it
+    can leave out the few heads that carry it, so it does not decide.
 
     >>> from lie_stats.spec import Prediction
     >>> ctx = Decision(Prediction("below", value=1.0), 0.05, {}, {})
-    >>> decide_interval_and_p({"p_value": 0.01, "ci_low": 0.5, "ci_high": 0.9}, ctx)[0]
+    >>> decide_p_in_direction({"p_value": 0.01, "p_opposite": 0.99, "ci_low": 0.5, "ci_high": 1.2}, ctx)[0]
     'supported'
-    >>> decide_interval_and_p({"p_value": 0.30, "ci_low": 0.5, "ci_high": 0.9}, ctx)[0]
+    >>> decide_p_in_direction({"p_value": 0.30, "p_opposite": 0.70, "ci_low": 0.5, "ci_high": 0.9}, ctx)[0]
     'inconclusive'
-    >>> decide_interval_and_p({"p_value": 0.99, "p_opposite": 0.01, "ci_low": 1.1, "ci_high": 1.9}, ctx)[0]
+    >>> decide_p_in_direction({"p_value": 0.99, "p_opposite": 0.01, "ci_low": 1.1, "ci_high": 1.9}, ctx)[0]
     'refuted'
-    >>> decide_interval_and_p({"p_value": 0.60, "p_opposite": 0.40, "ci_low": 1.1, "ci_high": 1.9}, ctx)[0]
-    'inconclusive'
     """
-    verdict, reason = decide_interval(row, ctx)
-    p, a = row.get(C.P_VALUE), ctx.alpha
-    if verdict == "refuted":
-        p_opp = row.get(P_OPPOSITE)
-        if finite(p_opp) and p_opp < a:
-            return "refuted", f"{reason}, and the permutation p in that direction < alpha ({a})"
-        return "inconclusive", f"{reason}, but the permutation p in that direction >= alpha ({a})"
-    if verdict != "supported":
-        return verdict, reason
-    if finite(p) and p < a:
-        return "supported", f"{reason}, and the permutation p < alpha ({a})"
-    return "inconclusive", f"{reason}, but the permutation p >= alpha ({a})"
+    p, p_opp, a = row.get(C.P_VALUE), row.get(P_OPPOSITE), ctx.alpha
+    d, value = ctx.prediction.direction, ctx.prediction.value
+    if not finite(p, p_opp):
+        return "inconclusive", "the permutation test gave no one-sided p-values on these data"
+    if p < a:
+        return "supported", f"the one-sided permutation p ({d} {value}) < alpha ({a})"
+    if p_opp < a:
+        return "refuted", f"the one-sided permutation p opposite to the prediction ({d} {value}) < alpha ({a})"
+    return "inconclusive", f"p >= alpha ({a}) in either direction: no evidence either way"
+
+
+def decide_functional_shift(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
+    """:func:`decide_p_in_direction`, after the claim's declared premise: with
+    ``min_anchors`` > 0, at least that many heads labelled anchor (else the test is
+    undefined, inconclusive with the label counts); with ``require_total_enrichment``, the
+    total form's boundary ratio above 1 (boundary layers more enriched than the interior:
+    there is a boundary enrichment to lower), else inconclusive with the ratio and counts.
+
+    >>> from lie_stats.spec import Prediction
+    >>> ctx = Decision(Prediction("below", value=1.0), 0.05, {}, {"require_total_enrichment": True})
+    >>> decide_functional_shift({"p_value": 0.01, "p_opposite": 0.99, "ratio_total": 0.58, "n_anchors": 0}, ctx)[0]
+    'inconclusive'
+    >>> decide_functional_shift({"p_value": 0.01, "p_opposite": 0.99, "ratio_total": 1.8, "n_anchors": 4}, ctx)[0]
+    'supported'
+    """
+    if ctx.params.get("require_total_enrichment"):
+        r = row.get(RATIO_TOTAL)
+        anchors = row.get(N_ANCHORS)
+        counts = f"; anchors: {int(anchors)}" if finite(anchors) else ""
+        if not finite(r) or r <= 1.0:
+            return "inconclusive", (f"the premise fails: the total form's boundary enrichment ratio "
+                                    f"is {r:.3g}, not above 1 (no boundary enrichment to lower"
+                                    f"{counts})")
+    return decide_p_in_direction(row, ctx)
 
 
 def _run_enrichment_profile(data: TestInput) -> Any:
@@ -171,10 +197,28 @@ def _run_functional_boundary_shift(data: TestInput) -> Any:
     lk, hk = present_units(k0, k1)
     k0, k1 = k0[lk][:, hk][:, :, hk], k1[lk][:, hk][:, :, hk]
     w0, w1 = w0[lk][:, hk], w1[lk][:, hk]
+    n_anchors = _anchor_premise(data, lk, hk)
     alternative = "less" if data.prediction.direction == "below" else "greater"
-    return functional_boundary_shift(k0, k1, w0, w1, summary=summary, n_perm=p["n_perm"],
-                                               n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"],
-                                               alternative=alternative)
+    row = functional_boundary_shift(k0, k1, w0, w1, summary=summary, n_perm=p["n_perm"],
+                                    n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"],
+                                    alternative=alternative)
+    return row.assign(**{N_ANCHORS: n_anchors})
+
+
+def _anchor_premise(data: TestInput, lk: np.ndarray, hk: np.ndarray) -> float:
+    """Heads labelled anchor among the units used (NaN without a ``labels`` selection); too
+    few for ``min_anchors`` makes the test undefined (StatsInputError, the label counts)."""
+    minimum = int(data.params["min_anchors"])
+    if "labels" not in data.arrays:
+        if minimum > 0:
+            raise SpecError(f"min_anchors = {minimum} needs a 'labels' selection (head_label at "
+                            f"one step) to count the anchors.")
+        return float("nan")
+    labels, _ = head_matrix(data, "labels")
+    codes = labels[lk][:, hk].reshape(-1)
+    anchor = schema.LABEL_CODES["anchor"]
+    need_classes(codes, (anchor,), minimum, "the functional form's anchor premise")
+    return float(np.count_nonzero(codes == anchor))
 
 
 register_test("head_enrichment_excess", _run_head_enrichment_excess, decide_head_enrichment_excess, roles=("values",),
@@ -183,21 +227,25 @@ register_test("head_enrichment_excess", _run_head_enrichment_excess, decide_head
               description="per layer, the most enriched head's enrichment over the layer's "
                           "(METRICS §6.1) of a pair form's summary (values: a pairwise variable, "
                           "step='all'; head value = the summary over the head's own pairs), "
-                          "against a null permuting each checkpoint's per-head changes among the "
-                          "layer's heads (lie_stats.stats.pairwise.head_enrichment_excess)")
-register_test("enrichment_profile", _run_enrichment_profile, decide_interval_and_p,
+                          "against a time-reversal null flipping the sign of each layer's "
+                          "head-departure changes, which keeps each head's temporal dependence "
+                          "(lie_stats.stats.pairwise.head_enrichment_excess)")
+register_test("enrichment_profile", _run_enrichment_profile, decide_p_in_direction,
               roles=("first", "last"),
               params={"layer_summary": "cv", "n_boot": 2000, "ci": 0.95},
               enums=_ENUMS, directions=("above", "below"),
               description="boundary layers' enrichment of a pair form's summary over the "
                           "interior's (METRICS §6.1, §6.3; first/last: a pairwise variable of one "
-                          "model), exact layer-permutation p, heads bootstrapped within layers "
-                          "(lie_stats.stats.pairwise.boundary_enrichment)")
-register_test("functional_boundary_shift", _run_functional_boundary_shift, decide_interval_and_p,
-              roles=("first", "last", "w_first", "w_last"),
-              params={"layer_summary": "cv", "n_perm": 9999, "n_boot": 2000, "ci": 0.95},
+                          "model), exact layer-permutation p deciding, heads bootstrapped within "
+                          "layers for the interval (lie_stats.stats.pairwise.boundary_enrichment)")
+register_test("functional_boundary_shift", _run_functional_boundary_shift, decide_functional_shift,
+              roles=("first", "last", "w_first", "w_last"), optional_roles=("labels",),
+              params={"layer_summary": "cv", "n_perm": 9999, "n_boot": 2000, "ci": 0.95,
+                      "min_anchors": 0, "require_total_enrichment": False},
               enums=_ENUMS, directions=("below", "above"),
               description="boundary enrichment of the functional Killing form (METRICS §8: "
                           "K[i,j] w_i w_j, w = value_norm / layer mean) over the total form's; "
-                          "p permutes the value norms among a layer's heads "
-                          "(lie_stats.stats.pairwise.functional_boundary_shift)")
+                          "p permutes the value norms among a layer's heads and decides; premise "
+                          "params: min_anchors (heads labelled anchor in the optional 'labels' "
+                          "selection) and require_total_enrichment (the total form's boundary "
+                          "ratio above 1) (lie_stats.stats.pairwise.functional_boundary_shift)")

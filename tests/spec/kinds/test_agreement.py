@@ -1,6 +1,7 @@
 """The agreement kind (lie_stats.spec.kinds.agreement): verdict_agreement built by
 compression_agreement, on one cube under three compressions: agreeing compressions support,
-a compression that changes the verdict refutes, and a target of any registered kind works."""
+a decisive verdict beside an inconclusive one does not refute (opposite decisions do), and
+a target of any registered kind works."""
 
 from __future__ import annotations
 
@@ -21,11 +22,14 @@ def test_agreement_supported_when_compressions_agree(compressed):
     assert res.effect == 0.0 and res.extra[f"{C.EFFECT}_none"] == pytest.approx(5.0, rel=0.1)
 
 
-def test_agreement_refuted_when_a_compression_changes_the_verdict(compressed):
+def test_agreement_decisive_beside_inconclusive_does_not_refute(compressed):
     target = enrichment_target()
     res = evaluate_cube(compression_agreement(target, id="A", claim="same", source="s",
                                               compressions=("none", "adaptive", "fixed:8")), compressed)
-    assert res.verdict == "refuted" and "fixed:8" in res.reason
+    # a target with power below 1 is decisive under one compression and inconclusive under
+    # another by chance alone; the old rule refuted on any difference (a false "refuted" in
+    # 14 % of A6's truly agreeing compressions), only opposite decisions refute now
+    assert res.verdict == "inconclusive" and "fixed:8" in res.reason, res.reason
     # commutator_var is flat under fixed:8: the enrichment's interval contains 1 (inconclusive,
     # code 0), one step from the others' "supported" and none opposite
     assert res.extra[f"{AGREE_VERDICT}_fixed_8"] == 0.0 and res.effect >= 1.0
