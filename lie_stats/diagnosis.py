@@ -114,8 +114,8 @@ class Design:
     Attributes
     ----------
     null : callable
-        ``null(arrays, rng) -> arrays``: the selection with the tested association broken
-        and the layer structure kept.
+        ``null(arrays, spec, rng) -> arrays``: the selection with the tested association
+        broken and the layer structure kept.
     plant : callable, optional
         ``plant(arrays, spec, rng) -> (arrays, planted)``: the null selection with the
         spec's reference effect planted, and the planted value in the units of the kind's
@@ -126,12 +126,16 @@ class Design:
         a type-S error is judged from).
     what : str
         The null and the planted effect in words.
+    sign : bool
+        Whether a significant estimate has a sign to get wrong (type S); not for
+        equivalence, whose "significant" means "within the bound".
     """
 
-    null: Callable[[Arrays, np.random.Generator], Arrays]
+    null: Callable[[Arrays, Any, np.random.Generator], Arrays]
     plant: Callable[[Arrays, Any, np.random.Generator], tuple[Arrays, float]] | None
     null_value: Callable[[Mapping[str, float], Any], float]
     what: str
+    sign: bool = True
 
 
 # ----------------------------------------------------------------------------- array helpers
@@ -247,6 +251,37 @@ def swap_layers(first: Any, last: Any, rng: np.random.Generator) -> tuple[Any, A
     return fa.copy(data=fv).transpose(*f.dims), ga.copy(data=gv).transpose(*g.dims)
 
 
+def _aligned(arrays: Arrays, first: str, second: str) -> tuple[Any, Any]:
+    import xarray as xr
+
+    a, b = xr.align(arrays[first].reset_coords(drop=True), arrays[second].reset_coords(drop=True),
+                    join="inner")
+    if set(a.dims) != set(b.dims):
+        raise NotPlantable(f"{first} and {second} have different dimensions ({a.dims} vs {b.dims})")
+    return a, b.transpose(*a.dims)
+
+
+def flip_differences(a: Any, b: Any, shift: float, rng: np.random.Generator) -> Any:
+    """``b`` rebuilt as ``a + s * (d - mean d) + shift``, ``d = b - a``, with one random sign
+    ``s`` per (model, layer) cluster: paired differences whose expected mean is ``shift``
+    and whose spread and within-layer pattern are the real ones (the sample mean varies
+    from draw to draw as the flips fall).
+
+    >>> import xarray as xr
+    >>> a = xr.DataArray(np.zeros((4, 2)), dims=("layer", "head"))
+    >>> b = xr.DataArray(np.array([[1.0, 2], [3, 4], [5, 6], [7, 8]]), dims=("layer", "head"))
+    >>> out = flip_differences(a, b, 0.5, np.random.default_rng(0))
+    >>> sorted(np.abs((out - a - 0.5).values.ravel()).tolist())
+    [0.5, 0.5, 1.5, 1.5, 2.5, 2.5, 3.5, 3.5]
+    """
+    d = (b - a).values
+    resid = b.copy(data=d - np.nanmean(d))
+    arranged, values, index = _layer_slices(resid, heads=False)
+    for ix in index:
+        values[ix] = values[ix] * rng.choice((-1.0, 1.0))
+    return a + arranged.copy(data=values + shift).transpose(*a.dims)
+
+
 # ----------------------------------------------------------------------------- the designs
 
 
@@ -259,8 +294,8 @@ def _reference_number(spec: Any, keys: Sequence[str], what: str) -> float:
                        f"({' or '.join(keys)}) to plant")
 
 
-def _null_permute(role: str) -> Callable[[Arrays, np.random.Generator], Arrays]:
-    def null(arrays: Arrays, rng: np.random.Generator) -> Arrays:
+def _null_permute(role: str) -> Callable[[Arrays, Any, np.random.Generator], Arrays]:
+    def null(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
         return {**arrays, role: permute_heads(arrays[role], rng)}
 
     null.__doc__ = f"selection[{role!r}] permuted over heads within layers"
@@ -273,7 +308,7 @@ def _plant_rho(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[Arr
     return plant_correlation(arrays, rho, method, rng), rho
 
 
-def _null_swap(arrays: Arrays, rng: np.random.Generator) -> Arrays:
+def _null_swap(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
     first, last = swap_layers(arrays["first"], arrays["last"], rng)
     return {**arrays, "first": first, "last": last}
 
@@ -283,6 +318,24 @@ def _plant_ratio(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[A
     if ratio <= 0:
         raise NotPlantable(f"the reference ratio {ratio} is not positive")
     return {**arrays, "last": arrays["last"] * ratio}, ratio
+
+
+def _bound_of(spec: Any) -> float:
+    bound = spec.prediction.bound if spec.prediction.bound is not None else spec.resolved_params().get("bound")
+    if not isinstance(bound, (int, float)) or not bound > 0:
+        raise NotPlantable(f"no positive equivalence bound (got {bound!r})")
+    return float(bound)
+
+
+def _null_at_bound(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
+    a, b = _aligned(arrays, "a", "b")
+    shift = _bound_of(spec) * rng.choice((-1.0, 1.0))
+    return {**arrays, "a": a, "b": flip_differences(a, b, shift, rng)}
+
+
+def _plant_equal(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[Arrays, float]:
+    a, b = _aligned(arrays, "a", "b")
+    return {**arrays, "a": a, "b": flip_differences(a, b, 0.0, rng)}, 0.0
 
 
 def _zero(row: Mapping[str, float], spec: Any) -> float:
@@ -307,6 +360,12 @@ _ENRICHMENT = Design(
     what="null: first and last swapped by whole layers; planted: last x the reference ratio")
 
 
+_PAIRED_EQUIVALENCE = Design(
+    null=_null_at_bound, plant=_plant_equal, null_value=_zero, sign=False,
+    what="null: paired differences b - a re-centred at +bound or -bound, their residuals "
+         "sign-flipped by (model, layer); planted: the same re-centred at 0 (b equals a)")
+
+
 def _label_design(role: str) -> Design:
     return Design(null=_null_permute(role), plant=None, null_value=_prediction_value,
                   what=f"null: {role} permuted over heads within layers; no planted effect "
@@ -319,6 +378,7 @@ DESIGNS: dict[str, Design] = {
     "partial_correlation": _CORRELATION,
     "replication": _CORRELATION,
     "enrichment": _ENRICHMENT,
+    "tost_paired": _PAIRED_EQUIVALENCE,
     "group_difference": _label_design("group"),
     "class_auc": _label_design("label"),
     "threshold_agreement": _label_design("label"),
@@ -396,7 +456,7 @@ def diagnose_arrays(spec: Any, arrays: Arrays, settings: Settings = Settings(), 
         rng = np.random.default_rng([settings.seed, i])
         params = {**base, "seed": settings.seed + i}
         try:
-            null_arrays = design.null(arrays, rng)
+            null_arrays = design.null(arrays, spec, rng)
         except NotPlantable as e:
             return empty_diagnosis(f"no null simulation for these data: {e}", settings)
         verdict, _ = _evaluate(spec, null_arrays, params)
@@ -413,7 +473,7 @@ def diagnose_arrays(spec: Any, arrays: Arrays, settings: Settings = Settings(), 
                 if math.isfinite(lo) and math.isfinite(hi):
                     covered.append(lo <= planted <= hi)
                 p, est = row.get(C.P_VALUE, math.nan), row.get(C.EFFECT, math.nan)
-                if math.isfinite(p) and p < alpha and math.isfinite(est):
+                if design.sign and math.isfinite(p) and p < alpha and math.isfinite(est):
                     zero = design.null_value(row, spec)
                     sign_errors.append(np.sign(est - zero) != np.sign(planted - design.null_value({}, spec)))
         if progress is not None:
@@ -430,9 +490,11 @@ def diagnose_arrays(spec: Any, arrays: Arrays, settings: Settings = Settings(), 
                    if not flags]
         if missing:
             why = {"coverage": "no planted simulation gave a finite interval",
-                   "type_s": f"no planted simulation had p < alpha ({alpha})"}
+                   "type_s": (f"no planted simulation had p < alpha ({alpha})" if design.sign else
+                              "type S is undefined for an equivalence prediction")}
             out["reason"] = "; ".join(why[m] for m in missing)
     out["n_perm"], out["n_boot"] = settings.n_perm, settings.n_boot
+    out["design"] = design.what
     return out
 
 

@@ -167,3 +167,41 @@ def test_a_malformed_cache_names_its_file(tmp_path, text, expected):
     with pytest.raises(LieStatsError, match=expected) as err:
         D.read_cache(path)
     assert str(path) in str(err.value)
+
+
+def test_paired_equivalence_holds_alpha_at_the_bound_and_detects_equality():
+    import xarray as xr
+
+    rng = np.random.default_rng(7)
+    # 3 models x 12 layers: a per-layer metric under two compressions, differences with a
+    # model-shared offset and layer noise (sd 0.01) against a bound of 0.02
+    a = xr.DataArray(rng.uniform(0.2, 0.6, size=(3, 12)), dims=("model", "layer"),
+                     coords={"model": ["m0", "m1", "m2"], "layer": np.arange(12)})
+    b = a + 0.3 + 0.01 * rng.normal(size=(3, 12))
+    spec = HypothesisSpec(id="E1", claim="c", source="s", datasets=("synth",),
+                          selection={"a": Select("abelian_fraction", step="last", family="Q", projection="none"),
+                                     "b": Select("abelian_fraction", step="last", family="Q", projection="fixed:2")},
+                          test="tost_paired", prediction=Prediction("equivalent", bound=0.02),
+                          gate="report")
+    settings = D.Settings(n_sims=120, seed=1)
+    diag = D.diagnose_arrays(spec, {"a": a, "b": b}, settings)
+    # TOST at the boundary: "supported" at most alpha (about alpha with n = 36); the real
+    # difference (0.3) would be refuted every time if the null did not re-centre it
+    lo, hi = binomial_band(settings.n_sims, 0.05)
+    assert diag["fpr"] <= hi, diag
+    assert diag["power"] >= 0.9, diag  # se about 0.01 / 6: the bound is 12 se away from 0
+    assert diag["coverage"] >= 0.8, diag  # the 90 % interval about 0
+    assert diag["type_s"] is None and "equivalence" in diag["reason"]
+
+
+def test_the_diagnose_verb_prints_a_table_and_writes_the_cache(root, tmp_path, capsys):
+    from lie_stats.cli import main
+
+    hyp = tmp_path / "hyp_cli"
+    _module(hyp, -0.5)
+    import sys
+    sys.modules.pop("diag_demo", None)
+    assert main(["diagnose", str(hyp), "--datasets", str(root), "--n-sims", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "B5::synth" in out and "1 diagnosed, 0 from the cache" in out
+    assert "B5::synth" in D.read_cache(hyp / D.DIAGNOSIS_FILE)
