@@ -73,6 +73,9 @@ DIAGNOSIS_FILE = "diagnosis.json"
 DIAGNOSIS_FIELDS = ("fpr", "power", "coverage", "type_s", "n_sims", "seed", "reason")
 #: Version of the cache file's layout.
 CACHE_FORMAT = 1
+#: Version of the built-in designs, part of every cache key: raise it when a design changes
+#: what it simulates, so that cached diagnoses of the old designs are recomputed.
+DESIGN_VERSION = 1
 #: What ``lie-stats run`` attaches to a result the cache does not hold.
 NOT_DIAGNOSED = "not diagnosed: run lie-stats diagnose"
 
@@ -101,7 +104,9 @@ class Settings:
                 raise LieStatsError(f"diagnosis setting {name} must be a positive integer, got {value!r}.")
 
     def record(self) -> dict[str, int]:
-        return {"n_sims": self.n_sims, "seed": self.seed, "n_perm": self.n_perm, "n_boot": self.n_boot}
+        """The settings as the cache keys them (with :data:`DESIGN_VERSION`)."""
+        return {"n_sims": self.n_sims, "seed": self.seed, "n_perm": self.n_perm,
+                "n_boot": self.n_boot, "design_version": DESIGN_VERSION}
 
 
 Arrays = dict[str, Any]
@@ -369,7 +374,7 @@ _PAIRED_EQUIVALENCE = Design(
 def _label_design(role: str) -> Design:
     return Design(null=_null_permute(role), plant=None, null_value=_prediction_value,
                   what=f"null: {role} permuted over heads within layers; no planted effect "
-                       f"(the kind's reference is a p or a direction, not an effect size)")
+                       f"(no way to plant one is defined for a label comparison)")
 
 
 #: The built-in designs, by kind name.

@@ -205,3 +205,38 @@ def test_the_diagnose_verb_prints_a_table_and_writes_the_cache(root, tmp_path, c
     out = capsys.readouterr().out
     assert "B5::synth" in out and "1 diagnosed, 0 from the cache" in out
     assert "B5::synth" in D.read_cache(hyp / D.DIAGNOSIS_FILE)
+
+
+def test_run_puts_the_cached_diagnosis_into_every_row(root, tmp_path):
+    from lie_stats.pytest_plugin import run
+
+    hyp = tmp_path / "hyp_run"
+    _module(hyp, -0.5)
+    (hyp / "diag_scope.py").write_text(
+        "from lie_stats.spec import OutOfScope\n"
+        "G9 = OutOfScope(id='G9', claim='c', source='s', reason='r')\n", encoding="utf-8")
+    import sys
+    sys.modules.pop("diag_demo", None)
+    decls = collect([hyp / "diag_demo.py"], datasets_dir=root, dirs=None).declarations
+    done = D.diagnose_declarations(decls, datasets_dir=root, settings=D.Settings(n_sims=2, n_perm=19, n_boot=19))
+    reports = tmp_path / "reports"
+    run([str(hyp)], datasets_dir=root, reports_dir=reports, pytest_args=["-q", "-p", "no:cacheprovider"])
+    rows = {r["id"]: r for r in json.loads((reports / "results.json").read_text())}
+    assert rows["B5"]["diagnosis"] == done[0].diagnosis
+    assert rows["G9"]["diagnosis"]["reason"].startswith("out of scope") and rows["G9"]["diagnosis"]["fpr"] is None
+
+
+def test_a_kind_brings_its_own_design_through_the_registry():
+    from lie_stats.spec import register_test, unregister_test
+    from lie_stats.spec.registry import get_kind
+    from lie_stats.spec.rules import decide_directional
+
+    own = D.Design(null=lambda arrays, spec, rng: arrays, plant=None, null_value=lambda r, s: 0.0,
+                   what="identity")
+    register_test("diag_demo_kind", lambda data: None, decide_directional, roles=("x",), design=own)
+    try:
+        assert D.design_for(get_kind("diag_demo_kind")) is own
+    finally:
+        unregister_test("diag_demo_kind")
+    assert D.design_for(get_kind("correlation")) is D.DESIGNS["correlation"]
+    assert D.design_for(get_kind("trend")) is None
