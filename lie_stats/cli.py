@@ -105,8 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--datasets", default="datasets", metavar="DIR", help="Default: datasets")
     g.add_argument("--only", type=_csv, default=None, metavar="NAME[,NAME]",
                    help="diagnose only on these datasets. Default: each spec's own")
-    g.add_argument("--n-sims", type=int, default=100, help="simulations per result (each under the "
-                   "null and with the effect planted). Default: 100")
+    g.add_argument("--n-sims", type=int, default=200, help="simulations per result (each under the "
+                   "null and with the effect planted). Default: 200")
     g.add_argument("--seed", type=int, default=0, help="Default: 0")
 
     k = sub.add_parser("kinds", help="the registry of test kinds: roles, parameters, directions, "

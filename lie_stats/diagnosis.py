@@ -4,11 +4,14 @@ Modelled on DeclareDesign's ``diagnose_design``: for each spec on each of its da
 data the spec selects from the real cube (same models, layers, heads, checkpoints) are
 simulated many times
 
-- under the null: the tested role is permuted over heads within each (model, layer), or the
-  first and last checkpoints of whole layers are swapped, so the layer structure stays and
-  only the association the spec tests is broken;
-- with the spec's reference effect planted into that null structure (where the reference
-  gives an effect size in the kind's units, and the kind's design knows how to plant it),
+- under the null: the tested role is permuted over heads within each (model, layer)
+  (correlations, label comparisons), the first and last checkpoints of whole layers are
+  swapped (enrichment), or the paired differences are moved to the equivalence bound with
+  their residuals sign-flipped by layer (TOST kinds), so the layer structure stays and only
+  the effect the spec tests is changed;
+- with the spec's reference effect planted into that null structure (the reference rho
+  within layers, the reference ratio last / first, or no difference for equivalence), where
+  the reference gives it and the kind's design knows how to plant it,
 
 and each simulated selection goes through the kind's binding and decision rule, exactly as
 :func:`lie_stats.spec.evaluate_cube` runs the main analysis after selection. The figures, one
@@ -343,6 +346,36 @@ def _plant_equal(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[A
     return {**arrays, "a": a, "b": flip_differences(a, b, 0.0, rng)}, 0.0
 
 
+def _log_pair(arrays: Arrays) -> tuple[Any, Any]:
+    """log(base), log(tuned) aligned unit by unit, each without its (one) model."""
+    import xarray as xr
+
+    logs = []
+    for role in ("base", "tuned"):
+        da = arrays[role].reset_coords(drop=True)
+        if "model" in da.dims:
+            if da.sizes["model"] != 1:
+                raise NotPlantable(f"selection[{role!r}] holds {da.sizes['model']} models, not one")
+            da = da.isel(model=0, drop=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs.append(np.log(da.where(da > 0)))
+    base, tuned = xr.align(*logs, join="inner")
+    return base, tuned.transpose(*base.dims)
+
+
+def _relative(arrays: Arrays, shift: float, rng: np.random.Generator) -> Arrays:
+    base, tuned = _log_pair(arrays)
+    return {**arrays, "base": np.exp(base), "tuned": np.exp(flip_differences(base, tuned, shift, rng))}
+
+
+def _null_relative_at_bound(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
+    return _relative(arrays, math.log1p(_bound_of(spec)) * rng.choice((-1.0, 1.0)), rng)
+
+
+def _plant_unchanged(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[Arrays, float]:
+    return _relative(arrays, 0.0, rng), 0.0
+
+
 def _zero(row: Mapping[str, float], spec: Any) -> float:
     center = row.get(C.NULL_CENTER)
     return float(center) if center is not None and math.isfinite(center) else 0.0
@@ -371,6 +404,12 @@ _PAIRED_EQUIVALENCE = Design(
          "sign-flipped by (model, layer); planted: the same re-centred at 0 (b equals a)")
 
 
+_RELATIVE_EQUIVALENCE = Design(
+    null=_null_relative_at_bound, plant=_plant_unchanged, null_value=_zero, sign=False,
+    what="null: log(tuned / base) re-centred at +log(1 + bound) or -log(1 + bound), its "
+         "residuals sign-flipped by layer; planted: the same re-centred at 0 (no change)")
+
+
 def _label_design(role: str) -> Design:
     return Design(null=_null_permute(role), plant=None, null_value=_prediction_value,
                   what=f"null: {role} permuted over heads within layers; no planted effect "
@@ -384,6 +423,7 @@ DESIGNS: dict[str, Design] = {
     "replication": _CORRELATION,
     "enrichment": _ENRICHMENT,
     "tost_paired": _PAIRED_EQUIVALENCE,
+    "tost_relative": _RELATIVE_EQUIVALENCE,
     "group_difference": _label_design("group"),
     "class_auc": _label_design("label"),
     "threshold_agreement": _label_design("label"),
@@ -516,6 +556,8 @@ def diagnose_spec(spec: Any, dataset: str, datasets_dir: str | os.PathLike = "da
     if card.missing:
         return empty_diagnosis(f"dataset {dataset!r} is {card.state}: nothing to simulate from",
                                settings)
+    if design_for(spec.kind) is None:  # said before the cube is opened
+        return empty_diagnosis(f"no simulator for kind {spec.test}", settings)
     cube = card_cubes(card)
     try:
         arrays = {role: select(sel, cube, where=f"{spec.id} selection[{role!r}]")

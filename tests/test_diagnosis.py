@@ -22,7 +22,7 @@ from lie_stats.spec import HypothesisSpec, Prediction, Select
 from ._spec_cubes import make_datasets, planted_fields, synth_cube
 
 #: Simulations of the calibration test and the reduced resampling they use.
-SETTINGS = D.Settings(n_sims=80, seed=0, n_perm=99, n_boot=99)
+SETTINGS = D.Settings(n_sims=60, seed=0, n_perm=99, n_boot=49)
 
 
 def binomial_band(n: int, p: float, level: float = 0.99) -> tuple[float, float]:
@@ -183,7 +183,7 @@ def test_paired_equivalence_holds_alpha_at_the_bound_and_detects_equality():
                                      "b": Select("abelian_fraction", step="last", family="Q", projection="fixed:2")},
                           test="tost_paired", prediction=Prediction("equivalent", bound=0.02),
                           gate="report")
-    settings = D.Settings(n_sims=120, seed=1)
+    settings = D.Settings(n_sims=80, seed=1)
     diag = D.diagnose_arrays(spec, {"a": a, "b": b}, settings)
     # TOST at the boundary: "supported" at most alpha (about alpha with n = 36); the real
     # difference (0.3) would be refuted every time if the null did not re-centre it
@@ -207,6 +207,7 @@ def test_the_diagnose_verb_prints_a_table_and_writes_the_cache(root, tmp_path, c
     assert "B5::synth" in D.read_cache(hyp / D.DIAGNOSIS_FILE)
 
 
+@pytest.mark.slow  # a whole `lie-stats run` with its report and figures: about 15 s
 def test_run_puts_the_cached_diagnosis_into_every_row(root, tmp_path):
     from lie_stats.pytest_plugin import run
 
@@ -226,6 +227,19 @@ def test_run_puts_the_cached_diagnosis_into_every_row(root, tmp_path):
     assert rows["G9"]["diagnosis"]["reason"].startswith("out of scope") and rows["G9"]["diagnosis"]["fpr"] is None
 
 
+def test_the_report_writes_each_result_s_diagnosis_into_results_json(tmp_path):
+    from lie_stats.report import write_reports
+    from lie_stats.spec import Result
+
+    r = Result(id="X1", claim="c", source="s", dataset="toy", verdict="skipped", reason="no cube",
+               gate="report", test="correlation", spec_hash="0" * 64, reference={})
+    r.diagnosis = D.empty_diagnosis(D.NOT_DIAGNOSED)
+    out = write_reports([r], tmp_path / "reports", figures=False)
+    row = json.loads(out["json"].read_text())[0]
+    assert row["diagnosis"] == {**dict.fromkeys(("fpr", "power", "coverage", "type_s", "n_sims", "seed")),
+                                "reason": D.NOT_DIAGNOSED}
+
+
 def test_a_kind_brings_its_own_design_through_the_registry():
     from lie_stats.spec import register_test, unregister_test
     from lie_stats.spec.registry import get_kind
@@ -240,3 +254,26 @@ def test_a_kind_brings_its_own_design_through_the_registry():
         unregister_test("diag_demo_kind")
     assert D.design_for(get_kind("correlation")) is D.DESIGNS["correlation"]
     assert D.design_for(get_kind("trend")) is None
+
+
+def test_relative_equivalence_holds_alpha_at_the_bound_and_detects_no_change():
+    import xarray as xr
+
+    rng = np.random.default_rng(11)
+    base_values = rng.uniform(1.0, 2.0, size=(1, 12, 8))
+    coords = {"layer": np.arange(12), "head": np.arange(8)}
+    base = xr.DataArray(base_values, dims=("model", "layer", "head"), coords={"model": ["b"], **coords})
+    # tuned: 5 % larger, log-noise sd 0.002 against a relative bound of 1 %
+    tuned = xr.DataArray(base_values * 1.05 * np.exp(0.002 * rng.normal(size=base_values.shape)),
+                         dims=("model", "layer", "head"), coords={"model": ["t"], **coords})
+    spec = HypothesisSpec(id="E2", claim="c", source="s", datasets=("synth",),
+                          selection={"base": Select("ov_norm", step="last", models=("b",)),
+                                     "tuned": Select("ov_norm", step="last", models=("t",))},
+                          test="tost_relative", prediction=Prediction("equivalent", bound=0.01),
+                          gate="report")
+    settings = D.Settings(n_sims=40, seed=2)
+    diag = D.diagnose_arrays(spec, {"base": base, "tuned": tuned}, settings)
+    lo, hi = binomial_band(settings.n_sims, 0.05)
+    assert diag["fpr"] <= hi, diag  # at the bound; the real 5 % change would never be "supported"
+    assert diag["power"] >= 0.9, diag  # se of the mean log ratio about 0.002 / sqrt(96)
+    assert diag["type_s"] is None
