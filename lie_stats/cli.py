@@ -99,6 +99,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder of the hypothesis modules whose use of each dataset is listed "
                    "('' for none). Default: hypotheses")
 
+    g = sub.add_parser("diagnose", help="each hypothesis's false-positive rate, power, coverage and "
+                       "type-S rate on data simulated from its own cube (cached beside the modules)")
+    g.add_argument("paths", nargs="*", default=["hypotheses"], metavar="PATH")
+    g.add_argument("--datasets", default="datasets", metavar="DIR", help="Default: datasets")
+    g.add_argument("--only", type=_csv, default=None, metavar="NAME[,NAME]",
+                   help="diagnose only on these datasets. Default: each spec's own")
+    g.add_argument("--n-sims", type=int, default=200, help="simulations per result (each under the "
+                   "null and with the effect planted). Default: 200")
+    g.add_argument("--seed", type=int, default=0, help="Default: 0")
+
     k = sub.add_parser("kinds", help="the registry of test kinds: roles, parameters, directions, "
                        "decision rule")
     k.add_argument("names", nargs="*", metavar="KIND", help="only these kinds. Default: all")
@@ -300,8 +310,38 @@ def _cmd_kinds(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_diagnose(args: argparse.Namespace) -> int:
+    from .collect import collect
+    from .diagnosis import Settings, diagnose_declarations, diagnosis_table
+
+    _check_datasets_dir(args.datasets)
+    settings = Settings(n_sims=args.n_sims, seed=args.seed)
+    found = collect(args.paths, datasets_dir=args.datasets, dirs=None)
+    for error in found.errors:
+        print(f"ERROR {error}", file=sys.stderr)
+    decls = [d for d in found.declarations if not d.out_of_scope]
+    total = settings.n_sims * sum(len([ds for ds in d.datasets if args.only is None or ds in args.only])
+                                  for d in decls)
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm is optional
+        tqdm = None
+    bar = tqdm(total=total, unit="sim", file=sys.stderr) if tqdm is not None else None
+    try:
+        done = diagnose_declarations(decls, datasets_dir=args.datasets, settings=settings,
+                                     datasets=args.only, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    print(diagnosis_table(done))
+    print(f"{len(done)} result(s): {sum(not d.cached for d in done)} diagnosed, "
+          f"{sum(d.cached for d in done)} from the cache; {settings.n_sims} simulations each, "
+          f"n_perm {settings.n_perm}, n_boot {settings.n_boot}, seed {settings.seed}")
+    return EXIT_OK if not found.errors else 1
+
+
 _COMMANDS = {"extract": _cmd_extract, "info": _cmd_info, "run": _cmd_run, "export": _cmd_export,
-             "datasets": _cmd_datasets, "kinds": _cmd_kinds}
+             "datasets": _cmd_datasets, "kinds": _cmd_kinds, "diagnose": _cmd_diagnose}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

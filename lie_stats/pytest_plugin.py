@@ -268,12 +268,15 @@ class SpecItem(pytest.Item):
         return state.registry_override or (self.path.parent / REGISTRY_FILE)
 
     def runtest(self) -> None:
-        from . import gates
+        from . import diagnosis, gates
         from . import spec as spec_mod
 
         state = self.config.stash[_STATE]
         result = spec_mod.evaluate(self.spec, state.datasets, datasets=[self.dataset])[0]
         gates.check_selection(result, state.datasets)  # present data, nothing selected: an error
+        result.diagnosis = diagnosis.cached_diagnosis(  # read from `lie-stats diagnose`'s cache
+            result.id, result.dataset, result.spec_hash, self.path.parent / diagnosis.DIAGNOSIS_FILE,
+            state.datasets)
         self.result = result
         state.results.append(result)
         path = self.registry_path()
@@ -321,7 +324,10 @@ class OutOfScopeItem(pytest.Item):
         return self.result.key if self.result is not None else self.record.id
 
     def runtest(self) -> None:
+        from .diagnosis import empty_diagnosis
+
         self.result = self.record.result()
+        self.result.diagnosis = empty_diagnosis("out of scope: nothing is tested")
         self.config.stash[_STATE].results.append(self.result)
         _skip(f"{self.record.id}: {self.result.reason}")
 

@@ -160,7 +160,8 @@ def results_records(results: Sequence[Any]) -> list[dict[str, Any]]:
     >>> [(r["p_holm"], r["p_bh"]) for r in recs]
     [(0.02, 0.02), (0.04, 0.04), (None, None)]
     """
-    records = [r.row() if hasattr(r, "row") else dict(r) for r in results]
+    records = [{**r.row(), **({"diagnosis": r.diagnosis} if getattr(r, "diagnosis", None) else {})}
+               if hasattr(r, "row") else dict(r) for r in results]
     p = np.array([
         (float(r["p_value"]) if r.get("p_value") is not None and r.get("verdict") != "skipped" else np.nan)
         for r in records

@@ -103,6 +103,10 @@ class TestKind:
     rule : str
         The decision rule in one sentence (default: the first paragraph of ``decide``'s
         docstring).
+    design : object, optional
+        How ``lie-stats diagnose`` simulates this kind's data under the null and with the
+        reference effect planted (a :class:`lie_stats.diagnosis.Design`); without one, the
+        diagnosis uses its own design for the kind's name, if it has one.
     """
 
     __test__ = False  # not a pytest class
@@ -121,6 +125,7 @@ class TestKind:
     validate: ValidateFn | None = None
     description: str = ""
     rule: str = ""
+    design: Any = None
 
     def accepts_role(self, role: str) -> bool:
         """Whether a selection may use ``role``."""
@@ -167,6 +172,7 @@ def register_test(
     validate: ValidateFn | None = None,
     description: str = "",
     rule: str = "",
+    design: Any = None,
 ) -> TestKind:
     """Add a test kind to the registry (see :class:`TestKind` for the fields).
 
@@ -200,7 +206,8 @@ def register_test(
                     directions=tuple(directions), optional_roles=tuple(optional_roles),
                     role_pattern=role_pattern, enums=enums, reference=tuple(reference),
                     required_params=tuple(required_params), validate=validate,
-                    description=description, rule=rule or _first_paragraph(decide.__doc__))
+                    description=description, rule=rule or _first_paragraph(decide.__doc__),
+                    design=design)
     _REGISTRY[name] = kind
     return kind
 

@@ -1,0 +1,745 @@
+"""Design diagnosis: how a spec's verdict rule behaves on data simulated from its own cube.
+
+Modelled on DeclareDesign's ``diagnose_design``: for each spec on each of its datasets, the
+data the spec selects from the real cube (same models, layers, heads, checkpoints) are
+simulated many times
+
+- under the null: the tested role is permuted over heads within each (model, layer)
+  (correlations, label comparisons), the first and last checkpoints of whole layers are
+  swapped (enrichment), or the paired differences are moved to the equivalence bound with
+  their residuals sign-flipped by layer (TOST kinds), so the layer structure stays and only
+  the effect the spec tests is changed;
+- with the spec's reference effect planted into that null structure (the reference rho
+  within layers, the reference ratio last / first, or no difference for equivalence), where
+  the reference gives it and the kind's design knows how to plant it,
+
+and each simulated selection goes through the kind's binding and decision rule, exactly as
+:func:`lie_stats.spec.evaluate_cube` runs the main analysis after selection. The figures, one
+:data:`DIAGNOSIS_FIELDS` record per result:
+
+- ``fpr``: share of null simulations whose verdict is ``supported``;
+- ``power``: share of planted simulations whose verdict is ``supported``;
+- ``coverage``: share of planted simulations whose interval ``[ci_low, ci_high]`` holds the
+  planted effect (those with a finite interval);
+- ``type_s``: among planted simulations with ``p_value < alpha``, the share whose estimate
+  lies on the wrong side of the null value (the sign error of Gelman & Carlin 2014);
+- ``n_sims``, ``seed``; ``reason``: why a figure is null (or ``""``).
+
+Extra fields: ``refuted_null`` and ``refuted_planted`` (share ``refuted``), ``n_perm`` and
+``n_boot`` (the reduced resampling the simulations used).
+
+Designs are keyed by kind name (:data:`DESIGNS`); a kind may bring its own through
+:func:`lie_stats.spec.register_test`'s ``design=``. A kind without one gets null figures with
+the reason ``no simulator for kind K``.
+
+The diagnoses are cached in ``diagnosis.json`` beside the hypothesis modules, keyed by
+``<id>::<dataset>`` and valid for one spec hash, one set of cube-file hashes and one set of
+settings, so that ``lie-stats run`` only reads them (:func:`cached_diagnosis`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._io import file_sha256, write_text_atomic
+from .errors import LieStatsError, SpecError, StatsInputError
+from .stats import columns as C
+
+__all__ = [
+    "DIAGNOSIS_FILE",
+    "DIAGNOSIS_FIELDS",
+    "Design",
+    "DESIGNS",
+    "NotPlantable",
+    "Settings",
+    "design_for",
+    "diagnose_arrays",
+    "diagnose_spec",
+    "empty_diagnosis",
+    "cached_diagnosis",
+    "read_cache",
+    "write_cache",
+    "cube_hashes",
+]
+
+#: Name of the cache file beside the hypothesis modules.
+DIAGNOSIS_FILE = "diagnosis.json"
+#: Fields of a result row's ``diagnosis`` (the shared contract; extra fields may follow).
+DIAGNOSIS_FIELDS = ("fpr", "power", "coverage", "type_s", "n_sims", "seed", "reason")
+#: Version of the cache file's layout.
+CACHE_FORMAT = 1
+#: Version of the built-in designs, part of every cache key: raise it when a design changes
+#: what it simulates, so that cached diagnoses of the old designs are recomputed.
+DESIGN_VERSION = 1
+#: What ``lie-stats run`` attaches to a result the cache does not hold.
+NOT_DIAGNOSED = "not diagnosed: run lie-stats diagnose"
+
+
+class NotPlantable(Exception):
+    """The reference effect cannot be planted into these data (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How many simulations, their seed and the reduced resampling of each evaluation.
+
+    The resampling parameters of the spec are capped at ``n_perm`` and ``n_boot``: a
+    simulation needs the verdict's rate over many datasets, not a precise p for one.
+    """
+
+    n_sims: int = 200
+    seed: int = 0
+    n_perm: int = 199
+    n_boot: int = 199
+
+    def __post_init__(self) -> None:
+        for name in ("n_sims", "n_perm", "n_boot"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise LieStatsError(f"diagnosis setting {name} must be a positive integer, got {value!r}.")
+
+    def record(self) -> dict[str, int]:
+        """The settings as the cache keys them (with :data:`DESIGN_VERSION`)."""
+        return {"n_sims": self.n_sims, "seed": self.seed, "n_perm": self.n_perm,
+                "n_boot": self.n_boot, "design_version": DESIGN_VERSION}
+
+
+Arrays = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Design:
+    """How one kind's selected data are simulated.
+
+    Attributes
+    ----------
+    null : callable
+        ``null(arrays, spec, rng) -> arrays``: the selection with the tested association
+        broken and the layer structure kept.
+    plant : callable, optional
+        ``plant(arrays, spec, rng) -> (arrays, planted)``: the null selection with the
+        spec's reference effect planted, and the planted value in the units of the kind's
+        ``effect``; raises :class:`NotPlantable` when the spec's reference gives no such
+        effect. None: the kind has no defined way to plant an effect.
+    null_value : callable
+        ``null_value(row, spec) -> float``: the value of ``effect`` under the null (the side
+        a type-S error is judged from).
+    what : str
+        The null and the planted effect in words.
+    sign : bool
+        Whether a significant estimate has a sign to get wrong (type S); not for
+        equivalence, whose "significant" means "within the bound".
+    """
+
+    null: Callable[[Arrays, Any, np.random.Generator], Arrays]
+    plant: Callable[[Arrays, Any, np.random.Generator], tuple[Arrays, float]] | None
+    null_value: Callable[[Mapping[str, float], Any], float]
+    what: str
+    sign: bool = True
+
+
+# ----------------------------------------------------------------------------- array helpers
+
+
+def _dims_last(da: Any, dims: Sequence[str]) -> Any:
+    """``da`` with the given dims last, in that order (the others first, as they were)."""
+    rest = [d for d in da.dims if d not in dims]
+    return da.transpose(*rest, *dims)
+
+
+def _layer_slices(da: Any, *, heads: bool = True) -> tuple[Any, np.ndarray, list[tuple[int, ...]]]:
+    """``da`` as (model?, layer) first, then head (when ``heads``) and the rest; its values;
+    the (model, layer) index tuples."""
+    if "layer" not in da.dims or (heads and "head" not in da.dims):
+        raise NotPlantable(f"the selection of {da.name!r} has no layer"
+                           f"{' and head dimensions' if heads else ' dimension'}")
+    if heads and "head_j" in da.dims:
+        raise NotPlantable("pairwise (head, head_j) selections have no head permutation here")
+    lead = [d for d in ("model", "layer") if d in da.dims]
+    rest = [d for d in da.dims if d not in (*lead, "head")]
+    da = da.transpose(*lead, *(["head"] if "head" in da.dims else []), *rest)
+    values = np.array(da.values, dtype=float)
+    index = list(np.ndindex(*values.shape[: len(lead)]))
+    return da, values, index
+
+
+def permute_heads(da: Any, rng: np.random.Generator) -> Any:
+    """``da`` with its heads permuted within each (model, layer): one permutation per layer,
+    the same at every checkpoint and coordinate, among the heads that have data (padding
+    stays where it is).
+
+    >>> import xarray as xr
+    >>> da = xr.DataArray(np.arange(6.0).reshape(2, 3), dims=("layer", "head"))
+    >>> out = permute_heads(da, np.random.default_rng(0))
+    >>> sorted(out.values[0].tolist()), sorted(out.values[1].tolist())
+    ([0.0, 1.0, 2.0], [3.0, 4.0, 5.0])
+    """
+    arranged, values, index = _layer_slices(da)
+    for ix in index:
+        block = values[ix]  # [head, rest...]
+        have = np.flatnonzero(np.isfinite(block.reshape(block.shape[0], -1)).any(axis=1))
+        block[have] = block[rng.permutation(have)]
+    return arranged.copy(data=values).transpose(*da.dims)
+
+
+def _normal_scores(v: np.ndarray) -> np.ndarray:
+    from scipy.stats import norm, rankdata
+
+    return norm.ppf((rankdata(v) - 0.5) / len(v))
+
+
+def _pearson_for(rho: float, method: str) -> float:
+    """The Pearson correlation of a bivariate normal whose Spearman (or Kendall) is ``rho``."""
+    if method == "spearman":
+        return 2.0 * math.sin(math.pi * rho / 6.0)
+    if method == "kendall":
+        return math.sin(math.pi * rho / 2.0)
+    return rho
+
+
+def _aligned_xy(arrays: Arrays) -> tuple[Any, Any]:
+    import xarray as xr
+
+    x, y = (arrays[r].reset_coords(drop=True) for r in ("x", "y"))
+    x, y = xr.align(x, y, join="inner")
+    if set(x.dims) != set(y.dims):
+        raise NotPlantable(f"x and y have different dimensions ({x.dims} vs {y.dims})")
+    return x, y.transpose(*x.dims)
+
+
+def plant_correlation(arrays: Arrays, rho: float, method: str, rng: np.random.Generator) -> Arrays:
+    """``y`` rebuilt within each (model, layer) as ``mean + sd * (c z(x) + sqrt(1 - c^2) z(y))``
+    (normal scores of the ranks), so that its within-layer correlation with ``x`` is ``rho``
+    on the kind's scale, with each layer's mean and spread of ``y`` kept."""
+    x, y = _aligned_xy(arrays)
+    c = _pearson_for(rho, method)
+    xa, xv, index = _layer_slices(x)
+    ya, yv, _ = _layer_slices(y)
+    if xv.shape != yv.shape:
+        raise NotPlantable("x and y do not align head by head")
+    out = yv.copy()
+    for ix in index:
+        xb, yb = xv[ix].reshape(-1), yv[ix].reshape(-1)
+        ok = np.isfinite(xb) & np.isfinite(yb)
+        if ok.sum() < 3:
+            continue
+        zx, zy = _normal_scores(xb[ok]), _normal_scores(yb[ok])
+        mixed = c * zx + math.sqrt(max(0.0, 1.0 - c * c)) * zy
+        mixed = (mixed - mixed.mean()) / (mixed.std() or 1.0)
+        sd = float(np.std(yb[ok])) or 1.0
+        block = out[ix].reshape(-1)
+        block[ok] = float(np.mean(yb[ok])) + sd * mixed
+        out[ix] = block.reshape(out[ix].shape)
+    new = dict(arrays)
+    new["x"] = x
+    new["y"] = ya.copy(data=out).transpose(*y.dims)
+    return new
+
+
+def swap_layers(first: Any, last: Any, rng: np.random.Generator) -> tuple[Any, Any]:
+    """``first`` and ``last`` with the values of whole (model, layer) clusters swapped, each
+    with probability 1/2 (exchangeable under no change)."""
+    import xarray as xr
+
+    f, g = xr.align(first.reset_coords(drop=True), last.reset_coords(drop=True), join="inner")
+    g = g.transpose(*f.dims)
+    fa, fv, index = _layer_slices(f, heads=False)
+    ga, gv, _ = _layer_slices(g, heads=False)
+    for ix in index:
+        if rng.random() < 0.5:
+            fv[ix], gv[ix] = gv[ix].copy(), fv[ix].copy()
+    return fa.copy(data=fv).transpose(*f.dims), ga.copy(data=gv).transpose(*g.dims)
+
+
+def _aligned(arrays: Arrays, first: str, second: str) -> tuple[Any, Any]:
+    import xarray as xr
+
+    a, b = xr.align(arrays[first].reset_coords(drop=True), arrays[second].reset_coords(drop=True),
+                    join="inner")
+    if set(a.dims) != set(b.dims):
+        raise NotPlantable(f"{first} and {second} have different dimensions ({a.dims} vs {b.dims})")
+    return a, b.transpose(*a.dims)
+
+
+def flip_differences(a: Any, b: Any, shift: float, rng: np.random.Generator) -> Any:
+    """``b`` rebuilt as ``a + s * (d - mean d) + shift``, ``d = b - a``, with one random sign
+    ``s`` per (model, layer) cluster: paired differences whose expected mean is ``shift``
+    and whose spread and within-layer pattern are the real ones (the sample mean varies
+    from draw to draw as the flips fall).
+
+    >>> import xarray as xr
+    >>> a = xr.DataArray(np.zeros((4, 2)), dims=("layer", "head"))
+    >>> b = xr.DataArray(np.array([[1.0, 2], [3, 4], [5, 6], [7, 8]]), dims=("layer", "head"))
+    >>> out = flip_differences(a, b, 0.5, np.random.default_rng(0))
+    >>> sorted(np.abs((out - a - 0.5).values.ravel()).tolist())
+    [0.5, 0.5, 1.5, 1.5, 2.5, 2.5, 3.5, 3.5]
+    """
+    d = (b - a).values
+    resid = b.copy(data=d - np.nanmean(d))
+    arranged, values, index = _layer_slices(resid, heads=False)
+    for ix in index:
+        values[ix] = values[ix] * rng.choice((-1.0, 1.0))
+    return a + arranged.copy(data=values + shift).transpose(*a.dims)
+
+
+# ----------------------------------------------------------------------------- the designs
+
+
+def _reference_number(spec: Any, keys: Sequence[str], what: str) -> float:
+    for key in keys:
+        value = spec.reference.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+    raise NotPlantable(f"the reference {dict(spec.reference)!r} gives no {what} "
+                       f"({' or '.join(keys)}) to plant")
+
+
+def _null_permute(role: str) -> Callable[[Arrays, Any, np.random.Generator], Arrays]:
+    def null(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
+        return {**arrays, role: permute_heads(arrays[role], rng)}
+
+    null.__doc__ = f"selection[{role!r}] permuted over heads within layers"
+    return null
+
+
+def _plant_rho(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[Arrays, float]:
+    rho = _reference_number(spec, ("rho", "r"), "correlation")
+    method = str(spec.resolved_params().get("method", "spearman"))
+    return plant_correlation(arrays, rho, method, rng), rho
+
+
+def _null_swap(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
+    first, last = swap_layers(arrays["first"], arrays["last"], rng)
+    return {**arrays, "first": first, "last": last}
+
+
+def _plant_ratio(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[Arrays, float]:
+    ratio = _reference_number(spec, ("ratio",), "ratio last / first")
+    if ratio <= 0:
+        raise NotPlantable(f"the reference ratio {ratio} is not positive")
+    return {**arrays, "last": arrays["last"] * ratio}, ratio
+
+
+def _bound_of(spec: Any) -> float:
+    bound = spec.prediction.bound if spec.prediction.bound is not None else spec.resolved_params().get("bound")
+    if not isinstance(bound, (int, float)) or not bound > 0:
+        raise NotPlantable(f"no positive equivalence bound (got {bound!r})")
+    return float(bound)
+
+
+def _null_at_bound(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
+    a, b = _aligned(arrays, "a", "b")
+    shift = _bound_of(spec) * rng.choice((-1.0, 1.0))
+    return {**arrays, "a": a, "b": flip_differences(a, b, shift, rng)}
+
+
+def _plant_equal(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[Arrays, float]:
+    a, b = _aligned(arrays, "a", "b")
+    return {**arrays, "a": a, "b": flip_differences(a, b, 0.0, rng)}, 0.0
+
+
+def _log_pair(arrays: Arrays) -> tuple[Any, Any]:
+    """log(base), log(tuned) aligned unit by unit, each without its (one) model."""
+    import xarray as xr
+
+    logs = []
+    for role in ("base", "tuned"):
+        da = arrays[role].reset_coords(drop=True)
+        if "model" in da.dims:
+            if da.sizes["model"] != 1:
+                raise NotPlantable(f"selection[{role!r}] holds {da.sizes['model']} models, not one")
+            da = da.isel(model=0, drop=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs.append(np.log(da.where(da > 0)))
+    base, tuned = xr.align(*logs, join="inner")
+    return base, tuned.transpose(*base.dims)
+
+
+def _relative(arrays: Arrays, shift: float, rng: np.random.Generator) -> Arrays:
+    base, tuned = _log_pair(arrays)
+    return {**arrays, "base": np.exp(base), "tuned": np.exp(flip_differences(base, tuned, shift, rng))}
+
+
+def _null_relative_at_bound(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
+    return _relative(arrays, math.log1p(_bound_of(spec)) * rng.choice((-1.0, 1.0)), rng)
+
+
+def _plant_unchanged(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[Arrays, float]:
+    return _relative(arrays, 0.0, rng), 0.0
+
+
+def _zero(row: Mapping[str, float], spec: Any) -> float:
+    center = row.get(C.NULL_CENTER)
+    return float(center) if center is not None and math.isfinite(center) else 0.0
+
+
+def _one(row: Mapping[str, float], spec: Any) -> float:
+    return 1.0
+
+
+def _prediction_value(row: Mapping[str, float], spec: Any) -> float:
+    value = spec.prediction.value
+    return float(value) if value is not None else 0.0
+
+
+_CORRELATION = Design(
+    null=_null_permute("y"), plant=_plant_rho, null_value=_zero,
+    what="null: y permuted over heads within layers; planted: the reference rho within layers")
+_ENRICHMENT = Design(
+    null=_null_swap, plant=_plant_ratio, null_value=_one,
+    what="null: first and last swapped by whole layers; planted: last x the reference ratio")
+
+
+_PAIRED_EQUIVALENCE = Design(
+    null=_null_at_bound, plant=_plant_equal, null_value=_zero, sign=False,
+    what="null: paired differences b - a re-centred at +bound or -bound, their residuals "
+         "sign-flipped by (model, layer); planted: the same re-centred at 0 (b equals a)")
+
+
+_RELATIVE_EQUIVALENCE = Design(
+    null=_null_relative_at_bound, plant=_plant_unchanged, null_value=_zero, sign=False,
+    what="null: log(tuned / base) re-centred at +log(1 + bound) or -log(1 + bound), its "
+         "residuals sign-flipped by layer; planted: the same re-centred at 0 (no change)")
+
+
+def _label_design(role: str) -> Design:
+    return Design(null=_null_permute(role), plant=None, null_value=_prediction_value,
+                  what=f"null: {role} permuted over heads within layers; no planted effect "
+                       f"(no way to plant one is defined for a label comparison)")
+
+
+#: The built-in designs, by kind name.
+DESIGNS: dict[str, Design] = {
+    "correlation": _CORRELATION,
+    "partial_correlation": _CORRELATION,
+    "replication": _CORRELATION,
+    "enrichment": _ENRICHMENT,
+    "tost_paired": _PAIRED_EQUIVALENCE,
+    "tost_relative": _RELATIVE_EQUIVALENCE,
+    "group_difference": _label_design("group"),
+    "class_auc": _label_design("label"),
+    "threshold_agreement": _label_design("label"),
+    "stabilization_time": _label_design("group"),
+    "class_interaction": _label_design("group"),
+}
+
+
+def design_for(kind: Any) -> Design | None:
+    """The kind's own design (``register_test(design=...)``), else the built-in one, else None."""
+    return getattr(kind, "design", None) or DESIGNS.get(kind.name)
+
+
+# ----------------------------------------------------------------------------- diagnosis
+
+
+def empty_diagnosis(reason: str, settings: Settings | None = None) -> dict[str, Any]:
+    """A diagnosis with every figure null and ``reason`` saying why."""
+    return {"fpr": None, "power": None, "coverage": None, "type_s": None,
+            "n_sims": settings.n_sims if settings else None,
+            "seed": settings.seed if settings else None, "reason": reason}
+
+
+def _evaluate(spec: Any, arrays: Arrays, params: dict[str, Any]) -> tuple[str, dict[str, float]]:
+    """Verdict and result row of the spec's kind on ``arrays`` (as the main analysis runs it)."""
+    from .spec import Decision, TestInput
+
+    kind = spec.kind
+    data = TestInput(arrays=arrays, params=params, prediction=spec.prediction,
+                     reference=dict(spec.reference))
+    try:
+        row = kind.run(data)
+    except StatsInputError:
+        return "inconclusive", {}
+    verdict, _ = kind.decide(row, Decision(spec.prediction, float(params["alpha"]),
+                                           dict(spec.reference), params))
+    return verdict, row
+
+
+def _share(flags: list[bool]) -> float | None:
+    return float(np.mean(flags)) if flags else None
+
+
+def _reduced(params: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    out = dict(params)
+    for key, cap in (("n_perm", settings.n_perm), ("n_boot", settings.n_boot)):
+        if isinstance(out.get(key), int) and out[key] > cap:
+            out[key] = cap
+    return out
+
+
+def diagnose_arrays(spec: Any, arrays: Arrays, settings: Settings = Settings(), *,
+                    progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Diagnose ``spec`` on its selected ``arrays`` (one array per role).
+
+    Simulation ``i`` draws its data with ``numpy.random.default_rng([seed, i])`` and runs
+    the test with resampling seed ``seed + i`` (so the simulations' Monte Carlo errors are
+    independent) and the resampling capped by ``settings``.
+
+    Returns
+    -------
+    dict
+        :data:`DIAGNOSIS_FIELDS` plus ``refuted_null``, ``refuted_planted``, ``n_perm``,
+        ``n_boot``.
+    """
+    design = design_for(spec.kind)
+    if design is None:
+        return empty_diagnosis(f"no simulator for kind {spec.test}", settings)
+    alpha = float(spec.resolved_params()["alpha"])
+    base = _reduced(spec.resolved_params(), settings)
+    null_verdicts, plant_verdicts, covered, sign_errors = [], [], [], []
+    plant_reason = "" if design.plant is not None else (
+        f"no way to plant an effect is defined for kind {spec.test}")
+    for i in range(settings.n_sims):
+        rng = np.random.default_rng([settings.seed, i])
+        params = {**base, "seed": settings.seed + i}
+        try:
+            null_arrays = design.null(arrays, spec, rng)
+        except NotPlantable as e:
+            return empty_diagnosis(f"no null simulation for these data: {e}", settings)
+        verdict, _ = _evaluate(spec, null_arrays, params)
+        null_verdicts.append(verdict)
+        if not plant_reason:
+            try:
+                planted_arrays, planted = design.plant(null_arrays, spec, rng)
+            except NotPlantable as e:
+                plant_reason = f"no planted effect: {e}"
+            else:
+                verdict, row = _evaluate(spec, planted_arrays, params)
+                plant_verdicts.append(verdict)
+                lo, hi = row.get(C.CI_LOW, math.nan), row.get(C.CI_HIGH, math.nan)
+                if math.isfinite(lo) and math.isfinite(hi):
+                    covered.append(lo <= planted <= hi)
+                p, est = row.get(C.P_VALUE, math.nan), row.get(C.EFFECT, math.nan)
+                if design.sign and math.isfinite(p) and p < alpha and math.isfinite(est):
+                    zero = design.null_value(row, spec)
+                    sign_errors.append(np.sign(est - zero) != np.sign(planted - design.null_value({}, spec)))
+        if progress is not None:
+            progress(1)
+    out = empty_diagnosis(plant_reason, settings)
+    out["fpr"] = _share([v == "supported" for v in null_verdicts])
+    out["refuted_null"] = _share([v == "refuted" for v in null_verdicts])
+    if plant_verdicts:
+        out["power"] = _share([v == "supported" for v in plant_verdicts])
+        out["refuted_planted"] = _share([v == "refuted" for v in plant_verdicts])
+        out["coverage"] = _share(covered)
+        out["type_s"] = _share(sign_errors)
+        missing = [name for name, flags in (("coverage", covered), ("type_s", sign_errors))
+                   if not flags]
+        if missing:
+            why = {"coverage": "no planted simulation gave a finite interval",
+                   "type_s": (f"no planted simulation had p < alpha ({alpha})" if design.sign else
+                              "type S is undefined for an equivalence prediction")}
+            out["reason"] = "; ".join(why[m] for m in missing)
+    out["n_perm"], out["n_boot"] = settings.n_perm, settings.n_boot
+    out["design"] = design.what
+    return out
+
+
+def diagnose_spec(spec: Any, dataset: str, datasets_dir: str | os.PathLike = "datasets",
+                  settings: Settings = Settings(), *,
+                  progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Diagnose ``spec`` on ``dataset``: select its data from the dataset's cube, then
+    :func:`diagnose_arrays`. Absent data or a selection that skips give null figures with
+    the reason."""
+    from .datasets import card_cubes, find_dataset
+    from .spec import Skip, select
+
+    card = find_dataset(dataset, datasets_dir)
+    if card.missing:
+        return empty_diagnosis(f"dataset {dataset!r} is {card.state}: nothing to simulate from",
+                               settings)
+    if design_for(spec.kind) is None:  # said before the cube is opened
+        return empty_diagnosis(f"no simulator for kind {spec.test}", settings)
+    cube = card_cubes(card)
+    try:
+        arrays = {role: select(sel, cube, where=f"{spec.id} selection[{role!r}]")
+                  for role, sel in spec.selection.items()}
+    except Skip as e:
+        return empty_diagnosis(f"skipped: {e}", settings)
+    try:
+        return diagnose_arrays(spec, arrays, settings, progress=progress)
+    except SpecError as e:
+        return empty_diagnosis(f"the kind rejects its selection: {e}", settings)
+
+
+# ----------------------------------------------------------------------------- cache
+
+
+_HASHES: dict[tuple, str] = {}
+
+
+def cube_hashes(dataset: str, datasets_dir: str | os.PathLike = "datasets") -> dict[str, str] | None:
+    """sha256 of each cube file of ``dataset`` by file name (None when a file is absent);
+    computed once per file version (path, mtime, size) in a process."""
+    from .datasets import find_dataset
+
+    card = find_dataset(dataset, datasets_dir)
+    if card.missing:
+        return None
+    out = {}
+    for p in card.cubes:
+        st = p.stat()
+        key = (str(p), st.st_mtime_ns, st.st_size)
+        if key not in _HASHES:
+            _HASHES[key] = file_sha256(p)
+        out[p.name] = _HASHES[key]
+    return out
+
+
+def read_cache(path: str | os.PathLike) -> dict[str, Any]:
+    """The entries of a cache file by ``<id>::<dataset>`` (empty when the file is absent).
+
+    Raises
+    ------
+    LieStatsError
+        The file is not JSON, or not the layout :func:`write_cache` writes (the message
+        names the file and what was expected).
+    """
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise LieStatsError(f"{path}: not a diagnosis cache (invalid JSON: {e}); delete it and "
+                            f"rerun lie-stats diagnose.") from None
+    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(
+            data.get("entries"), dict):
+        raise LieStatsError(f"{path}: not a diagnosis cache: expected an object with "
+                            f"\"format\": {CACHE_FORMAT} and \"entries\" (an object by "
+                            f"<id>::<dataset>); delete it and rerun lie-stats diagnose.")
+    for key, entry in data["entries"].items():
+        need = ("spec_hash", "cubes", "settings", "diagnosis")
+        if not isinstance(entry, dict) or any(k not in entry for k in need) or not isinstance(
+                entry["diagnosis"], dict) or any(f not in entry["diagnosis"] for f in DIAGNOSIS_FIELDS):
+            raise LieStatsError(f"{path}: entry {key!r} is malformed: expected the fields "
+                                f"{', '.join(need)} and a diagnosis with {', '.join(DIAGNOSIS_FIELDS)}.")
+    return data["entries"]
+
+
+def write_cache(path: str | os.PathLike, entries: Mapping[str, Any]) -> Path:
+    """Write the cache file atomically, keys sorted (the same entries give the same bytes)."""
+    text = json.dumps({"format": CACHE_FORMAT, "entries": dict(entries)}, indent=1,
+                      sort_keys=True, allow_nan=False)
+    return write_text_atomic(path, text + "\n")
+
+
+def _entry_valid(entry: Mapping[str, Any] | None, spec_hash: str, cubes: Mapping[str, str] | None,
+                 settings: Settings | None) -> bool:
+    if entry is None or entry.get("spec_hash") != spec_hash or entry.get("cubes") != cubes:
+        return False
+    return settings is None or entry.get("settings") == settings.record()
+
+
+def cached_diagnosis(spec_id: str, dataset: str, spec_hash: str, cache: str | os.PathLike,
+                     datasets_dir: str | os.PathLike = "datasets") -> dict[str, Any]:
+    """The cached diagnosis of a result, or null figures with the reason
+    :data:`NOT_DIAGNOSED` when the cache holds none for this spec hash and these cubes."""
+    entry = read_cache(cache).get(f"{spec_id}::{dataset}")
+    try:
+        cubes = cube_hashes(dataset, datasets_dir)
+    except LieStatsError:
+        cubes = None
+    if _entry_valid(entry, spec_hash, cubes, None):
+        return dict(entry["diagnosis"])
+    return empty_diagnosis(NOT_DIAGNOSED)
+
+
+@dataclass
+class Diagnosed:
+    """One diagnosed result: key, the diagnosis, whether it came from the cache, seconds."""
+
+    key: str
+    diagnosis: dict[str, Any]
+    cached: bool
+    seconds: float = 0.0
+    test: str = ""
+
+
+@dataclass
+class _Work:
+    spec: Any
+    dataset: str
+    cache: Path
+    entries: dict[str, Any] = field(default_factory=dict)
+
+
+def diagnose_declarations(declarations: Iterable[Any], *, datasets_dir: str | os.PathLike = "datasets",
+                          settings: Settings = Settings(), datasets: Sequence[str] | None = None,
+                          progress: Any = None) -> list[Diagnosed]:
+    """Diagnose collected declarations (:func:`lie_stats.collect.collect`) on their datasets,
+    reusing valid cache entries and writing each cache file after every new diagnosis (so
+    an interrupted run keeps what it finished).
+
+    ``progress``: an object with ``update(n)`` and ``total`` (a tqdm bar), or None.
+    """
+    import time
+
+    work: list[_Work] = []
+    for decl in declarations:
+        if decl.out_of_scope:
+            continue
+        for ds in decl.datasets:
+            if datasets is None or ds in datasets:
+                work.append(_Work(decl.obj, ds, Path(decl.path).parent / DIAGNOSIS_FILE))
+    caches = {w.cache: dict(read_cache(w.cache)) for w in work}
+    done = []
+    for w in work:
+        key = f"{w.spec.id}::{w.dataset}"
+        entries = caches[w.cache]
+        cubes = cube_hashes(w.dataset, datasets_dir)
+        if _entry_valid(entries.get(key), w.spec.spec_hash(), cubes, settings):
+            done.append(Diagnosed(key, dict(entries[key]["diagnosis"]), True, 0.0, w.spec.test))
+            if progress is not None:
+                progress.update(settings.n_sims)
+            continue
+        start = time.perf_counter()
+        counted = [0]
+
+        def tick(n: int) -> None:
+            counted[0] += n
+            if progress is not None:
+                progress.update(n)
+
+        diag = diagnose_spec(w.spec, w.dataset, datasets_dir, settings, progress=tick)
+        if progress is not None and counted[0] < settings.n_sims:
+            progress.update(settings.n_sims - counted[0])
+        seconds = time.perf_counter() - start
+        entries[key] = {"spec_hash": w.spec.spec_hash(), "cubes": cubes,
+                        "settings": settings.record(), "diagnosis": _finite(diag)}
+        write_cache(w.cache, entries)
+        done.append(Diagnosed(key, entries[key]["diagnosis"], False, seconds, w.spec.test))
+    return done
+
+
+def _finite(diag: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in diag.items()}
+
+
+def diagnosis_table(rows: Sequence[Diagnosed]) -> str:
+    """The diagnoses as a plain-text table: key, kind, FPR, power, coverage, type-S, seconds,
+    reason."""
+    from ._io import terminal_safe
+
+    def fmt(v: Any) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
+    head = f"{'result':44s} {'test':22s} {'fpr':>6s} {'power':>6s} {'cover':>6s} {'typeS':>6s} {'sec':>6s}  reason"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        d = r.diagnosis
+        sec = "cache" if r.cached else f"{r.seconds:.1f}"
+        lines.append(f"{terminal_safe(r.key, one_line=True)[:44]:44s} {r.test[:22]:22s} "
+                     f"{fmt(d.get('fpr')):>6s} {fmt(d.get('power')):>6s} {fmt(d.get('coverage')):>6s} "
+                     f"{fmt(d.get('type_s')):>6s} {sec:>6s}  "
+                     f"{terminal_safe(d.get('reason') or '', one_line=True)}")
+    return "\n".join(lines)
+

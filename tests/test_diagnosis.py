@@ -1,0 +1,279 @@
+"""lie-stats diagnose: the null and planted simulations of a spec's own data, and the cache.
+
+The synthetic ``synth`` dataset (tests/_spec_cubes.py) holds a strong within-layer negative
+correlation (rho about -0.6) between initial head contribution and change, with layer
+offsets. A diagnosis must break that association under the null (FPR in the binomial band
+of a one-sided alpha / 2) and detect a large planted rho.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from lie_stats import diagnosis as D
+from lie_stats.collect import collect
+from lie_stats.errors import LieStatsError
+from lie_stats.spec import HypothesisSpec, Prediction, Select
+
+from ._spec_cubes import make_datasets, planted_fields, synth_cube
+
+#: Simulations of the calibration test and the reduced resampling they use.
+SETTINGS = D.Settings(n_sims=60, seed=0, n_perm=99, n_boot=49)
+
+
+def binomial_band(n: int, p: float, level: float = 0.99) -> tuple[float, float]:
+    """Two-sided ``level`` band of a binomial share (scipy.stats.binom.interval)."""
+    lo, hi = sps.binom.interval(level, n, p)
+    return lo / n, hi / n
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    return make_datasets(tmp_path_factory.mktemp("diag") / "datasets")
+
+
+def correlation_spec(rho: float = -0.6) -> HypothesisSpec:
+    return HypothesisSpec(**planted_fields(reference={"rho": rho}))
+
+
+def test_permute_heads_keeps_each_layer_and_moves_heads():
+    import xarray as xr
+
+    values = np.arange(2 * 3 * 5, dtype=float).reshape(2, 3, 5)
+    values[:, 2, 4] = np.nan  # a padded head (no data at any step) stays where it is
+    da = xr.DataArray(values, dims=("step", "layer", "head"))
+    out = D.permute_heads(da, np.random.default_rng(1))
+    for layer in range(3):
+        assert sorted(np.nan_to_num(out.values[:, layer].ravel(), nan=-1)) == sorted(
+            np.nan_to_num(values[:, layer].ravel(), nan=-1))
+    assert np.isnan(out.values[:, 2, 4]).all()
+    # one permutation per layer, the same at every step: step 1 - step 0 is 15 everywhere
+    np.testing.assert_allclose(out.values[1, :2] - out.values[0, :2], 15.0)
+    assert not np.array_equal(out.values, values)
+
+
+def test_planted_correlation_has_the_reference_rho_within_layers():
+    import xarray as xr
+
+    rng = np.random.default_rng(3)
+    x = xr.DataArray(rng.normal(size=(40, 50)) + np.arange(40)[:, None], dims=("layer", "head"))
+    y = xr.DataArray(rng.normal(size=(40, 50)) * 2 + 5, dims=("layer", "head"))
+    out = D.plant_correlation({"x": x, "y": y}, -0.4, "spearman", rng)
+    rhos = [sps.spearmanr(out["x"].values[i], out["y"].values[i])[0] for i in range(40)]
+    assert abs(np.mean(rhos) - (-0.4)) < 0.03  # SE of the mean about 0.13 / sqrt(40) = 0.02
+    # each layer keeps its mean and spread of y
+    np.testing.assert_allclose(out["y"].mean("head"), y.mean("head"), atol=1e-9)
+    np.testing.assert_allclose(out["y"].std("head"), y.std("head"), rtol=1e-9)
+
+
+def test_correlation_diagnosis_holds_alpha_and_detects_a_large_planted_rho():
+    spec = correlation_spec(-0.6)
+    cube = synth_cube()
+    from lie_stats.spec import select
+
+    arrays = {role: select(sel, cube) for role, sel in spec.selection.items()}
+    diag = D.diagnose_arrays(spec, arrays, SETTINGS)
+    # the real data have rho about -0.6: without a null that breaks it FPR would be near 1.
+    # Two-sided test, predicted sign: a null "supported" rate of alpha / 2 = 0.025.
+    lo, hi = binomial_band(SETTINGS.n_sims, 0.025)
+    assert lo <= diag["fpr"] <= hi, diag
+    assert diag["power"] >= 0.9, diag  # rho -0.6 on 96 heads: z about 6
+    assert diag["type_s"] <= 0.05, diag
+    assert diag["coverage"] >= 0.7, diag  # the pooled interval, about the within-layer rho
+    assert diag["n_sims"] == SETTINGS.n_sims and diag["seed"] == 0 and diag["reason"] == ""
+    assert set(D.DIAGNOSIS_FIELDS) <= set(diag)
+
+
+def test_a_kind_without_a_simulator_says_so():
+    spec = HypothesisSpec(id="T1", claim="c", source="s", datasets=("synth",),
+                          selection={"values": Select("abelian_fraction", step="all", family="Q",
+                                                      projection="none")},
+                          test="trend", prediction=Prediction("positive"), gate="report")
+    diag = D.diagnose_arrays(spec, {}, D.Settings(n_sims=3))
+    assert diag["reason"] == "no simulator for kind trend"
+    assert diag["fpr"] is None and diag["power"] is None and diag["n_sims"] == 3
+
+
+def test_a_reference_without_an_effect_size_gives_fpr_only(root):
+    spec = HypothesisSpec(**planted_fields(reference={"direction": "negative"}))
+    diag = D.diagnose_spec(spec, "synth", root, D.Settings(n_sims=4, n_perm=19, n_boot=19))
+    assert diag["fpr"] is not None and diag["power"] is None and diag["coverage"] is None
+    assert "gives no correlation" in diag["reason"]
+
+
+def _module(folder, rho: float) -> None:
+    folder.mkdir(exist_ok=True)
+    (folder / "diag_demo.py").write_text(
+        "from lie_stats.spec import HypothesisSpec, Prediction, Select\n"
+        "B5 = HypothesisSpec(id='B5', claim='c', source='s', datasets=('synth',),\n"
+        "    selection={'x': Select('head_contribution', step='first'),\n"
+        "               'y': Select('change_from_init')},\n"
+        "    test='correlation', params={'n_perm': 99, 'n_boot': 50},\n"
+        f"    prediction=Prediction('negative'), reference={{'rho': {rho}}}, gate='report')\n",
+        encoding="utf-8")
+
+
+def test_the_cache_is_reused_and_invalidated_by_the_spec_hash(root, tmp_path, monkeypatch):
+    hyp = tmp_path / "hypotheses"
+    _module(hyp, -0.5)
+    settings = D.Settings(n_sims=3, n_perm=19, n_boot=19)
+    decls = collect([hyp], datasets_dir=root, dirs=None).declarations
+    first = D.diagnose_declarations(decls, datasets_dir=root, settings=settings)
+    assert [d.cached for d in first] == [False]
+    cache = hyp / D.DIAGNOSIS_FILE
+    text = cache.read_text()
+    entry = json.loads(text)["entries"]["B5::synth"]
+    assert entry["spec_hash"] == decls[0].obj.spec_hash() and entry["settings"] == settings.record()
+
+    def no_recompute(*a, **k):
+        raise AssertionError("the cache should have been used")
+
+    with monkeypatch.context() as m:
+        m.setattr(D, "diagnose_spec", no_recompute)
+        again = D.diagnose_declarations(decls, datasets_dir=root, settings=settings)
+    assert [d.cached for d in again] == [True] and again[0].diagnosis == first[0].diagnosis
+    assert cache.read_text() == text  # nothing rewritten
+    # what `lie-stats run` attaches: the cached figures for this hash, none for another
+    got = D.cached_diagnosis("B5", "synth", decls[0].obj.spec_hash(), cache, root)
+    assert got == first[0].diagnosis
+    other = D.cached_diagnosis("B5", "synth", "0" * 64, cache, root)
+    assert other["reason"] == D.NOT_DIAGNOSED and other["fpr"] is None
+    # other settings recompute
+    more = D.diagnose_declarations(decls, datasets_dir=root, settings=D.Settings(n_sims=4, n_perm=19, n_boot=19))
+    assert [d.cached for d in more] == [False] and more[0].diagnosis["n_sims"] == 4
+    # a changed declaration (its reference) changes the hash: recomputed
+    _module(hyp, -0.3)
+    import sys
+    sys.modules.pop("diag_demo", None)
+    decls2 = collect([hyp], datasets_dir=root, dirs=None).declarations
+    assert decls2[0].obj.spec_hash() != decls[0].obj.spec_hash()
+    redone = D.diagnose_declarations(decls2, datasets_dir=root, settings=settings)
+    assert [d.cached for d in redone] == [False]
+    assert json.loads(cache.read_text())["entries"]["B5::synth"]["spec_hash"] == decls2[0].obj.spec_hash()
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("{not json", "invalid JSON"),
+    ('{"format": 1, "entries": []}', "expected an object"),
+    ('{"format": 1, "entries": {"B5::synth": {"spec_hash": "x"}}}', "entry 'B5::synth' is malformed"),
+])
+def test_a_malformed_cache_names_its_file(tmp_path, text, expected):
+    path = tmp_path / D.DIAGNOSIS_FILE
+    path.write_text(text)
+    with pytest.raises(LieStatsError, match=expected) as err:
+        D.read_cache(path)
+    assert str(path) in str(err.value)
+
+
+def test_paired_equivalence_holds_alpha_at_the_bound_and_detects_equality():
+    import xarray as xr
+
+    rng = np.random.default_rng(7)
+    # 3 models x 12 layers: a per-layer metric under two compressions, differences with a
+    # model-shared offset and layer noise (sd 0.01) against a bound of 0.02
+    a = xr.DataArray(rng.uniform(0.2, 0.6, size=(3, 12)), dims=("model", "layer"),
+                     coords={"model": ["m0", "m1", "m2"], "layer": np.arange(12)})
+    b = a + 0.3 + 0.01 * rng.normal(size=(3, 12))
+    spec = HypothesisSpec(id="E1", claim="c", source="s", datasets=("synth",),
+                          selection={"a": Select("abelian_fraction", step="last", family="Q", projection="none"),
+                                     "b": Select("abelian_fraction", step="last", family="Q", projection="fixed:2")},
+                          test="tost_paired", prediction=Prediction("equivalent", bound=0.02),
+                          gate="report")
+    settings = D.Settings(n_sims=80, seed=1)
+    diag = D.diagnose_arrays(spec, {"a": a, "b": b}, settings)
+    # TOST at the boundary: "supported" at most alpha (about alpha with n = 36); the real
+    # difference (0.3) would be refuted every time if the null did not re-centre it
+    lo, hi = binomial_band(settings.n_sims, 0.05)
+    assert diag["fpr"] <= hi, diag
+    assert diag["power"] >= 0.9, diag  # se about 0.01 / 6: the bound is 12 se away from 0
+    assert diag["coverage"] >= 0.8, diag  # the 90 % interval about 0
+    assert diag["type_s"] is None and "equivalence" in diag["reason"]
+
+
+def test_the_diagnose_verb_prints_a_table_and_writes_the_cache(root, tmp_path, capsys):
+    from lie_stats.cli import main
+
+    hyp = tmp_path / "hyp_cli"
+    _module(hyp, -0.5)
+    import sys
+    sys.modules.pop("diag_demo", None)
+    assert main(["diagnose", str(hyp), "--datasets", str(root), "--n-sims", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "B5::synth" in out and "1 diagnosed, 0 from the cache" in out
+    assert "B5::synth" in D.read_cache(hyp / D.DIAGNOSIS_FILE)
+
+
+@pytest.mark.slow  # a whole `lie-stats run` with its report and figures: about 15 s
+def test_run_puts_the_cached_diagnosis_into_every_row(root, tmp_path):
+    from lie_stats.pytest_plugin import run
+
+    hyp = tmp_path / "hyp_run"
+    _module(hyp, -0.5)
+    (hyp / "diag_scope.py").write_text(
+        "from lie_stats.spec import OutOfScope\n"
+        "G9 = OutOfScope(id='G9', claim='c', source='s', reason='r')\n", encoding="utf-8")
+    import sys
+    sys.modules.pop("diag_demo", None)
+    decls = collect([hyp / "diag_demo.py"], datasets_dir=root, dirs=None).declarations
+    done = D.diagnose_declarations(decls, datasets_dir=root, settings=D.Settings(n_sims=2, n_perm=19, n_boot=19))
+    reports = tmp_path / "reports"
+    run([str(hyp)], datasets_dir=root, reports_dir=reports, pytest_args=["-q", "-p", "no:cacheprovider"])
+    rows = {r["id"]: r for r in json.loads((reports / "results.json").read_text())}
+    assert rows["B5"]["diagnosis"] == done[0].diagnosis
+    assert rows["G9"]["diagnosis"]["reason"].startswith("out of scope") and rows["G9"]["diagnosis"]["fpr"] is None
+
+
+def test_the_report_writes_each_result_s_diagnosis_into_results_json(tmp_path):
+    from lie_stats.report import write_reports
+    from lie_stats.spec import Result
+
+    r = Result(id="X1", claim="c", source="s", dataset="toy", verdict="skipped", reason="no cube",
+               gate="report", test="correlation", spec_hash="0" * 64, reference={})
+    r.diagnosis = D.empty_diagnosis(D.NOT_DIAGNOSED)
+    out = write_reports([r], tmp_path / "reports", figures=False)
+    row = json.loads(out["json"].read_text())[0]
+    assert row["diagnosis"] == {**dict.fromkeys(("fpr", "power", "coverage", "type_s", "n_sims", "seed")),
+                                "reason": D.NOT_DIAGNOSED}
+
+
+def test_a_kind_brings_its_own_design_through_the_registry():
+    from lie_stats.spec import register_test, unregister_test
+    from lie_stats.spec.registry import get_kind
+    from lie_stats.spec.rules import decide_directional
+
+    own = D.Design(null=lambda arrays, spec, rng: arrays, plant=None, null_value=lambda r, s: 0.0,
+                   what="identity")
+    register_test("diag_demo_kind", lambda data: None, decide_directional, roles=("x",), design=own)
+    try:
+        assert D.design_for(get_kind("diag_demo_kind")) is own
+    finally:
+        unregister_test("diag_demo_kind")
+    assert D.design_for(get_kind("correlation")) is D.DESIGNS["correlation"]
+    assert D.design_for(get_kind("trend")) is None
+
+
+def test_relative_equivalence_holds_alpha_at_the_bound_and_detects_no_change():
+    import xarray as xr
+
+    rng = np.random.default_rng(11)
+    base_values = rng.uniform(1.0, 2.0, size=(1, 12, 8))
+    coords = {"layer": np.arange(12), "head": np.arange(8)}
+    base = xr.DataArray(base_values, dims=("model", "layer", "head"), coords={"model": ["b"], **coords})
+    # tuned: 5 % larger, log-noise sd 0.002 against a relative bound of 1 %
+    tuned = xr.DataArray(base_values * 1.05 * np.exp(0.002 * rng.normal(size=base_values.shape)),
+                         dims=("model", "layer", "head"), coords={"model": ["t"], **coords})
+    spec = HypothesisSpec(id="E2", claim="c", source="s", datasets=("synth",),
+                          selection={"base": Select("ov_norm", step="last", models=("b",)),
+                                     "tuned": Select("ov_norm", step="last", models=("t",))},
+                          test="tost_relative", prediction=Prediction("equivalent", bound=0.01),
+                          gate="report")
+    settings = D.Settings(n_sims=40, seed=2)
+    diag = D.diagnose_arrays(spec, {"base": base, "tuned": tuned}, settings)
+    lo, hi = binomial_band(settings.n_sims, 0.05)
+    assert diag["fpr"] <= hi, diag  # at the bound; the real 5 % change would never be "supported"
+    assert diag["power"] >= 0.9, diag  # se of the mean log ratio about 0.002 / sqrt(96)
+    assert diag["type_s"] is None
