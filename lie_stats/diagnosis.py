@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from ._io import file_sha256, write_text_atomic
+from ._io import file_sha256, text_sha256, write_text_atomic
 from .errors import LieStatsError, SpecError, StatsInputError
 from .stats import columns as C
 
@@ -632,23 +632,46 @@ def write_cache(path: str | os.PathLike, entries: Mapping[str, Any]) -> Path:
     return write_text_atomic(path, text + "\n")
 
 
+def code_fingerprint(test: str) -> str:
+    """sha256 of the source of what decides a result of kind ``test``: the modules of its
+    binding and decision rule, the ``lie_stats.stats`` modules its kind module uses, and this
+    module (the designs). A cached diagnosis is valid only for the same code, so a changed
+    rule or statistic is diagnosed again rather than shown with the old figures."""
+    import inspect
+    import sys
+
+    from .spec.registry import get_kind
+
+    kind = get_kind(test)
+    names = {kind.fn.__module__, kind.decide.__module__, __name__}
+    for value in vars(sys.modules[kind.fn.__module__]).values():
+        module = getattr(value, "__module__", None) or ""
+        if callable(value) and module.startswith("lie_stats.stats"):
+            names.add(module)
+    sources = [inspect.getsource(sys.modules[n]) for n in sorted(names)]
+    return text_sha256("\n".join(sources))
+
+
 def _entry_valid(entry: Mapping[str, Any] | None, spec_hash: str, cubes: Mapping[str, str] | None,
-                 settings: Settings | None) -> bool:
+                 settings: Settings | None, code: str) -> bool:
     if entry is None or entry.get("spec_hash") != spec_hash or entry.get("cubes") != cubes:
+        return False
+    if entry.get("code") != code:
         return False
     return settings is None or entry.get("settings") == settings.record()
 
 
 def cached_diagnosis(spec_id: str, dataset: str, spec_hash: str, cache: str | os.PathLike,
-                     datasets_dir: str | os.PathLike = "datasets") -> dict[str, Any]:
-    """The cached diagnosis of a result, or null figures with the reason
-    :data:`NOT_DIAGNOSED` when the cache holds none for this spec hash and these cubes."""
+                     datasets_dir: str | os.PathLike = "datasets", *, test: str) -> dict[str, Any]:
+    """The cached diagnosis of a result of kind ``test``, or null figures with the reason
+    :data:`NOT_DIAGNOSED` when the cache holds none for this spec hash, these cubes and this
+    code (:func:`code_fingerprint`)."""
     entry = read_cache(cache).get(f"{spec_id}::{dataset}")
     try:
         cubes = cube_hashes(dataset, datasets_dir)
     except LieStatsError:
         cubes = None
-    if _entry_valid(entry, spec_hash, cubes, None):
+    if _entry_valid(entry, spec_hash, cubes, None, code_fingerprint(test)):
         return dict(entry["diagnosis"])
     return empty_diagnosis(NOT_DIAGNOSED)
 
@@ -696,7 +719,8 @@ def diagnose_declarations(declarations: Iterable[Any], *, datasets_dir: str | os
         key = f"{w.spec.id}::{w.dataset}"
         entries = caches[w.cache]
         cubes = cube_hashes(w.dataset, datasets_dir)
-        if _entry_valid(entries.get(key), w.spec.spec_hash(), cubes, settings):
+        code = code_fingerprint(w.spec.test)
+        if _entry_valid(entries.get(key), w.spec.spec_hash(), cubes, settings, code):
             done.append(Diagnosed(key, dict(entries[key]["diagnosis"]), True, 0.0, w.spec.test))
             if progress is not None:
                 progress.update(settings.n_sims)
@@ -713,7 +737,7 @@ def diagnose_declarations(declarations: Iterable[Any], *, datasets_dir: str | os
         if progress is not None and counted[0] < settings.n_sims:
             progress.update(settings.n_sims - counted[0])
         seconds = time.perf_counter() - start
-        entries[key] = {"spec_hash": w.spec.spec_hash(), "cubes": cubes,
+        entries[key] = {"spec_hash": w.spec.spec_hash(), "cubes": cubes, "code": code,
                         "settings": settings.record(), "diagnosis": _finite(diag)}
         write_cache(w.cache, entries)
         done.append(Diagnosed(key, entries[key]["diagnosis"], False, seconds, w.spec.test))

@@ -276,7 +276,7 @@ class SpecItem(pytest.Item):
         gates.check_selection(result, state.datasets)  # present data, nothing selected: an error
         result.diagnosis = diagnosis.cached_diagnosis(  # read from `lie-stats diagnose`'s cache
             result.id, result.dataset, result.spec_hash, self.path.parent / diagnosis.DIAGNOSIS_FILE,
-            state.datasets)
+            state.datasets, test=result.test)
         self.result = result
         state.results.append(result)
         path = self.registry_path()

@@ -138,10 +138,19 @@ def test_the_cache_is_reused_and_invalidated_by_the_spec_hash(root, tmp_path, mo
     assert [d.cached for d in again] == [True] and again[0].diagnosis == first[0].diagnosis
     assert cache.read_text() == text  # nothing rewritten
     # what `lie-stats run` attaches: the cached figures for this hash, none for another
-    got = D.cached_diagnosis("B5", "synth", decls[0].obj.spec_hash(), cache, root)
+    test = decls[0].obj.test
+    got = D.cached_diagnosis("B5", "synth", decls[0].obj.spec_hash(), cache, root, test=test)
     assert got == first[0].diagnosis
-    other = D.cached_diagnosis("B5", "synth", "0" * 64, cache, root)
+    other = D.cached_diagnosis("B5", "synth", "0" * 64, cache, root, test=test)
     assert other["reason"] == D.NOT_DIAGNOSED and other["fpr"] is None
+    # changed code (the kind's rule or statistic): the cached figures are not shown
+    assert entry["code"] == D.code_fingerprint(test)
+    with monkeypatch.context() as m:
+        m.setattr(D, "code_fingerprint", lambda t: "changed")
+        stale = D.cached_diagnosis("B5", "synth", decls[0].obj.spec_hash(), cache, root, test=test)
+        assert stale["reason"] == D.NOT_DIAGNOSED
+        assert [d.cached for d in D.diagnose_declarations(decls, datasets_dir=root, settings=settings)] == [False]
+    first = D.diagnose_declarations(decls, datasets_dir=root, settings=settings)  # back to this code
     # other settings recompute
     more = D.diagnose_declarations(decls, datasets_dir=root, settings=D.Settings(n_sims=4, n_perm=19, n_boot=19))
     assert [d.cached for d in more] == [False] and more[0].diagnosis["n_sims"] == 4
