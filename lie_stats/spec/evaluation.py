@@ -163,7 +163,7 @@ def evaluate_cube(spec: HypothesisSpec, cube: Any, *, dataset: str = "<cube>",
 
 
 def degenerate(res: Result, alpha: float) -> str:
-    """Why an analysis choice is inconclusive by construction ("" when it is not).
+    """Why an analysis choice cannot decide, whatever its data show ("" when it can).
 
     Two cases, both read from the result: the test is undefined on the choice's data (too
     few heads or pairs, constant input), or its permutation null is enumerated exactly with
@@ -179,7 +179,7 @@ def degenerate(res: Result, alpha: float) -> str:
     if res.verdict != "inconclusive":
         return ""
     if res.undefined:
-        return f"inconclusive by construction: {res.reason}"
+        return f"cannot decide on this choice's data: {res.reason}"
     n_perm, exact = res.extra.get("n_perm"), res.extra.get("exact")
     if n_perm is not None and exact is not None and math.isfinite(float(n_perm)) and float(exact) == 1.0:
         arrangements = int(n_perm) + 1

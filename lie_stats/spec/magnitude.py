@@ -135,7 +135,7 @@ def assess_magnitude(mag: Magnitude | None, row: Mapping[str, Any], dataset: str
                            "interval": None, "scale": mag.scale, "unit": _unit(mag),
                            "band_text": band_text(mag), "justification": mag.justification}
     if dataset in mag.not_on:
-        out["reason"] = f"not tested on {dataset}: {mag.not_on[dataset]}"
+        out["reason"] = f"the declaration excludes {dataset}: {mag.not_on[dataset]}"
         return out
 
     def value(col: str) -> float | None:
@@ -154,8 +154,8 @@ def assess_magnitude(mag: Magnitude | None, row: Mapping[str, Any], dataset: str
         return out
     cols = mag.interval_columns
     if cols is None:
-        out["reason"] = (f"the estimate {mag.estimate!r} has no interval (declare Magnitude.interval "
-                         f"to name its columns)")
+        out["reason"] = (f"the test gives the estimate {mag.estimate!r} no interval (Magnitude.interval "
+                         f"names its columns where it has one)")
         return out
     lo, hi = value(cols[0]), value(cols[1])
     if lo is None or hi is None:
@@ -248,8 +248,10 @@ def finding(direction_verdict: str, verdict: str, reason: str, row: Mapping[str,
     if _finite(row.get("n")):
         numbers.append(f"n {int(row['n']) if float(row['n']).is_integer() else figure(row['n'])}")
     target = prediction.get("direction", "")
-    if target in ("above", "below", "positive", "negative", "equivalent") and "value" in prediction:
+    if target in ("above", "below", "equivalent") and "value" in prediction:
         target = f"{target} {figure(prediction['value'])}"
+    elif target in ("positive", "negative") and prediction.get("value"):
+        target = f"{target} of {figure(prediction['value'])}"
     text = head + (f" ({target}: {', '.join(numbers)})" if numbers else f" ({target})")
     if magnitude is None or magnitude.get("status") == "not_tested":
         why = (magnitude or {}).get("reason") or "no magnitude declared"

@@ -94,7 +94,7 @@ def test_a_dataset_the_band_excludes_is_not_tested_with_its_reason(planted):
     r = evaluate_cube(s, planted, dataset="twin")
     assert r.magnitude["status"] == "not_tested" and "random twin" in r.magnitude["reason"]
     assert r.verdict == "supported"  # the direction alone: the magnitude is not tested here
-    assert "magnitude not tested: not tested on twin: the first checkpoint is a random twin" in r.finding
+    assert "magnitude not tested: the declaration excludes twin: the first checkpoint is a random twin" in r.finding
 
 
 def test_refuted_or_inconclusive_directions_stay_as_they_are():
@@ -241,4 +241,4 @@ def test_decided_by_says_whether_a_p_decided(planted):
 
     corr = evaluate_cube(planted_spec(), synth_cube(), dataset="synth")  # p < alpha decides
     assert corr.verdict == "supported" and corr.multiplicity["decided_by"] == "raw"
-    assert corr.finding.startswith(f"direction replicated (negative 0: {figure(corr.effect)} [")
+    assert corr.finding.startswith(f"direction replicated (negative: {figure(corr.effect)} [")
