@@ -11,8 +11,7 @@ also grows with the weights' norms alone. The specification curve sweeps the ope
 family, the compression and the run.
 """
 
-from lie_stats.spec import HypothesisSpec, Prediction, Select
-from lie_stats.spec.parts import Magnitude
+from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
 from ._common import FAMILIES, GEOMETRY, PICO_RUNS, PROJECTIONS, RANDOM_TWIN
 

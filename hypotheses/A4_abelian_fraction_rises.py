@@ -13,8 +13,7 @@ and ``A4-tau-final``, the fraction at each run's last checkpoint averaged over l
 "twenty percent" read as [0.15, 0.25] (magnitude).
 """
 
-from lie_stats.spec import HypothesisSpec, Prediction, Select
-from lie_stats.spec.parts import Magnitude
+from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
 from ._common import FAMILIES, GEOMETRY, PROJECTIONS
 

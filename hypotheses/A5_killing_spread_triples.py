@@ -6,8 +6,7 @@ above 1 and overlaps the essay's x3 read as [2, 4.5] (the magnitude; not tested 
 panel, whose first checkpoint is a random twin).
 """
 
-from lie_stats.spec import HypothesisSpec, Prediction, Select
-from lie_stats.spec.parts import Magnitude
+from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
 from ._common import FAMILIES, GEOMETRY, PROJECTIONS, RANDOM_TWIN
 

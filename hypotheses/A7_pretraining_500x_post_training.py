@@ -36,8 +36,7 @@ the model name ``pythia-410m-tuned`` (no such twin is published by EleutherAI; t
 RLHF pair is unnamed), see datasets/pythia/README.md.
 """
 
-from lie_stats.spec import HypothesisSpec, Prediction, Select
-from lie_stats.spec.parts import Magnitude
+from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
 from ._common import FAMILIES, GEOMETRY, P96, PROJECTIONS
 

@@ -37,8 +37,7 @@ its seeded random-init twin (mpnet primary: 12 layers as the essay's L0-L11). pi
 skipped here). Declared before any evaluation on the bundled data.
 """
 
-from lie_stats.spec import HypothesisSpec, Prediction, Select
-from lie_stats.spec.parts import Magnitude
+from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
 from ._common import ANCHORS, FAMILIES, PICO_RUNS, PROJECTIONS, RANDOM_TWIN
 
