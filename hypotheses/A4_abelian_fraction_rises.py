@@ -6,9 +6,14 @@ fraction averaged over the runs' layers, permutation p). The primary uses the nu
 alpha for unrelated heads whatever the dimensions); the essays' fixed-threshold
 ``abelian_fraction_tau`` is declared as a second spec, because its level moves with the
 compression alone (the A10 control).
+
+The final value (CLAIMS.md A4: "and final value with CI"; added 2026-12-02): ``A4-final``
+and ``A4-tau-final``, the fraction at each run's last checkpoint averaged over layers
+(``head_mean``, layers resampled within runs), above 0 (direction) and within the essay's
+"twenty percent" read as [0.15, 0.25] (magnitude).
 """
 
-from lie_stats.spec import HypothesisSpec, Prediction, Select
+from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
 from ._common import FAMILIES, GEOMETRY, PROJECTIONS
 
@@ -29,4 +34,36 @@ A4_tau = HypothesisSpec(
     test="trend", prediction=Prediction("positive"), reference=REFERENCE, gate="pinned",
     choices={"family": FAMILIES, "projection": PROJECTIONS},
     notes="The essays' fraction of pairs with c < 0.5 (METRICS.md §4.2, tau recorded in the cube).",
+)
+
+
+#: The essay's "Abelian fraction: zero to twenty percent" (Pythia-410m, last checkpoint).
+FINAL = Magnitude(
+    reference=0.20, low=0.15, high=0.25, scale="absolute",
+    justification=("'twenty percent' given to one significant figure: the values that round to "
+                   "0.2 are [0.15, 0.25). The essay's fraction is the fixed-threshold one "
+                   "(A4-tau-final); the null-calibrated fraction (A4-final) is held to the same "
+                   "figure because the registry reads 'Abelian fraction' as it."))
+FINAL_NOTES = (
+    "Changed 2026-12-02: new spec, the final value of the claim (its 20 %) as a magnitude band; "
+    "the rise itself is A4's trend. Pre-registration note: a feasibility check of head_mean on "
+    "this layer-level variable printed the pico_pythia final values (calibrated 0.66, tau 0.195) "
+    "before this declaration was committed; the band [0.15, 0.25] had been chosen before it "
+    "(one significant figure) and was not changed.")
+
+A4_final = HypothesisSpec(
+    id="A4-final", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia", "pythia"),
+    selection={"values": Select("abelian_fraction", step="last", family="Q", projection="none")},
+    test="head_mean", prediction=Prediction("above", value=0.0, magnitude=FINAL), reference=REFERENCE,
+    gate="pinned", choices={"family": FAMILIES, "projection": PROJECTIONS},
+    notes="Null-calibrated Abelian fraction at each run's last checkpoint, mean over runs and layers. "
+          + FINAL_NOTES,
+)
+
+A4_tau_final = HypothesisSpec(
+    id="A4-tau-final", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia", "pythia"),
+    selection={"values": Select("abelian_fraction_tau", step="last", family="Q", projection="none")},
+    test="head_mean", prediction=Prediction("above", value=0.0, magnitude=FINAL), reference=REFERENCE,
+    gate="pinned", choices={"family": FAMILIES, "projection": PROJECTIONS},
+    notes="The essays' fixed-threshold fraction (c < 0.5) at each run's last checkpoint. " + FINAL_NOTES,
 )

@@ -36,14 +36,21 @@ the model name ``pythia-410m-tuned`` (no such twin is published by EleutherAI; t
 RLHF pair is unnamed), see datasets/pythia/README.md.
 """
 
-from lie_stats.spec import HypothesisSpec, Prediction, Select
+from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
 from ._common import FAMILIES, GEOMETRY, P96, PROJECTIONS
 
 CLAIM = "The pretraining signal is ~500x the post-training signal"
 REFERENCE = {"ratio": 500.0, "also_stated": 5000.0}
 FT = ("p96_s0_ft", "p96_s1_ft")
-BAND = Prediction("equivalent", value=500.0, bound=1.0)  # [50, 5000]: one decade around 500
+#: The band declared with the first version of these specs (2026-11-30), now also the
+#: magnitude field's: kept, not narrowed, because it was fixed before any evaluation.
+DECADE = Magnitude(
+    reference=500.0, low=50.0, high=5000.0, scale="ratio",
+    justification=("The essay says 'five hundred times' and, a sentence later, 'five thousand times "
+                   "smaller' for the same ratio: one decade around 500 ([50, 5,000]), the band these "
+                   "specs declared on 2026-11-30 before their first evaluation."))
+BAND = Prediction("equivalent", value=500.0, bound=1.0, magnitude=DECADE)  # [50, 5000]: one decade around 500
 NOTES = ("Pretraining: p96_s0/p96_s1 steps 0 -> 512; post-training: their Bible fine-tunes steps "
          "0 -> 128 (1/10 of the learning rate; not RLHF). Pre-registration note: the point "
          "parameter-delta maps (not the metric changes) of p96_s0 0->512 and p96_s0_ft 0->128 "
@@ -51,7 +58,10 @@ NOTES = ("Pretraining: p96_s0/p96_s1 steps 0 -> 512; post-training: their Bible 
          "Fix after the first evaluation (declared here): the test kinds were renamed "
          "(category_rank -> delta_rank, category_order -> delta_order, change_ratio -> "
          "ratio_of_changes) because the first names broke a doctest of lie_stats.spec that lists "
-         "the first three kinds; computation, parameters, data and verdicts are unchanged.")
+         "the first three kinds; computation, parameters, data and verdicts are unchanged. "
+         "Changed 2026-12-02: the prediction carries the same decade band as a magnitude "
+         "(lie_stats.spec.magnitude), so every A7 result reports its magnitude; A7-direction, the "
+         "weak reading, is now supported only when its interval also overlaps [50, 5,000].")
 
 
 def _four(metric: str, **dims: str) -> dict[str, Select]:
@@ -78,7 +88,7 @@ A7_commutator_raw_var = _spec("commutator_raw_var")
 A7_direction = HypothesisSpec(
     id="A7-direction", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_pair",),
     selection=_four("killing_cv", family="Q", projection="none"), test="ratio_of_changes",
-    params={"ci": 0.95}, prediction=Prediction("above", value=1.0), reference=REFERENCE,
+    params={"ci": 0.95}, prediction=Prediction("above", value=1.0, magnitude=DECADE), reference=REFERENCE,
     gate="pinned", choices={"family": FAMILIES, "projection": PROJECTIONS},
     notes="The weak reading: pretraining changes the Killing summary more than post-training. " + NOTES,
 )

@@ -22,7 +22,13 @@ Test. Exact layer-permutation p: each of the C(L, 2) pairs of layers taken as "b
 Verdict (stricter than CLAIMS.md's profile): supported only when the interval lies above 1
 **and** the layer-permutation p < 0.05; refuted when the interval lies below 1 and the
 p in that direction < 0.05; inconclusive otherwise. With 4 layers (the sweep runs; 6 pairs)
-p cannot fall below 1/6, so those runs can only be inconclusive or refuted: reported as such.
+p cannot fall below 1/6, so those runs can only be inconclusive or refuted; an inconclusive
+one is dropped from the specification curve with that reason (lie_stats.spec.evaluation),
+as are the h2 runs (one pair per layer: the test is undefined).
+
+Magnitude (2026-12-02): the essay's L0 76.5x as a band x/÷3 on the first layer's enrichment;
+not tested while the kind gives that enrichment no interval, nor on the panel (random-twin
+init) and the fine-tuning phase (the figure is about training from initialization).
 
 Data. pico_pythia: run p96_s0 primary; the specification curve sweeps every pretraining run
 x operator family x compression. panel (B3-panel): each real model's trained weights against
@@ -31,13 +37,29 @@ its seeded random-init twin (mpnet primary: 12 layers as the essay's L0-L11). pi
 skipped here). Declared before any evaluation on the bundled data.
 """
 
-from lie_stats.spec import HypothesisSpec, Prediction, Select
+from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import ANCHORS, FAMILIES, PICO_RUNS, PROJECTIONS
+from ._common import ANCHORS, FAMILIES, PICO_RUNS, PROJECTIONS, RANDOM_TWIN
 
 CLAIM = "Killing-form enrichment is largest at the boundary layers (L0 76.5x, L11 42.1x)"
 REFERENCE = {"enrichment_first_layer": 76.5, "enrichment_last_layer": 42.1, "n_layers": 12}
 PANEL_MODELS = ("mpnet", "minilm_l6", "minilm_l3", "smollm2_135m", "gemma3_270m")
+_L0 = ("The essay's 'L0 at 76.5x enrichment' (and 'L11 at 42.1x'): a point figure of one run; "
+       "x/÷3 around 76.5 ([25.5, 230]) as for the other '...x' figures. The boundary ratio the "
+       "test decides on has no figure in the essay (it gives no interior layer), so the magnitude "
+       "reads the first layer's enrichment; the kind reports no interval for it, so the magnitude "
+       "is reported not tested with that reason until one exists.")
+CHANGED = (" Changed 2026-12-02: the prediction declares the essay's L0 76.5x as a magnitude band "
+           "(first layer's enrichment, x/÷3); the specification curve drops choices inconclusive "
+           "by construction (h2: one pair per layer; 4-layer runs: p >= 1/6) and counts exact and "
+           "compressed operators as separate curves.")
+FT_REASON = ("the essay's 76.5x is enrichment over training from initialization, not over "
+             "fine-tuning")
+
+
+def _magnitude(not_on: dict[str, str] | None = None) -> Magnitude:
+    return Magnitude(reference=76.5, low=76.5 / 3, high=76.5 * 3, scale="ratio", justification=_L0,
+                     estimate="enrichment_first_layer", not_on=not_on or {})
 
 
 def _pairs(step: str, model: str, projection: str = "none") -> Select:
@@ -48,28 +70,31 @@ B3 = HypothesisSpec(
     id="B3", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
     selection={"first": _pairs("first", "p96_s0"), "last": _pairs("last", "p96_s0")},
     test="enrichment_profile", params={"layer_summary": "cv"},
-    prediction=Prediction("above", value=1.0), reference=REFERENCE, gate="pinned",
+    prediction=Prediction("above", value=1.0, magnitude=_magnitude()),
+    reference=REFERENCE, gate="pinned",
     choices={"models": [(m,) for m in PICO_RUNS], "family": FAMILIES, "projection": PROJECTIONS},
-    notes="Primary: p96_s0 (12 layers x 8 heads), family Q, exact operators.",
+    notes="Primary: p96_s0 (12 layers x 8 heads), family Q, exact operators." + CHANGED,
 )
 
 B3_panel = HypothesisSpec(
     id="B3-panel", claim=CLAIM, source=ANCHORS, datasets=("panel",),
     selection={"first": _pairs("first", "mpnet"), "last": _pairs("last", "mpnet")},
     test="enrichment_profile", params={"layer_summary": "cv"},
-    prediction=Prediction("above", value=1.0), reference=REFERENCE, gate="pinned",
+    prediction=Prediction("above", value=1.0, magnitude=_magnitude({"panel": RANDOM_TWIN})),
+    reference=REFERENCE, gate="pinned",
     choices={"models": [(m,) for m in PANEL_MODELS], "family": FAMILIES, "projection": PROJECTIONS},
     notes="Trained weights (step 1) against the seeded random-init twin (step 0). The 4-bit "
-          "MiniLM copies (noise-floor controls) are left out.",
+          "MiniLM copies (noise-floor controls) are left out." + CHANGED,
 )
 
 B3_ft = HypothesisSpec(
     id="B3-ft", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia_ft",),
     selection={"first": _pairs("first", "p96_s0_ft"), "last": _pairs("last", "p96_s0_ft")},
     test="enrichment_profile", params={"layer_summary": "cv"},
-    prediction=Prediction("above", value=1.0), reference=REFERENCE, gate="pinned",
+    prediction=Prediction("above", value=1.0, magnitude=_magnitude({"pico_pythia_ft": FT_REASON})),
+    reference=REFERENCE, gate="pinned",
     choices={"models": [("p96_s0_ft",), ("p96_s1_ft",)], "family": FAMILIES},
-    notes="Enrichment over the fine-tuning phase (pretrained weights to tuned).",
+    notes="Enrichment over the fine-tuning phase (pretrained weights to tuned)." + CHANGED,
 )
 
 B3_pythia = HypothesisSpec(
@@ -77,7 +102,8 @@ B3_pythia = HypothesisSpec(
     selection={"first": _pairs("first", "EleutherAI/pythia-160m", "adaptive"),
                "last": _pairs("last", "EleutherAI/pythia-160m", "adaptive")},
     test="enrichment_profile", params={"layer_summary": "cv"},
-    prediction=Prediction("above", value=1.0), reference=REFERENCE, gate="replication",
+    prediction=Prediction("above", value=1.0, magnitude=_magnitude()),
+    reference=REFERENCE, gate="replication",
     choices={"family": FAMILIES},
-    notes="The essay's model is not named; Pythia-160m has its 12 layers. Adaptive compression.",
+    notes="The essay's model is not named; Pythia-160m has its 12 layers. Adaptive compression." + CHANGED,
 )

@@ -17,3 +17,9 @@ FAMILIES = ("Q", "O", "QK", "OV")
 #: Compressions of the bundled extraction (METRICS.md §2): exact, the essay's adaptive
 #: (k = d_head) and fixed 64-dimensional projections.
 PROJECTIONS = ("none", "adaptive", "fixed:64")
+
+#: The first checkpoint of the panel is a seeded random N(0, 0.02) twin, not the model's own
+#: initialization: a ratio over it measures the distance from that twin, not the growth
+#: during training, so no magnitude claim is tested there (changed 2026-12-02).
+RANDOM_TWIN = ("the first checkpoint is a seeded random N(0, 0.02) twin of the model, not its real "
+               "initialization: a ratio over it is no magnitude of training")

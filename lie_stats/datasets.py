@@ -47,7 +47,7 @@ CARD_FILE = "dataset.toml"
 STATES = ("present", "buildable", "needs data")
 
 _REQUIRED = {"name": str, "title": str, "cubes": list, "build": str}
-_OPTIONAL = {"needs": str}
+_OPTIONAL = {"needs": str, "controls": list}
 
 
 class DatasetError(LieStatsError):
@@ -70,6 +70,10 @@ class DatasetCard:
         ``""`` when the build runs on this machine, else what it lacks.
     folder : Path
         The card's folder (holds ``README.md``).
+    controls : tuple of str
+        Models of the cube that are controls, not samples (e.g. quantized copies kept for a
+        noise floor): selections that name no models leave them out
+        (:func:`lie_stats.spec.evaluate`).
     """
 
     name: str
@@ -78,6 +82,7 @@ class DatasetCard:
     build: str
     needs: str
     folder: Path
+    controls: tuple[str, ...] = ()
 
     @property
     def state(self) -> str:
@@ -181,7 +186,14 @@ def read_card(path: str | Path) -> DatasetCard:
         build=data["build"],
         needs=data.get("needs", ""),
         folder=folder,
+        controls=tuple(_controls(data.get("controls", []), path)),
     )
+
+
+def _controls(value: list, path: Path) -> list[str]:
+    if not all(isinstance(m, str) and m for m in value):
+        raise DatasetError(f"Dataset card {str(path)!r}: 'controls' must be a list of model names, got {value!r}.")
+    return list(value)
 
 
 def list_datasets(root: str | Path = "datasets") -> list[DatasetCard]:

@@ -12,13 +12,16 @@ modules.
 :data:`lie_stats.schema.RESULT_FIELDS` (DESIGN.md, "Results") and also ``source``,
 ``reason``, ``build``, ``extra``, ``selection``, ``params``, ``prediction``,
 ``spec_curve`` (verdict and numbers per analysis choice), ``spec_curve_share`` (share of the
-non-skipped choices whose verdict equals the main one), ``spec_curve_supported`` (share of
-them that support the claim), ``pinned_verdict``, ``pinned_hash``,
+counted choices whose verdict equals the main one: not skipped, not dropped as inconclusive
+by construction, of the main analysis's compression), ``spec_curve_supported`` (share of
+them that support the claim), ``spec_curve_n`` (their number, the shares' denominator),
+``spec_curve_by_estimand`` (one curve per compression), ``pinned_verdict``, ``pinned_hash``,
 ``declaration_changed`` (the declaration's hash differs from the pinned one), ``outcome``
-(pytest's, under the gate), ``p_holm`` and ``p_bh`` (adjusted across every result of the
-run with :func:`lie_stats.stats.adjust_pvalues`; skipped results and results without a
-p-value are excluded from the family and get ``null``) and ``figure`` (path relative to the
-reports folder, or ``null``).
+(pytest's, under the gate), ``magnitude``, ``finding`` and ``multiplicity``
+(:mod:`lie_stats.spec.results`), ``p_holm`` and ``p_bh`` (adjusted within the result's
+claim family with :func:`lie_stats.stats.adjust_pvalues`; skipped results and results
+without a p-value are excluded from the family and get ``null``) and ``figure`` (path
+relative to the reports folder, or ``null``).
 """
 
 from __future__ import annotations
@@ -113,7 +116,7 @@ def _table_rows(records: Sequence[Mapping[str, Any]], outcomes: Mapping[str, str
             str(r["verdict"]) + (f" ({outcome})" if outcome in ("passed", "failed") else ""),
             estimate_text(r.get("effect"), r.get("ci_low"), r.get("ci_high")),
             fmt(r.get("p_value")), reference_text(r.get("reference") or {}),
-            "-" if share is None else f"{fmt(100 * share, 3)} % of {len(r.get('spec_curve') or [])}",
+            "-" if share is None else f"{fmt(100 * share, 3)} % of {r.get('spec_curve_n', len(r.get('spec_curve') or []))}",
             flag,
         ])
     return rows
@@ -145,36 +148,32 @@ def verdict_table(results: Sequence[Any], *, outcomes: Mapping[str, str] | None 
 
 
 def results_records(results: Sequence[Any]) -> list[dict[str, Any]]:
-    """JSON-ready records with Holm and BH p-values adjusted across all results.
+    """JSON-ready records with Holm and BH p-values adjusted within each claim's family.
 
-    Skipped results and results without a finite p-value are left out of the family (their
-    adjusted p is ``None``); the rule of :func:`lie_stats.stats.adjust_pvalues`, NaN = not
-    in the family.
+    The family is the result's ``multiplicity["family"]`` (by default its claim id before
+    the first "-", :func:`lie_stats.spec.results.assign_multiplicity`), not every p of the
+    run. Skipped results and results without a finite p-value are left out of the family
+    (their adjusted p is ``None``); the rule of :func:`lie_stats.stats.adjust_pvalues`, NaN
+    = not in the family.
 
     Examples
     --------
     >>> recs = results_records([
     ...     {"id": "A", "dataset": "d", "verdict": "supported", "p_value": 0.01},
-    ...     {"id": "B", "dataset": "d", "verdict": "refuted", "p_value": 0.04},
+    ...     {"id": "A-runs", "dataset": "d", "verdict": "refuted", "p_value": 0.04},
+    ...     {"id": "B", "dataset": "d", "verdict": "inconclusive", "p_value": 0.04},
     ...     {"id": "C", "dataset": "d", "verdict": "skipped", "p_value": None}])
     >>> [(r["p_holm"], r["p_bh"]) for r in recs]
-    [(0.02, 0.02), (0.04, 0.04), (None, None)]
+    [(0.02, 0.02), (0.04, 0.04), (0.04, 0.04), (None, None)]
     """
+    from ..spec.results import assign_multiplicity, family_adjusted
+
     records = [{**r.row(), **({"diagnosis": r.diagnosis} if getattr(r, "diagnosis", None) else {})}
                if hasattr(r, "row") else dict(r) for r in results]
-    p = np.array([
-        (float(r["p_value"]) if r.get("p_value") is not None and r.get("verdict") != "skipped" else np.nan)
-        for r in records
-    ], dtype=float)
-    holm = bh = np.full(len(records), np.nan)
-    if np.isfinite(p).any():
-        from ..stats import adjust_pvalues
-
-        holm = np.asarray(adjust_pvalues(p, method="holm"), dtype=float)
-        bh = np.asarray(adjust_pvalues(p, method="bh"), dtype=float)
-    for r, h, b in zip(records, holm, bh):
-        r["p_holm"] = float(h) if math.isfinite(h) else None
-        r["p_bh"] = float(b) if math.isfinite(b) else None
+    assign_multiplicity(records)
+    for r, b in zip(records, family_adjusted(records, "bh")):
+        r["p_holm"] = r["multiplicity"]["p_adjusted"]
+        r["p_bh"] = b
     return records
 
 

@@ -9,7 +9,7 @@ The package, along the flow of one evaluation:
 
 | module | holds |
 |---|---|
-| :mod:`.parts` | :class:`Select`, :class:`Prediction`, the words a declaration uses, the error format |
+| :mod:`.parts` | :class:`Select`, :class:`Prediction`, :class:`Magnitude`, the words a declaration uses, the error format |
 | :mod:`.declaration` | :class:`HypothesisSpec`, :class:`OutOfScope`, the pre-registration hash, the choice grid |
 | :mod:`.validation` | the checks every kind shares (each kind adds its own hook) |
 | :mod:`.registry` | :class:`TestKind`, :func:`register_test`, :func:`test_kinds` |
@@ -17,7 +17,8 @@ The package, along the flow of one evaluation:
 | :mod:`.tables` | :class:`TestInput` and the shaping of selected data for the statistics |
 | :mod:`.rules` | the decision rules several kinds share, :class:`Decision` |
 | :mod:`.kinds` | the test kinds, one family a module |
-| :mod:`.results` | :class:`Result`, a row of ``results.json`` |
+| :mod:`.magnitude` | the estimate against the claim's stated size; the ``finding`` sentence |
+| :mod:`.results` | :class:`Result`, a row of ``results.json``; multiplicity families |
 | :mod:`.evaluation` | :func:`evaluate_cube`, :func:`evaluate`, the specification curve |
 
 Every kind's decision rule, roles and parameters: ``lie-stats kinds``
@@ -28,7 +29,7 @@ from . import kinds  # noqa: F401  (registers the test kinds)
 from .declaration import HypothesisSpec, OutOfScope
 from .evaluation import evaluate, evaluate_cube
 from .kinds.agreement import AGREE_VERDICT, N_OPPOSITE, compression_agreement, compression_tag
-from .parts import DIRECTIONS, STEP_WORDS, Prediction, Select
+from .parts import DIRECTIONS, STEP_WORDS, Magnitude, Prediction, Select
 from .registry import TestKind, register_test, test_kinds, unregister_test
 from .results import NO_DATASET, Result
 from .rules import Decision, decide_directional, decide_equivalence, decide_interval
@@ -39,6 +40,7 @@ from .validation import check_datasets
 __all__ = [
     "Select",
     "Prediction",
+    "Magnitude",
     "HypothesisSpec",
     "OutOfScope",
     "NO_DATASET",

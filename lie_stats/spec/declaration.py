@@ -92,6 +92,11 @@ class HypothesisSpec:
         curve is their Cartesian product, each combination validated at declaration.
     notes : str
         Free text for the report (why this design, what was changed from the claim as first stated).
+    multiplicity_family : str
+        The family whose p-values are adjusted together (Holm,
+        :func:`lie_stats.spec.results.assign_multiplicity`); by default the claim id before
+        the first "-" (``"A3"`` for ``"A3-runs"``). Not hashed: it does not decide the
+        verdict, which is taken on the raw p.
 
     Raises
     ------
@@ -123,6 +128,7 @@ class HypothesisSpec:
     reference: Mapping[str, Any] = field(default_factory=dict)
     choices: Mapping[str, Sequence[Any]] = field(default_factory=dict)
     notes: str = ""
+    multiplicity_family: str = ""
     module: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -154,9 +160,10 @@ class HypothesisSpec:
     def declaration(self) -> dict[str, Any]:
         """What the pre-registration hash covers, as JSON-ready values.
 
-        Claim, data, selection, test, resolved parameters, prediction, reference, gate and
-        analysis choices. Not hashed: ``source`` and ``notes`` (documentation) and the
-        declaring module's path (it differs between machines).
+        Claim, data, selection, test, resolved parameters, prediction (its magnitude band
+        included, when declared), reference, gate and analysis choices. Not hashed:
+        ``source`` and ``notes`` (documentation), ``multiplicity_family`` (it does not decide
+        the verdict) and the declaring module's path (it differs between machines).
         """
         return {
             "id": self.id,

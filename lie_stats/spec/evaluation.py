@@ -2,7 +2,9 @@
 
 One evaluation selects each role's data (:func:`~lie_stats.spec.selection.select`), runs the
 spec's test kind on them and applies the kind's decision rule; then it does the same for
-every analysis choice of the spec's specification curve. Data the cube lacks give
+every analysis choice of the spec's specification curve (each choice with its estimand,
+and dropped with the reason when it is inconclusive by construction: :func:`degenerate`).
+Data the cube lacks give
 ``skipped`` (with the reason, and the dataset card's build command); input on which the
 test is undefined (constant vectors, too few heads) gives ``inconclusive`` with the
 statistics' message as the reason.
@@ -10,6 +12,7 @@ statistics' message as the reason.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,24 +20,31 @@ from typing import Any
 from .. import schema
 from ..errors import LieStatsError, SpecError, StatsInputError
 from .declaration import HypothesisSpec
+from .magnitude import assess_magnitude, combine, finding
 from .parts import jsonable, spec_error
 from .results import Result, json_number, result_for
 from .rules import Decision
-from .selection import Skip, check_cube, select
+from .selection import CONTROLS_ATTR, Skip, check_cube, select
 from .tables import TestInput
 from .validation import check_datasets
 
-__all__ = ["run_once", "evaluate_cube", "evaluate"]
+__all__ = ["run_once", "evaluate_cube", "evaluate", "degenerate"]
 
 
 def run_once(spec: HypothesisSpec, cube: Any, dataset: str) -> Result:
-    """Evaluate a spec's main analysis (no specification curve) on one cube."""
+    """Evaluate a spec's main analysis (no specification curve) on one cube.
+
+    The kind decides the direction; :mod:`lie_stats.spec.magnitude` then compares the
+    estimate with the declared magnitude and combines the two into the verdict; the result
+    gets its ``magnitude``, ``finding`` and ``multiplicity`` fields (the family's adjusted p
+    is filled in across the run by :func:`lie_stats.spec.results.assign_multiplicity`).
+    """
     where = f"{spec.module}: HypothesisSpec {spec.id!r} on dataset {dataset!r}"
     try:
         arrays = {role: select(sel, cube, where=f"{where}, selection[{role!r}]")
                   for role, sel in spec.selection.items()}
     except Skip as e:
-        return result_for(spec, dataset, "skipped", str(e))
+        return _finished(result_for(spec, dataset, "skipped", str(e)), "skipped")
     params = spec.resolved_params()
     data = TestInput(arrays=arrays, params=params, prediction=spec.prediction,
                      reference=dict(spec.reference))
@@ -44,23 +54,54 @@ def run_once(spec: HypothesisSpec, cube: Any, dataset: str) -> Result:
     except StatsInputError as e:
         res = result_for(spec, dataset, "inconclusive", f"the test is undefined on these data: {e}")
         res.data = data
-        return res
+        res.undefined = True
+        return _finished(res, "inconclusive")
     except SpecError as e:
         raise SpecError(f"{where}: {e}") from e
-    verdict, reason = kind.decide(row, Decision(spec.prediction, float(params["alpha"]),
-                                                     dict(spec.reference), params))
+    ctx = Decision(spec.prediction, float(params["alpha"]), dict(spec.reference), params)
+    verdict, reason = kind.decide(row, ctx)
     if verdict not in schema.VERDICTS[:3]:
         raise LieStatsError(f"Test {spec.test!r}: decision rule returned {verdict!r}; expected one of "
                             f"{schema.VERDICTS[:3]}.")
+    direction = verdict
+    magnitude = assess_magnitude(spec.prediction.magnitude, row, dataset)
+    verdict, reason = combine(verdict, reason, magnitude)
     res = result_for(spec, dataset, verdict, reason)
     for col in schema.STAT_COLUMNS:
         setattr(res, col, row[col])
     res.extra = {k: v for k, v in row.items() if k not in schema.STAT_COLUMNS}
     res.data = data
+    res.magnitude = magnitude
+    if verdict != direction:
+        decided_by = "none"  # the magnitude's interval decided, not a p
+    else:
+        decided_by = "raw" if _p_decides(kind, row, ctx, direction) else "none"
+    res.multiplicity["decided_by"] = decided_by
+    return _finished(res, direction)
+
+
+def _p_decides(kind: Any, row: dict[str, Any], ctx: Decision, verdict: str) -> bool:
+    """Whether a p-value decided the verdict: the rule gives another verdict when every
+    p-value column of the row is removed (a rule that reads only intervals gives the same)."""
+    if verdict == "inconclusive":
+        return False
+    blind = {k: (math.nan if k == "p_value" or k.startswith("p_") else v) for k, v in row.items()}
+    try:
+        return kind.decide(blind, ctx)[0] != verdict
+    except (TypeError, ValueError, KeyError):  # a rule that needs its p to run at all
+        return True
+
+
+def _finished(res: Result, direction: str) -> Result:
+    """Fill in the sentence of a result from its numbers (after its verdict is final)."""
+    res.finding = finding(direction, res.verdict, res.reason,
+                          {c: getattr(res, c) for c in schema.STAT_COLUMNS},
+                          res.prediction, res.magnitude)
     return res
 
 
-def evaluate_cube(spec: HypothesisSpec, cube: Any, *, dataset: str = "<cube>") -> Result:
+def evaluate_cube(spec: HypothesisSpec, cube: Any, *, dataset: str = "<cube>",
+                  controls: Sequence[str] = ()) -> Result:
     """Evaluate a spec on one cube (its main analysis and its specification curve).
 
     Parameters
@@ -70,6 +111,10 @@ def evaluate_cube(spec: HypothesisSpec, cube: Any, *, dataset: str = "<cube>") -
         A cube following DESIGN.md's contract.
     dataset : str
         The dataset's name, recorded in the result.
+    controls : sequence of str
+        Models of the cube that are controls, not further samples (e.g. quantized copies of
+        another model, kept for a noise floor): a selection that names no models leaves
+        them out; one that names them gets them (the dataset card's ``controls``).
 
     Returns
     -------
@@ -98,14 +143,57 @@ def evaluate_cube(spec: HypothesisSpec, cube: Any, *, dataset: str = "<cube>") -
     'supported'
     """
     check_cube(cube, dataset)
+    cube = _without_controls(cube, controls)
     main = run_once(spec, cube, dataset)
+    alpha = float(spec.resolved_params()["alpha"])
     for choice in spec.choice_grid():
-        sub = run_once(spec.with_choice(choice), cube, dataset)
-        main.spec_curve.append({
+        sub_spec = spec.with_choice(choice)
+        sub = run_once(sub_spec, cube, dataset)
+        entry = {
             "choice": jsonable(choice), "verdict": sub.verdict, "reason": sub.reason,
+            "estimand": sub.estimand,
             **{c: json_number(getattr(sub, c)) for c in schema.STAT_COLUMNS},
-        })
+            "magnitude": sub.magnitude.get("status"),
+        }
+        why = degenerate(sub, alpha)
+        if why:
+            entry["dropped"] = why
+        main.spec_curve.append(entry)
     return main
+
+
+def degenerate(res: Result, alpha: float) -> str:
+    """Why an analysis choice cannot decide, whatever its data show ("" when it can).
+
+    Two cases, both read from the result: the test is undefined on the choice's data (too
+    few heads or pairs, constant input), or its permutation null is enumerated exactly with
+    so few arrangements that even the smallest attainable p, ``1 / (n_perm + 1)``, is not
+    below alpha (e.g. a boundary pair among the 6 pairs of 4 layers: 1/6). Such a choice
+    cannot decide, so a share over choices would be padded with it.
+
+    >>> r = Result(id="X", claim="c", source="s", dataset="d", verdict="inconclusive", reason="r",
+    ...            gate="report", test="t", spec_hash="h", reference={}, extra={"n_perm": 5.0, "exact": 1.0})
+    >>> degenerate(r, 0.05)
+    'inconclusive by construction: the exact null has 6 arrangements, so p >= 1/6 = 0.167 >= alpha 0.05'
+    """
+    if res.verdict != "inconclusive":
+        return ""
+    if res.undefined:
+        return f"cannot decide on this choice's data: {res.reason}"
+    n_perm, exact = res.extra.get("n_perm"), res.extra.get("exact")
+    if n_perm is not None and exact is not None and math.isfinite(float(n_perm)) and float(exact) == 1.0:
+        arrangements = int(n_perm) + 1
+        if 1.0 / arrangements >= alpha:
+            return (f"inconclusive by construction: the exact null has {arrangements} arrangements, "
+                    f"so p >= 1/{arrangements} = {1.0 / arrangements:.3g} >= alpha {alpha:g}")
+    return ""
+
+
+def _without_controls(cube: Any, controls: Sequence[str]) -> Any:
+    """The cube without its control models (kept for selections that name them)."""
+    if not controls:
+        return cube
+    return cube.assign_attrs({CONTROLS_ATTR: tuple(str(m) for m in controls)})
 
 
 def evaluate(spec: HypothesisSpec, datasets_dir: str | Path = "datasets", *,
@@ -160,7 +248,7 @@ def evaluate(spec: HypothesisSpec, datasets_dir: str | Path = "datasets", *,
             res.build = card.build
             out.append(res)
             continue
-        res = evaluate_cube(spec, card_cubes(card), dataset=name)
+        res = evaluate_cube(spec, card_cubes(card), dataset=name, controls=card.controls)
         if res.verdict == "skipped":
             res.build = card.build
         out.append(res)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,8 @@ from ..errors import SpecError, did_you_mean
 __all__ = [
     "Select",
     "Prediction",
+    "Magnitude",
+    "MAGNITUDE_SCALES",
     "STEP_WORDS",
     "DIRECTIONS",
     "REDUCTIONS",
@@ -54,6 +56,9 @@ METHODS = ("spearman", "pearson", "kendall")
 ALTERNATIVES = ("two-sided", "greater", "less")
 #: Layer summaries of ``boundary_ratio`` (mean, or coefficient of variation over heads).
 SUMMARIES = ("mean", "cv")
+#: How a :class:`Magnitude`'s band reads the estimate: a ratio (compared as it is, shown
+#: with "x"), a natural-log difference (exponentiated to a ratio first), or an absolute value.
+MAGNITUDE_SCALES = ("ratio", "log", "absolute")
 #: Dimensions a :class:`Select` names a value of (when its variable has them).
 SELECT_DIMS = (schema.FAMILY, schema.PROJECTION, schema.MATRIX)
 #: Selection fields a spec's ``choices`` may sweep (applied to every selection that can
@@ -119,6 +124,79 @@ class Select:
 
 
 @dataclass(frozen=True)
+class Magnitude:
+    """The size the claim states, as a band with its justification (tested beside the direction).
+
+    Parameters
+    ----------
+    reference : float
+        The essay's figure (500 for "about 500x", 0.20 for "about 20 %").
+    low, high : float
+        The band of values that count as the claimed size (``low <= reference <= high``);
+        ``high`` may be ``math.inf`` for "at least low".
+    scale : {"ratio", "log", "absolute"}
+        ``"ratio"``: the estimate is a ratio, compared with the band as it is (all positive);
+        ``"log"``: the estimate and its interval are natural-log differences, exponentiated
+        to ratios before the comparison (reference and band are ratios); ``"absolute"``: an
+        absolute level with an additive tolerance.
+    justification : str
+        Why this band reads the essay's words (required: a band without a reason is a
+        tuning knob).
+    estimate : str
+        The result column compared with the band: ``"effect"`` (default, interval
+        ``ci_low``/``ci_high``) or an extra column of the kind.
+    interval : tuple of two str, optional
+        The result columns of the estimate's interval (``("ci_low", "ci_high")`` for
+        ``"effect"``; none for another column unless named).
+    not_on : mapping of str to str
+        Datasets on which the magnitude is not tested, each with the reason (e.g. the first
+        checkpoint is a random twin, not the model's initialization).
+
+    Notes
+    -----
+    The rule (:func:`lie_stats.spec.magnitude.assess_magnitude`): ``"outside"`` when the
+    interval lies entirely outside the band, ``"within"`` when it overlaps the band,
+    ``"not_tested"`` (with the reason) when no interval exists or the dataset is in
+    ``not_on``.
+
+    Examples
+    --------
+    >>> Magnitude(500.0, 500.0 / 3, 1500.0, justification="about 500x: within a factor 3")
+    Magnitude(reference=500.0, low=166.66666666666666, high=1500.0, scale='ratio', justification='about 500x: within a factor 3', estimate='effect', interval=None, not_on={})
+    """
+
+    reference: float
+    low: float
+    high: float
+    scale: str = "ratio"
+    justification: str = ""
+    estimate: str = "effect"
+    interval: tuple[str, str] | None = None
+    not_on: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "interval", as_tuple(self.interval))
+        object.__setattr__(self, "not_on", dict(self.not_on or {}))
+
+    @property
+    def interval_columns(self) -> tuple[str, str] | None:
+        """The result columns of the estimate's interval (None: the estimate has none)."""
+        if self.interval is not None:
+            return self.interval
+        return ("ci_low", "ci_high") if self.estimate == "effect" else None
+
+    def declaration(self) -> dict[str, Any]:
+        out = {"reference": jsonable(float(self.reference)), "low": jsonable(float(self.low)),
+               "high": jsonable(float(self.high)), "scale": self.scale,
+               "justification": self.justification, "estimate": self.estimate}
+        if self.interval is not None:
+            out["interval"] = list(self.interval)
+        if self.not_on:
+            out["not_on"] = {str(k): str(v) for k, v in sorted(self.not_on.items())}
+        return out
+
+
+@dataclass(frozen=True)
 class Prediction:
     """What would support the claim.
 
@@ -134,21 +212,28 @@ class Prediction:
     bound : float, optional
         Equivalence bound. Required for ``"equivalent"``; for a directional correlation
         claim it declares the smallest effect of interest, so that a TOST can refute it.
+    magnitude : Magnitude, optional
+        The size the claim states (a band with its justification). With it, the claim is
+        supported only when the direction holds and the magnitude is not ``"outside"``
+        the band (:mod:`lie_stats.spec.magnitude`).
 
     Examples
     --------
     >>> Prediction("above", value=1.0)
-    Prediction(direction='above', value=1.0, bound=None)
+    Prediction(direction='above', value=1.0, bound=None, magnitude=None)
     """
 
     direction: str
     value: float = 0.0
     bound: float | None = None
+    magnitude: Magnitude | None = None
 
     def declaration(self) -> dict[str, Any]:
         out = {"direction": self.direction, "value": float(self.value)}
         if self.bound is not None:
             out["bound"] = float(self.bound)
+        if self.magnitude is not None:  # absent when unset: older declarations keep their hash
+            out["magnitude"] = self.magnitude.declaration()
         return out
 
 
@@ -159,7 +244,7 @@ def jsonable(value: Any) -> Any:
     >>> jsonable({"a": (1, np.float64(2.5)), "b": float("inf")})
     {'a': [1, 2.5], 'b': 'inf'}
     """
-    if isinstance(value, (Select, Prediction)):
+    if isinstance(value, (Select, Prediction, Magnitude)):
         return value.declaration()
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
@@ -192,7 +277,7 @@ def replace(obj: Any, **changes: Any) -> Any:
     ``__post_init__`` (unlike :func:`dataclasses.replace`, ``module`` is carried over).
 
     >>> replace(Prediction("above", value=1.0), value=2.0)
-    Prediction(direction='above', value=2.0, bound=None)
+    Prediction(direction='above', value=2.0, bound=None, magnitude=None)
     """
     kwargs = {f.name: getattr(obj, f.name) for f in fields(obj)}
     kwargs.update(changes)

@@ -2,8 +2,27 @@
 
 A result carries its verdict and reason, the test's numbers (:data:`lie_stats.schema.STAT_COLUMNS`
 and the kind's extra columns), the declaration it came from (selection, parameters,
-prediction, reference, hash), its specification curve, and, once the gates have seen it,
-the pinned verdict and the test outcome. :meth:`Result.row` is its JSON-ready record.
+prediction, reference, hash), its magnitude against the claim's figure
+(:mod:`lie_stats.spec.magnitude`), its one-sentence ``finding``, its multiplicity family,
+its specification curve, and, once the gates have seen it, the pinned verdict and the test
+outcome. :meth:`Result.row` is its JSON-ready record.
+
+Specification curve. Each analysis choice records its ``estimand``: the operator
+compression of its selections (``"none"`` for exact operators, ``"adaptive"``,
+``"fixed:64"``; None for variables without one). Exact and compressed operators are
+different estimands (the A10 control), so the shares count only the choices of the main
+analysis's estimand; the others form their own curves (``spec_curve_by_estimand``). A
+choice that is inconclusive by construction is ``dropped`` with the reason and counted in
+no share: the test is undefined on its data, or its exact permutation null has too few
+arrangements for any p below alpha. ``spec_curve_n`` is the denominator of the shares.
+
+Multiplicity. Each result belongs to a family (its spec's ``multiplicity_family``, by
+default the claim id before the first "-": "A3" for A3, A3-runs, A3-pythia), and
+:func:`assign_multiplicity` adjusts the p-values of the results of a run within each family
+(Holm), not across every p of the run. Verdicts are decided on the raw p at the spec's
+alpha; ``multiplicity["decided_by"]`` says whether a p decided the verdict (``"raw"``) or
+none did (``"none"``: an interval rule, the magnitude, or no decision), so a reader sees
+whether the verdict would stand at the family's adjusted p.
 """
 
 from __future__ import annotations
@@ -15,9 +34,14 @@ from typing import Any
 
 import numpy as np
 
+from .magnitude import NOT_DECLARED, finding
 from .parts import jsonable
 
-__all__ = ["Result", "json_number", "result_for", "NO_DATASET"]
+__all__ = ["Result", "json_number", "result_for", "NO_DATASET", "claim_family", "assign_multiplicity",
+           "family_adjusted", "MULTIPLICITY_METHOD", "curve_shares"]
+
+#: The adjustment within a claim's family (family-wise error, Holm 1979).
+MULTIPLICITY_METHOD = "holm"
 
 #: The ``dataset`` of an out-of-scope claim's result.
 NO_DATASET = "-"
@@ -59,42 +83,81 @@ class Result:
     spec_curve: list[dict[str, Any]] = field(default_factory=list)
     module: str = ""
     notes: str = ""
+    magnitude: dict[str, Any] = field(default_factory=lambda: {
+        "status": "not_tested", "estimate": None, "reference": None, "band": None, "reason": NOT_DECLARED})
+    finding: str = ""
+    multiplicity: dict[str, Any] = field(default_factory=dict)
+    estimand: str | None = None
     pinned_verdict: str | None = None
     pinned_hash: str | None = None
     declaration_changed: bool = False
     outcome: str = ""
     data: Any = field(default=None, repr=False)
+    undefined: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.multiplicity:
+            self.multiplicity = {"family": claim_family(self.id), "method": MULTIPLICITY_METHOD,
+                                 "p_adjusted": None, "decided_by": "none"}
+        if not self.finding and self.verdict in ("skipped", "out_of_scope"):
+            self.finding = finding(self.verdict, self.verdict, self.reason, {}, self.prediction, self.magnitude)
 
     @property
     def key(self) -> str:
         """Registry key: ``<id>::<dataset>``."""
         return f"{self.id}::{self.dataset}"
 
+    def _counted(self) -> list[dict[str, Any]]:
+        """The choices the shares count: not skipped, not dropped, of the main estimand."""
+        return [c for c in self.spec_curve if c["verdict"] != "skipped" and not c.get("dropped")
+                and c.get("estimand", self.estimand) == self.estimand]
+
+    @property
+    def spec_curve_n(self) -> int:
+        """The denominator of the shares: choices not skipped, not dropped, of the main estimand."""
+        return len(self._counted())
+
     @property
     def spec_curve_share(self) -> float:
-        """Share of the non-skipped analysis choices whose verdict equals this one (NaN if none)."""
-        done = [c for c in self.spec_curve if c["verdict"] != "skipped"]
-        if not done:
-            return math.nan
-        return sum(c["verdict"] == self.verdict for c in done) / len(done)
+        """Share of the counted analysis choices (:attr:`spec_curve_n`) whose verdict equals
+        this one (NaN if none)."""
+        return curve_shares(self._counted(), self.verdict)[0]
 
     @property
     def spec_curve_supported(self) -> float:
-        """Share of the non-skipped analysis choices whose verdict is ``supported`` (NaN if none)."""
-        done = [c for c in self.spec_curve if c["verdict"] != "skipped"]
-        if not done:
-            return math.nan
-        return sum(c["verdict"] == "supported" for c in done) / len(done)
+        """Share of the counted analysis choices whose verdict is ``supported`` (NaN if none)."""
+        return curve_shares(self._counted(), self.verdict)[1]
+
+    @property
+    def spec_curve_by_estimand(self) -> dict[str, dict[str, Any]]:
+        """One curve per estimand (compression): ``{"n", "share", "supported", "dropped"}``,
+        ``share`` against this result's verdict; keyed ``"-"`` for choices without one."""
+        out: dict[str, dict[str, Any]] = {}
+        for c in self.spec_curve:
+            key = str(c.get("estimand", self.estimand) or "-")
+            out.setdefault(key, {"choices": [], "dropped": 0})
+            if c.get("dropped"):
+                out[key]["dropped"] += 1
+            elif c["verdict"] != "skipped":
+                out[key]["choices"].append(c)
+        curves = {}
+        for key, v in out.items():
+            share, supported = curve_shares(v["choices"], self.verdict)
+            curves[key] = {"n": len(v["choices"]), "share": share, "supported": supported,
+                           "dropped": v["dropped"]}
+        return curves
 
     def row(self) -> dict[str, Any]:
         """The JSON-ready record (full precision; NaN as None)."""
         out: dict[str, Any] = {}
         for f in fields(self):
-            if f.name == "data":
+            if f.name in ("data", "undefined"):
                 continue
             out[f.name] = json_number(getattr(self, f.name))
         out["spec_curve_share"] = json_number(self.spec_curve_share)
         out["spec_curve_supported"] = json_number(self.spec_curve_supported)
+        out["spec_curve_n"] = self.spec_curve_n
+        out["spec_curve_by_estimand"] = json_number(self.spec_curve_by_estimand)
         if out["n"] is not None and float(out["n"]).is_integer():
             out["n"] = int(out["n"])  # a count
         return out
@@ -118,14 +181,112 @@ def json_number(value: Any) -> Any:
     return value
 
 
+def curve_shares(choices: list[dict[str, Any]], verdict: str) -> tuple[float, float]:
+    """Shares of ``choices`` whose verdict equals ``verdict``, and that are ``supported``
+    (NaN, NaN when there are none).
+
+    >>> curve_shares([{"verdict": "supported"}, {"verdict": "inconclusive"}], "supported")
+    (0.5, 0.5)
+    """
+    if not choices:
+        return math.nan, math.nan
+    n = len(choices)
+    return (sum(c["verdict"] == verdict for c in choices) / n,
+            sum(c["verdict"] == "supported" for c in choices) / n)
+
+
+def claim_family(ident: str) -> str:
+    """The default multiplicity family of a result: its claim id before the first "-".
+
+    >>> claim_family("A3-normalized"), claim_family("B5")
+    ('A3', 'B5')
+    """
+    return str(ident).split("-", 1)[0]
+
+
+def _family_of(record: Mapping[str, Any]) -> str:
+    mult = record.get("multiplicity") or {}
+    return str(mult.get("family") or claim_family(record.get("id", "")))
+
+
+def family_adjusted(records: list[dict[str, Any]], method: str = MULTIPLICITY_METHOD) -> list[float | None]:
+    """Each record's p adjusted within its family (:func:`lie_stats.stats.adjust_pvalues`);
+    None for skipped results and results without a finite p (they are in no family).
+
+    >>> family_adjusted([{"id": "A3", "verdict": "supported", "p_value": 0.01},
+    ...                  {"id": "A3-runs", "verdict": "refuted", "p_value": 0.04},
+    ...                  {"id": "B5", "verdict": "inconclusive", "p_value": 0.04}])
+    [0.02, 0.04, 0.04]
+    """
+    from ..stats import adjust_pvalues
+
+    out: list[float | None] = [None] * len(records)
+    families: dict[str, list[int]] = {}
+    for i, r in enumerate(records):
+        p = r.get("p_value")
+        if r.get("verdict") in ("skipped", "out_of_scope") or p is None or not math.isfinite(float(p)):
+            continue
+        families.setdefault(_family_of(r), []).append(i)
+    for members in families.values():
+        adjusted = adjust_pvalues(np.array([float(records[i]["p_value"]) for i in members]), method=method)
+        for i, a in zip(members, adjusted):
+            out[i] = float(a)
+    return out
+
+
+def assign_multiplicity(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fill in each record's ``multiplicity``: ``{"family", "method", "p_adjusted",
+    "decided_by"}``, the p adjusted within the record's family (Holm).
+
+    Records are the rows of one run (:meth:`Result.row`); a record without the field gets
+    the default family of its id and ``decided_by`` ``"none"``. Returns ``records``.
+
+    >>> recs = assign_multiplicity([{"id": "A3", "verdict": "supported", "p_value": 0.01},
+    ...                             {"id": "A3-runs", "verdict": "supported", "p_value": 0.02}])
+    >>> [r["multiplicity"]["p_adjusted"] for r in recs], recs[0]["multiplicity"]["family"]
+    ([0.02, 0.02], 'A3')
+    """
+    adjusted = family_adjusted(records, MULTIPLICITY_METHOD)
+    for r, a in zip(records, adjusted):
+        mult = dict(r.get("multiplicity") or {})
+        mult["family"] = _family_of(r)
+        mult["method"] = MULTIPLICITY_METHOD
+        mult["p_adjusted"] = a
+        mult.setdefault("decided_by", "none")
+        r["multiplicity"] = mult
+    return records
+
+
 def result_for(spec: Any, dataset: str, verdict: str, reason: str) -> Result:
     """A :class:`Result` of ``spec`` on ``dataset`` with its declaration filled in and no
-    numbers yet."""
+    numbers yet (magnitude not tested, with the reason)."""
+    mag = spec.prediction.magnitude
+    magnitude = {"status": "not_tested", "estimate": None, "reference": None, "band": None,
+                 "reason": NOT_DECLARED}
+    if mag is not None:
+        magnitude.update(reference=float(mag.reference), band=[float(mag.low), float(mag.high)],
+                         reason=("not evaluated" if verdict == "skipped"
+                                 else "the result has no estimate on these data"))
     return Result(
         id=spec.id, claim=spec.claim, source=spec.source, dataset=dataset, verdict=verdict,
         reason=reason, gate=spec.gate, test=spec.test, spec_hash=spec.spec_hash(),
         reference=jsonable(spec.reference),
         selection={k: v.declaration() for k, v in spec.selection.items()},
         params=jsonable(spec.resolved_params()), prediction=spec.prediction.declaration(),
-        module=spec.module, notes=spec.notes,
+        module=spec.module, notes=spec.notes, magnitude=magnitude,
+        multiplicity={"family": spec.multiplicity_family or claim_family(spec.id),
+                      "method": MULTIPLICITY_METHOD, "p_adjusted": None, "decided_by": "none"},
+        estimand=selection_estimand(spec.selection),
     )
+
+
+def selection_estimand(selection: Mapping[str, Any]) -> str | None:
+    """The operator compression a selection reads (``"none"``, ``"adaptive"``,
+    ``"fixed:64"``, several joined by ``"+"``), or None when no variable has one.
+
+    >>> from lie_stats.spec.parts import Select
+    >>> selection_estimand({"x": Select("commutator_var", family="Q", projection="adaptive")})
+    'adaptive'
+    """
+    found = sorted({str(sel.projection) for sel in selection.values() if getattr(sel, "projection", None)})
+    return "+".join(found) if found else None

@@ -16,7 +16,12 @@ from .. import schema
 from ..errors import CubeError, SpecError, did_you_mean
 from .parts import SELECT_DIMS, Select
 
-__all__ = ["select", "Skip", "check_cube"]
+__all__ = ["select", "Skip", "check_cube", "CONTROLS_ATTR"]
+
+#: Cube attribute naming the control models (e.g. quantized copies of another model, kept
+#: for a noise floor): a selection that names no models leaves them out, because they are
+#: not further samples of the population a cross-model claim is about.
+CONTROLS_ATTR = "lie_stats_controls"
 
 
 class Skip(Exception):
@@ -45,6 +50,11 @@ def select(sel: Select, cube: Any, *, where: str = "selection") -> Any:
         ``step`` is kept for ``step="all"``; the chosen step of each model is a coordinate.
         Layers not selected and padding are NaN; a pairwise variable (``head_j``) keeps each
         pair once (``head < head_j``), the rest NaN.
+
+    Notes
+    -----
+    A selection without ``models`` takes every model of the cube except its controls (the
+    models its attribute :data:`CONTROLS_ATTR` names); ``models=`` can name a control.
 
     Raises
     ------
@@ -82,6 +92,14 @@ def select(sel: Select, cube: Any, *, where: str = "selection") -> Any:
                 raise SpecError(f"{where}.models: the cube has no model {m!r}.{did_you_mean(m, have)} "
                                 f"Models: {', '.join(have)}.")
         da = da.sel({schema.MODEL: list(sel.models)})
+    else:
+        controls = set(cube.attrs.get(CONTROLS_ATTR, ()))
+        keep = [m for m in da[schema.MODEL].values.tolist() if str(m) not in controls]
+        if controls and len(keep) < da.sizes[schema.MODEL]:
+            if not keep:
+                raise Skip(f"every model of the cube is a control ({', '.join(sorted(controls))}); "
+                           f"name them in models= to select them")
+            da = da.sel({schema.MODEL: keep})
     other = [d for d in da.dims if d not in (schema.MODEL, schema.STEP)]
     has_data = np.isfinite(da.values).any(axis=tuple(da.get_axis_num(d) for d in other)) if other \
         else np.isfinite(da.values)  # [model, step]

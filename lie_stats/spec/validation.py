@@ -20,10 +20,12 @@ import numpy as np
 from .. import schema
 from ..errors import SpecError, did_you_mean
 from .parts import (
+    MAGNITUDE_SCALES,
     REDUCTIONS,
     SELECT_DIMS,
     STEP_WORDS,
     SWEEP_SELECT,
+    Magnitude,
     Prediction,
     Select,
     check_choice,
@@ -32,7 +34,7 @@ from .parts import (
 )
 from .registry import get_kind, kind_names
 
-__all__ = ["validate", "validate_select", "validate_params", "check_datasets"]
+__all__ = ["validate", "validate_magnitude", "validate_select", "validate_params", "check_datasets"]
 
 
 def validate(spec: Any) -> None:
@@ -47,6 +49,9 @@ def validate(spec: Any) -> None:
         value = getattr(spec, name)
         if not isinstance(value, str) or not value.strip():
             raise spec_error(spec, name, f"expected a non-empty string, got {value!r}.")
+    family = getattr(spec, "multiplicity_family", "")
+    if not isinstance(family, str) or (family and not family.strip()):
+        raise spec_error(spec, "multiplicity_family", f"expected a family name (or \"\" for the claim id), got {family!r}.")
     if not spec.datasets or not all(isinstance(d, str) and d for d in spec.datasets):
         raise spec_error(spec, "datasets", f"expected a non-empty tuple of dataset names, got {spec.datasets!r}.")
     if len(set(spec.datasets)) != len(spec.datasets):
@@ -87,6 +92,8 @@ def validate(spec: Any) -> None:
         raise spec_error(spec, "prediction.bound", "an equivalence claim needs a bound (TOST).")
     if pred.bound is not None and not (isinstance(pred.bound, (int, float)) and pred.bound > 0):
         raise spec_error(spec, "prediction.bound", f"expected a positive number, got {pred.bound!r}.")
+    if pred.magnitude is not None:
+        validate_magnitude(pred.magnitude, spec)
     if not isinstance(spec.reference, Mapping):
         raise spec_error(spec, "reference", "expected a mapping of the original figures.")
     for keys in kind.reference:
@@ -131,6 +138,43 @@ def validate(spec: Any) -> None:
             raise spec_error(spec, "choices", f"the choice {choice!r} gives an invalid spec: "
                        f"{str(e).split(': ', 1)[-1]}") from None
 
+
+
+def validate_magnitude(mag: Any, spec: Any) -> None:
+    """Check a :class:`~lie_stats.spec.parts.Magnitude`: numbers, band order, scale,
+    justification, the columns it reads, and that ``not_on`` names datasets of the spec."""
+    where = "prediction.magnitude"
+    if not isinstance(mag, Magnitude):
+        raise spec_error(spec, where, f"expected a Magnitude(...), got {type(mag).__name__}.")
+    check_choice(mag.scale, MAGNITUDE_SCALES, spec, f"{where}.scale", "scale")
+    numbers = {}
+    for name in ("reference", "low", "high"):
+        value = getattr(mag, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or np.isnan(value):
+            raise spec_error(spec, f"{where}.{name}", f"expected a number, got {value!r}.")
+        numbers[name] = float(value)
+    if not numbers["low"] <= numbers["reference"] <= numbers["high"] or numbers["low"] == numbers["high"]:
+        raise spec_error(spec, where, f"expected low <= reference <= high with low < high; got low "
+                                      f"{numbers['low']}, reference {numbers['reference']}, high {numbers['high']}.")
+    if not np.isfinite(numbers["reference"]):
+        raise spec_error(spec, f"{where}.reference", "expected a finite figure.")
+    if mag.scale in ("ratio", "log") and numbers["low"] <= 0:
+        raise spec_error(spec, f"{where}.low", f"a {mag.scale} band is a band of ratios: low must be "
+                                               f"> 0, got {numbers['low']}.")
+    if not isinstance(mag.justification, str) or not mag.justification.strip():
+        raise spec_error(spec, f"{where}.justification",
+                         "say why the band reads the claim's figure (a band without a reason is a tuning knob).")
+    if not isinstance(mag.estimate, str) or not mag.estimate:
+        raise spec_error(spec, f"{where}.estimate", f"expected a result column name, got {mag.estimate!r}.")
+    if mag.interval is not None and (len(mag.interval) != 2 or not all(isinstance(c, str) for c in mag.interval)):
+        raise spec_error(spec, f"{where}.interval", f"expected two column names, got {mag.interval!r}.")
+    for name, reason in mag.not_on.items():
+        if name not in spec.datasets:
+            raise spec_error(spec, f"{where}.not_on", f"{name!r} is not one of this spec's datasets "
+                                                      f"{spec.datasets!r}.{did_you_mean(str(name), spec.datasets)}")
+        if not isinstance(reason, str) or not reason.strip():
+            raise spec_error(spec, f"{where}.not_on[{name!r}]", "give the reason the magnitude is not tested there.")
 
 
 def validate_select(sel: Any, spec: Any, fieldname: str) -> None:

@@ -1,0 +1,270 @@
+"""Magnitude beside direction: a result's estimate against the size its claim states.
+
+A :class:`~lie_stats.spec.parts.Prediction` may carry a
+:class:`~lie_stats.spec.parts.Magnitude` (the essay's figure as a band, with its
+justification). After the test kind has decided the direction, :func:`assess_magnitude`
+compares the estimate's interval with the band, :func:`combine` turns the two into the
+verdict, and :func:`finding` writes the one sentence a reader checks against the numbers.
+
+The rule (the same for every kind):
+
+* ``"outside"``: the estimate's interval lies entirely outside the band. Every value of the
+  band is then excluded at the interval's confidence level, so "outside" is a level-alpha
+  rejection of the stated size (the intersection of the two one-sided tests at the band's
+  edges);
+* ``"within"``: the interval overlaps the band: the data are compatible with the stated
+  size. This is the symmetric reading of the direction rules (a claim is refuted only on
+  evidence against it), so that a true size in the band is called "outside" at most at the
+  interval's error rate. It does not claim the size is shown to lie in the band; whether
+  the interval is also contained in the band is said in ``reason``;
+* ``"not_tested"``: no band is declared, the dataset is one the declaration excludes
+  (``not_on``, e.g. a random twin as the init), or the estimate or its interval is missing
+  or not finite; ``reason`` says which.
+
+A claim with a declared figure is ``supported`` only when the direction is supported and
+the magnitude is not ``"outside"``: a supported direction with the magnitude outside the
+band is ``refuted`` ("direction replicated; magnitude outside ..."). A refuted or
+inconclusive direction stays as it is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from .parts import Magnitude
+
+__all__ = ["assess_magnitude", "combine", "finding", "band_text", "figure", "MAGNITUDE_STATUSES",
+           "NOT_DECLARED"]
+
+#: Values of ``magnitude["status"]``.
+MAGNITUDE_STATUSES = ("within", "outside", "not_tested")
+#: The reason of a result whose prediction declares no magnitude.
+NOT_DECLARED = "the declaration states no magnitude (no figure to compare the estimate with)"
+
+
+def figure(value: Any, digits: int = 3) -> str:
+    """A number for a sentence: ``digits`` significant figures, thousands separated,
+    scientific below 0.001 or from 10^6 on; "-" when missing or not finite.
+
+    >>> figure(1418.8), figure(0.2), figure(1.81e14), figure(-0.0110689), figure(None)
+    ('1,420', '0.200', '1.81e+14', '-0.0111', '-')
+    """
+    if value is None or isinstance(value, bool):
+        return "-"
+    v = float(value)
+    if not math.isfinite(v):
+        return "inf" if v == math.inf else "-inf" if v == -math.inf else "-"
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 1e6 or a < 1e-3:
+        return f"{v:.{digits - 1}e}"
+    exponent = math.floor(math.log10(a))
+    rounded = round(v, digits - 1 - exponent)
+    if rounded != 0 and math.floor(math.log10(abs(rounded))) > exponent:  # 999.6 -> 1,000
+        exponent += 1
+    decimals = max(0, digits - 1 - exponent)
+    return f"{rounded:,.{decimals}f}"
+
+
+def band_text(mag: Magnitude) -> str:
+    """The band in words: ``"x/÷3"`` for a band symmetric on the log scale, ``"±0.05"``
+    for a symmetric absolute band, ``"at least 3"``, or ``"[2, 4.5]"``.
+
+    >>> band_text(Magnitude(500.0, 500.0 / 3, 1500.0, justification="j"))
+    'x/÷3 [167, 1,500]'
+    >>> band_text(Magnitude(0.2, 0.15, 0.25, scale="absolute", justification="j"))
+    '±0.0500 [0.150, 0.250]'
+    >>> band_text(Magnitude(5.0, 3.0, math.inf, justification="j"))
+    'at least 3.00'
+    """
+    lo, hi, ref = float(mag.low), float(mag.high), float(mag.reference)
+    if hi == math.inf:
+        return f"at least {figure(lo)}"
+    interval = f"[{figure(lo)}, {figure(hi)}]"
+    if mag.scale in ("ratio", "log") and lo > 0 and math.isclose(lo * hi, ref * ref, rel_tol=1e-9) and hi > ref:
+        return f"x/÷{figure(hi / ref, 3).rstrip('0').rstrip('.')} {interval}"
+    if mag.scale == "absolute" and math.isclose(hi - ref, ref - lo, rel_tol=1e-9, abs_tol=1e-12):
+        return f"±{figure(hi - ref)} {interval}"
+    return interval
+
+
+def _unit(mag: Magnitude) -> str:
+    return "x" if mag.scale in ("ratio", "log") else ""
+
+
+def assess_magnitude(mag: Magnitude | None, row: Mapping[str, Any], dataset: str) -> dict[str, Any]:
+    """The ``magnitude`` field of a result: the estimate's interval against the band.
+
+    Parameters
+    ----------
+    mag : Magnitude or None
+        The prediction's magnitude (None: nothing declared).
+    row : mapping
+        The kind's result row (``effect``, ``ci_low``, ``ci_high`` and its extra columns).
+    dataset : str
+        The dataset's name (checked against ``mag.not_on``).
+
+    Returns
+    -------
+    dict
+        ``{"status", "estimate", "reference", "band", "reason"}``: status one of
+        :data:`MAGNITUDE_STATUSES` (rule in the module docstring); ``estimate`` and
+        ``band`` on the band's scale (a ``"log"`` estimate exponentiated), ``band`` as
+        ``[low, high]``. When a magnitude is declared, also ``interval`` (the estimate's,
+        on the band's scale, or None), ``scale``, ``unit`` ("x" for ratios),
+        ``band_text`` (:func:`band_text`) and ``justification``.
+
+    Examples
+    --------
+    >>> m = Magnitude(500.0, 500.0 / 3, 1500.0, justification="about 500x")
+    >>> assess_magnitude(m, {"effect": 2000.0, "ci_low": 1600.0, "ci_high": 2400.0}, "d")["status"]
+    'outside'
+    >>> assess_magnitude(m, {"effect": 1419.0, "ci_low": 767.0, "ci_high": 2416.0}, "d")["status"]
+    'within'
+    >>> assess_magnitude(None, {"effect": 1.0}, "d")["status"]
+    'not_tested'
+    """
+    if mag is None:
+        return {"status": "not_tested", "estimate": None, "reference": None, "band": None,
+                "reason": NOT_DECLARED}
+    out: dict[str, Any] = {"status": "not_tested", "estimate": None, "reference": float(mag.reference),
+                           "band": [float(mag.low), float(mag.high)], "reason": "",
+                           "interval": None, "scale": mag.scale, "unit": _unit(mag),
+                           "band_text": band_text(mag), "justification": mag.justification}
+    if dataset in mag.not_on:
+        out["reason"] = f"the declaration excludes {dataset}: {mag.not_on[dataset]}"
+        return out
+
+    def value(col: str) -> float | None:
+        v = row.get(col)
+        if v is None or isinstance(v, bool):
+            return None
+        v = float(v)
+        if not math.isfinite(v):
+            return None
+        return math.exp(v) if mag.scale == "log" else v
+
+    est = value(mag.estimate)
+    out["estimate"] = est
+    if est is None:
+        out["reason"] = f"the result has no finite estimate {mag.estimate!r} on these data"
+        return out
+    cols = mag.interval_columns
+    if cols is None:
+        out["reason"] = (f"the test gives the estimate {mag.estimate!r} no interval (Magnitude.interval "
+                         f"names its columns where it has one)")
+        return out
+    lo, hi = value(cols[0]), value(cols[1])
+    if lo is None or hi is None:
+        out["reason"] = f"the estimate has no finite interval ({cols[0]}, {cols[1]}) on these data"
+        return out
+    lo, hi = min(lo, hi), max(lo, hi)
+    out["interval"] = [lo, hi]
+    unit = _unit(mag)
+    interval = f"[{figure(lo)}, {figure(hi)}]"
+    if hi < mag.low or lo > mag.high:
+        side = "below" if hi < mag.low else "above"
+        out["status"] = "outside"
+        out["reason"] = (f"the interval {interval} lies entirely {side} the band {band_text(mag)} "
+                         f"around {figure(mag.reference)}{unit}")
+    else:
+        contained = mag.low <= lo and hi <= mag.high
+        out["status"] = "within"
+        out["reason"] = (f"the interval {interval} overlaps the band {band_text(mag)} around "
+                         f"{figure(mag.reference)}{unit}"
+                         + (" and lies inside it" if contained else " (not contained in it)"))
+    return out
+
+
+def combine(verdict: str, reason: str, magnitude: Mapping[str, Any]) -> tuple[str, str]:
+    """The verdict of direction and magnitude together (rule in the module docstring).
+
+    >>> combine("supported", "the interval lies entirely above 1.0", {"status": "outside", "reason": "r"})
+    ('refuted', 'direction replicated; magnitude outside: r (direction: the interval lies entirely above 1.0)')
+    >>> combine("supported", "x", {"status": "within", "reason": "r"})
+    ('supported', 'x; magnitude within: r')
+    """
+    status = magnitude.get("status")
+    if status == "outside" and verdict == "supported":
+        return "refuted", f"direction replicated; magnitude outside: {magnitude['reason']} (direction: {reason})"
+    if status in ("within", "outside") and verdict in ("supported", "refuted", "inconclusive"):
+        return verdict, f"{reason}; magnitude {status}: {magnitude['reason']}"
+    return verdict, reason
+
+
+_DIRECTION_WORDS = {
+    "supported": "direction replicated",
+    "refuted": "direction refuted",
+    "inconclusive": "direction not established",
+}
+_EQUIVALENCE_WORDS = {
+    "supported": "equivalence shown",
+    "refuted": "equivalence refuted",
+    "inconclusive": "equivalence not established",
+}
+
+
+def finding(direction_verdict: str, verdict: str, reason: str, row: Mapping[str, Any],
+            prediction: Mapping[str, Any], magnitude: Mapping[str, Any] | None) -> str:
+    """One sentence a reader checks against the result's numbers.
+
+    Parameters
+    ----------
+    direction_verdict : str
+        The kind's verdict on the direction (before the magnitude).
+    verdict, reason : str
+        The final verdict and its reason (for skipped results, the reason is the sentence).
+    row : mapping
+        ``effect``, ``ci_low``, ``ci_high``, ``p_value``, ``n`` (missing ones are left out).
+    prediction : mapping
+        The prediction's declaration (``direction``, ``value``).
+    magnitude : mapping or None
+        The result's ``magnitude`` field.
+
+    Examples
+    --------
+    >>> mag = {"status": "outside", "estimate": 2000.0, "interval": [1600.0, 2400.0], "reference": 500.0,
+    ...        "band": [500 / 3, 1500.0], "reason": "r", "band_text": "x/÷3 [167, 1,500]", "unit": "x"}
+    >>> finding("supported", "refuted", "", {"effect": 2000.0, "ci_low": 1600.0, "ci_high": 2400.0,
+    ...         "p_value": 0.0001, "n": 48}, {"direction": "above", "value": 1.0}, mag)
+    'direction replicated (above 1.00: 2,000 [1,600, 2,400], p 1.0e-04, n 48); magnitude 2,000x [1,600, 2,400] vs 500x: outside the band x/÷3 [167, 1,500]; verdict refuted'
+    """
+    if verdict in ("skipped", "out_of_scope"):
+        return f"not evaluated: {reason}"
+    words = _EQUIVALENCE_WORDS if prediction.get("direction") == "equivalent" else _DIRECTION_WORDS
+    head = words.get(direction_verdict, direction_verdict)
+    numbers = []
+    effect, lo, hi = row.get("effect"), row.get("ci_low"), row.get("ci_high")
+    if _finite(effect):
+        est = figure(effect)
+        if _finite(lo) and _finite(hi):
+            est += f" [{figure(lo)}, {figure(hi)}]"
+        numbers.append(est)
+    if _finite(row.get("p_value")):
+        numbers.append(f"p {figure(row['p_value'], 2)}")
+    if _finite(row.get("n")):
+        numbers.append(f"n {int(row['n']) if float(row['n']).is_integer() else figure(row['n'])}")
+    target = prediction.get("direction", "")
+    if target in ("above", "below", "equivalent") and "value" in prediction:
+        target = f"{target} {figure(prediction['value'])}"
+    elif target in ("positive", "negative") and prediction.get("value"):
+        target = f"{target} of {figure(prediction['value'])}"
+    text = head + (f" ({target}: {', '.join(numbers)})" if numbers else f" ({target})")
+    if magnitude is None or magnitude.get("status") == "not_tested":
+        why = (magnitude or {}).get("reason") or "no magnitude declared"
+        text += f"; magnitude not tested: {why}"
+    else:
+        unit = magnitude.get("unit", "")
+        est = f"{figure(magnitude.get('estimate'))}{unit}"
+        if magnitude.get("interval"):
+            est += f" [{figure(magnitude['interval'][0])}, {figure(magnitude['interval'][1])}]"
+        text += (f"; magnitude {est} vs {figure(magnitude.get('reference'))}{unit}: "
+                 f"{magnitude['status']} the band {magnitude.get('band_text', '')}".rstrip())
+    return f"{text}; verdict {verdict}"
+
+
+def _finite(value: Any) -> bool:
+    return value is not None and not isinstance(value, bool) and math.isfinite(float(value))
