@@ -234,9 +234,10 @@ def test_holm_within_claim_families_matches_statsmodels():
 
 
 def test_decided_by_says_whether_a_p_decided(planted):
-    interval = evaluate_cube(spec(), planted, dataset="toy")  # the enrichment rule reads its interval
-    assert interval.verdict == "supported" and interval.multiplicity["decided_by"] == "none"
-    assert interval.multiplicity["family"] == "M1"
+    # the enrichment rule decides on its one-sided sign-flip p over clusters
+    enrich = evaluate_cube(spec(), planted, dataset="toy")
+    assert enrich.verdict == "supported" and enrich.multiplicity["decided_by"] == "raw"
+    assert enrich.multiplicity["family"] == "M1"
     from tests._spec_cubes import planted_spec, synth_cube
 
     corr = evaluate_cube(planted_spec(), synth_cube(), dataset="synth")  # p < alpha decides

@@ -225,6 +225,9 @@ def test_registry_declarations(planted_root):
             assert s.id.endswith("-pythia")
             (r,) = evaluate(s, planted_root)
             assert r.verdict == "skipped" and r.build
+        elif s.datasets == ("panel",):  # B9 on the panel's trained decoders, which have anchors
+            assert s.id.startswith("B9-panel-")
+            assert {sel.models for sel in s.selection.values()} in ({("smollm2_135m",)}, {("gemma3_270m",)})
         else:
             assert s.datasets == ("pico_pythia",)
             assert {tuple(c["models"]) for c in s.choice_grid()} == {("p96_s0",), ("p96_s1",)}
