@@ -30,13 +30,12 @@ interval that respects the layer structure and the pairing, pools the two seeds 
 rather than picking one, and turns "~500x" into a pre-declared band that can support or
 refute the magnitude, with the direction reported separately.
 
-``A7-pythia`` declares the essay's own setting (Pythia-410m pretraining, step 1 -> 143,000):
-skipped here; it needs the hub and a post-trained Pythia-410m in the pythia card's cube under
-the model name ``pythia-410m-tuned`` (no such twin is published by EleutherAI; the essay's
-RLHF pair is unnamed), see datasets/pythia/README.md.
+``A7-pythia`` records the essay's own setting (Pythia-410m pretraining, step 1 -> 143,000) as
+out of scope: it needs a post-trained Pythia-410m of known lineage, which EleutherAI does not
+publish (the essay's RLHF pair is unnamed), so the pythia card cannot build it.
 """
 
-from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
+from lie_stats.spec import HypothesisSpec, Magnitude, OutOfScope, Prediction, Select
 
 from ._common import FAMILIES, GEOMETRY, P96, PROJECTIONS
 
@@ -102,18 +101,12 @@ A7_params = HypothesisSpec(
                          "(METRICS.md §6.4) since each run's first checkpoint. " + NOTES,
 )
 
-A7_pythia = HypothesisSpec(
-    id="A7-pythia", claim=CLAIM, source=GEOMETRY, datasets=("pythia",),
-    selection={"pre_first": Select("killing_cv", step="first", family="Q", projection="adaptive",
-                                   models=("EleutherAI/pythia-410m",)),
-               "pre_last": Select("killing_cv", step="last", family="Q", projection="adaptive",
-                                  models=("EleutherAI/pythia-410m",)),
-               "post_first": Select("killing_cv", step="last", family="Q", projection="adaptive",
-                                    models=("EleutherAI/pythia-410m",)),
-               "post_last": Select("killing_cv", step="last", family="Q", projection="adaptive",
-                                   models=("pythia-410m-tuned",))},
-    test="ratio_of_changes", params={"ci": 0.90}, prediction=BAND, reference=REFERENCE,
-    gate="replication", choices={"family": FAMILIES, "projection": PROJECTIONS},
-    notes="The essay's setting and compression: post-training change from Pythia-410m's last "
-          "checkpoint to its tuned twin; needs the hub and that twin (see the module docstring).",
+A7_pythia = OutOfScope(
+    id="A7-pythia", claim=CLAIM, source=GEOMETRY,
+    reason=("The essay's own setting (Pythia-410m pretraining, step 1 -> 143,000, against the "
+            "post-training of a tuned twin) needs a post-trained Pythia-410m of known lineage. "
+            "EleutherAI publishes none and the essay's RLHF pair is unnamed, so the pythia card "
+            "cannot build it. Changed 2026-12-02: was a spec on the pythia card selecting a model "
+            "'pythia-410m-tuned' that the card's command never builds."),
+    reference=REFERENCE,
 )
