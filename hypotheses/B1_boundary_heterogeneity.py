@@ -6,10 +6,13 @@ checkpoint: mean over the first and last layers over the mean of the interior la
 verdict comes from the exact layer-permutation test (every pair of layers as "boundary",
 66 pairs with 12 layers): supported when the first-and-last pair is in the upper alpha / 2
 of them, refuted when in the lower; the bootstrap interval, resampling heads within layers,
-describes the ratio, reported beside 5-7x. One run at a time.
+describes the ratio and is compared with the declared magnitude band (at least 3x, the
+essay's "5-7x"). One run at a time.
 """
 
-from lie_stats.spec import HypothesisSpec, Prediction, Select
+import math
+
+from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
 from ._common import ANCHORS, FAMILIES, P96, PROJECTIONS
 
@@ -21,7 +24,14 @@ B1 = HypothesisSpec(
     selection={"values": Select("commutator_mean", step="last", family="Q", projection="none",
                                 models=("p96_s0",))},
     test="boundary_ratio", params={"summary": "cv"},
-    prediction=Prediction("above", value=1.0), reference={"ratio_low": 5.0, "ratio_high": 7.0},
+    prediction=Prediction("above", value=1.0, magnitude=Magnitude(
+        5.0, 3.0, math.inf,
+        justification=("'5-7x' read as at least 3x: the essay's range with room below it for a "
+                       "smaller model, and no upper limit (more heterogeneity is not against "
+                       "the claim)"))),
+    reference={"ratio_low": 5.0, "ratio_high": 7.0},
     gate="pinned",
     choices={"models": [(m,) for m in P96], "family": FAMILIES, "projection": PROJECTIONS},
+    notes=("Changed 2026-12-02: the magnitude band (at least 3x) is declared beside the "
+           "direction, so that the claim's figure is tested and not only 'above 1'."),
 )
