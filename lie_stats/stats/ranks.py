@@ -1,4 +1,4 @@
-"""Ranks of parameter categories and ratios of changes, with bootstraps over layers.
+"""Ranks of parameter categories and ratios of changes, resampling or testing over layers.
 
 Two families, for changes of parameters over training:
 
@@ -6,9 +6,9 @@ Two families, for changes of parameters over training:
   the parameter-delta map (METRICS.md §6.4), with a bootstrap over layers that recomputes
   each per-layer category's pooled relative change from the resampled layers.
 * :func:`ratio_of_changes`: the ratio of two mean changes (pretraining over post-training) of
-  the same units, with a stratified cluster bootstrap.
+  the same units, with Fieller's test and interval over clusters (layers) within strata.
 
-Pure numpy; results are one-row DataFrames starting with
+Pure numpy (and scipy's t distribution); results are one-row DataFrames starting with
 :data:`lie_stats.schema.STAT_COLUMNS`, extra columns named here.
 """
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "pooled_relative", "delta_rank", "delta_order", "ratio_of_changes",
     "N_CATEGORIES", "TARGET_VALUE", "ORDER_HOLDS", "BOOT_SHARE", "PRE_CHANGE", "POST_CHANGE",
-    "LOG10_RATIO", "P_BELOW", "P_ABOVE", "N_UNITS",
+    "LOG10_RATIO", "P_BELOW", "P_ABOVE", "N_UNITS", "DF", "N_STRATA",
     "DELTA_RANK_COLUMNS", "DELTA_ORDER_COLUMNS", "RATIO_OF_CHANGES_COLUMNS",
 ]
 
@@ -41,14 +41,16 @@ BOOT_SHARE = "boot_share"  # share of bootstrap resamples in which it holds
 PRE_CHANGE = "pre_change"  # mean change of the numerator (pretraining)
 POST_CHANGE = "post_change"  # mean change of the denominator (post-training)
 LOG10_RATIO = "log10_ratio"
-P_BELOW = "p_below"  # bootstrap share of ratios <= the lower reference (or the null value)
-P_ABOVE = "p_above"  # bootstrap share of ratios >= the upper reference
+P_BELOW = "p_below"  # one-sided p of H0: ratio <= the lower reference (small: the ratio is above it)
+P_ABOVE = "p_above"  # one-sided p of H0: ratio >= the upper reference (small: the ratio is below it)
 N_UNITS = "n_units"
+DF = "df"  # degrees of freedom of Fieller's t: clusters minus strata
+N_STRATA = "n_strata"
 
 DELTA_RANK_COLUMNS = (*STAT_COLUMNS, N_CATEGORIES, TARGET_VALUE)
 DELTA_ORDER_COLUMNS = (*STAT_COLUMNS, N_CATEGORIES, ORDER_HOLDS, BOOT_SHARE)
 RATIO_OF_CHANGES_COLUMNS = (*STAT_COLUMNS, PRE_CHANGE, POST_CHANGE, LOG10_RATIO, P_BELOW, P_ABOVE,
-                        N_UNITS)
+                            N_UNITS, DF, N_STRATA)
 
 
 def pooled_relative(values: ArrayLike, norms: ArrayLike) -> np.ndarray:
@@ -283,15 +285,70 @@ def delta_order(
     })
 
 
-def _quantile_inf(x: np.ndarray, q: float) -> float:
-    """``numpy.quantile(x, q)`` (linear interpolation), but ``inf`` where the bracketing order
-    statistics reach ``+inf`` instead of NaN (ratios with a zero denominator)."""
-    s = np.sort(np.asarray(x, dtype=np.float64))
-    pos = q * (s.size - 1)
-    i, j = int(np.floor(pos)), int(np.ceil(pos))
-    if np.isinf(s[j]):
-        return float(s[i]) if (i == j or pos == i) and np.isfinite(s[i]) else float("inf")
-    return float(s[i] + (s[j] - s[i]) * (pos - i))
+def _fieller(num: np.ndarray, den: np.ndarray, stratum: np.ndarray) -> dict:
+    """Sums, stratified covariance and degrees of freedom of cluster totals for Fieller's test.
+
+    ``num[c]``, ``den[c]``: the totals of cluster ``c``; clusters independent, drawn within
+    strata. For ``T(r) = sum_c (num_c - r den_c)`` the variance estimate is
+    ``V_nn - 2 r V_nd + r^2 V_dd`` with ``V_xy = sum_s n_s / (n_s - 1) sum_{c in s}
+    (x_c - xbar_s)(y_c - ybar_s)`` (the stratified cluster variance of a total, Cochran
+    1977, 5.2), and the reference is ``t`` with ``G - S`` degrees of freedom (G clusters, S
+    strata). NaN variances when a stratum has a single cluster.
+    """
+    labels, inv = np.unique(stratum, return_inverse=True)
+    v = np.zeros(3)
+    singles = 0
+    for k in range(labels.size):
+        m = inv == k
+        n_s = int(m.sum())
+        if n_s < 2:
+            singles += 1
+            continue
+        a, b = num[m] - num[m].mean(), den[m] - den[m].mean()
+        v += n_s / (n_s - 1) * np.array([a @ a, a @ b, b @ b])
+    if singles:
+        v[:] = np.nan
+    return {"A": float(num.sum()), "B": float(den.sum()), "Vnn": v[0], "Vnd": v[1], "Vdd": v[2],
+            "df": int(num.size - labels.size)}
+
+
+def _fieller_p(f: dict, r0: float, *, greater: bool) -> float:
+    """One-sided p of ``H0: R <= r0`` against ``R > r0`` (``greater``; small when the ratio
+    is above r0), or of ``H0: R >= r0`` against ``R < r0``: ``T(r0) = A - r0 B`` over its
+    standard error, ``t`` with ``df`` degrees of freedom."""
+    from scipy import stats as sps
+
+    if not np.isfinite(r0):  # every ratio is above -inf and below +inf
+        return 0.0 if (r0 < 0) == greater else 1.0
+    var = f["Vnn"] - 2 * r0 * f["Vnd"] + r0 ** 2 * f["Vdd"]
+    if not (f["df"] >= 1 and np.isfinite(var)):
+        return float("nan")
+    t = f["A"] - r0 * f["B"]
+    if var <= 0:  # no spread across clusters: the sign of T decides
+        return 0.0 if (t > 0) == greater else 1.0
+    z = t / np.sqrt(var)
+    return float(sps.t.sf(z, f["df"]) if greater else sps.t.cdf(z, f["df"]))
+
+
+def _fieller_interval(f: dict, level: float) -> tuple[float, float]:
+    """Fieller's interval: the ratios r0 whose two-sided test at ``1 - level`` accepts.
+
+    The roots of ``(A - r B)^2 = q^2 (V_nn - 2 r V_nd + r^2 V_dd)``; when the denominator
+    is not significantly positive (``B^2 <= q^2 V_dd``) the set is unbounded and its convex
+    hull, ``(-inf, inf)``, is returned.
+    """
+    from scipy import stats as sps
+
+    if not (f["df"] >= 1 and np.isfinite(f["Vdd"])):
+        return float("nan"), float("nan")
+    q2 = float(sps.t.ppf((1 + level) / 2, f["df"])) ** 2
+    a = f["B"] ** 2 - q2 * f["Vdd"]
+    b = f["A"] * f["B"] - q2 * f["Vnd"]
+    c = f["A"] ** 2 - q2 * f["Vnn"]
+    if a <= 0:
+        return -np.inf, np.inf
+    root = np.sqrt(max(b * b - a * c, 0.0))
+    return float((b - root) / a), float((b + root) / a)
 
 
 def ratio_of_changes(
@@ -300,42 +357,46 @@ def ratio_of_changes(
     *,
     strata: ArrayLike | None = None,
     clusters: ArrayLike | None = None,
-    n_boot: int = 2000,
     ci: float = 0.95,
-    seed: int = 0,
     reference: tuple[float, float] = (1.0, np.inf),
 ) -> "pd.DataFrame":
-    """Ratio of the mean of ``pre`` to the mean of ``post`` over the same units, with interval.
+    """Ratio of the mean of ``pre`` to the mean of ``post`` over the same units, Fieller's test.
 
     ``R = mean(pre) / mean(post)`` where ``pre[i]`` and ``post[i]`` are two changes of the
     same unit ``i`` (a layer of a run: pretraining change and post-training change of one
-    metric). The bootstrap resamples whole clusters (layers) with replacement within each
-    stratum (run), keeping the pairing, and takes the percentile interval of ``R``.
+    metric). Units are summed into clusters (layers), clusters are independent within
+    strata (runs). ``R > r0`` exactly when ``sum(pre) - r0 sum(post) > 0``: a total of
+    cluster differences, tested with a t statistic and the stratified cluster variance on
+    ``G - S`` degrees of freedom (Fieller 1954; :func:`_fieller`). Unlike a percentile
+    bootstrap of the ratio, which covered too little with 5-24 clusters (4-8 % beyond a
+    one-sided 2.5 %), it holds its level with few clusters and shared layer effects
+    (tests/calibration/test_ranks.py).
 
     Parameters
     ----------
     pre, post : array-like, [n]
         Non-negative changes, paired by unit.
     strata : array-like, optional
-        Stratum (run) of each unit; clusters are resampled within strata. None: one stratum.
+        Stratum (run) of each unit; None: one stratum.
     clusters : array-like, optional
         Cluster (layer) of each unit, within its stratum. None: every unit its own cluster.
-    n_boot, ci, seed
-        Bootstrap resamples (0 skips the interval and the p-values), level, seed.
+    ci : float
+        Level of Fieller's interval (``ci_low``, ``ci_high``); its limits are the ``r0`` at
+        which the one-sided tests reach ``(1 - ci) / 2``.
     reference : (float, float)
-        ``(low, high)``: the bootstrap p-values ``p_below`` (ratios <= low) and ``p_above``
-        (ratios >= high), each ``(b + 1) / (B + 1)`` for ``b`` of ``B`` resamples, are
-        reported (``p_above`` is 0 when ``high`` is infinite); ``p_value`` is the larger of the two (a percentile
-        bootstrap TOST of ``low < R < high``; with ``high = inf``, the one-sided bootstrap
-        p of ``R > low``).
+        ``(low, high)``: ``p_below`` is the one-sided p of ``H0: R <= low`` (small when the
+        ratio is above ``low``; 0 when ``low`` is ``-inf``), ``p_above`` that of
+        ``H0: R >= high`` (small when it is below ``high``; 0 when ``high`` is ``inf``), and
+        ``p_value`` the larger (the TOST of ``low < R < high``; with ``high = inf``, the
+        one-sided p of ``R > low``). ``1 - p_below`` is the one-sided p of ``R < low``.
 
     Returns
     -------
     pandas.DataFrame, one row, columns ``RATIO_OF_CHANGES_COLUMNS``:
     ``n`` clusters, ``statistic`` = ``log10_ratio``, ``p_value``, ``effect`` = ``R``,
     ``ci_low``/``ci_high``, ``pre_change``, ``post_change`` (the two means), ``log10_ratio``,
-    ``p_below``, ``p_above``, ``n_units``. ``R`` is ``inf`` when ``mean(post)`` is 0; resamples
-    with a zero denominator count as ``inf``.
+    ``p_below``, ``p_above``, ``n_units``, ``df``, ``n_strata``. ``R`` is ``inf`` when
+    ``mean(post)`` is 0. p-values and interval are NaN when a stratum has one cluster.
 
     Raises
     ------
@@ -345,7 +406,7 @@ def ratio_of_changes(
 
     Examples
     --------
-    >>> res = ratio_of_changes([2.0, 4.0, 6.0], [0.01, 0.02, 0.03], n_boot=0)
+    >>> res = ratio_of_changes([2.0, 4.0, 6.0], [0.01, 0.02, 0.03])
     >>> round(float(res["effect"].iloc[0]), 6)
     200.0
     """
@@ -359,9 +420,7 @@ def ratio_of_changes(
         raise StatsInputError(f"{where}: changes must be non-negative (magnitudes), got a negative value.")
     if not (a.sum() > 0 or b.sum() > 0):
         raise StatsInputError(f"{where}: every change is 0; the ratio is undefined.")
-    n_boot = V.positive_int(n_boot, name="n_boot", where=where, minimum=0)
     ci = V.level(ci, name="ci", where=where)
-    seed = V.seed_value(seed, where=where)
     s = np.zeros(n, dtype=np.intp) if strata is None else np.unique(
         np.asarray(strata), return_inverse=True)[1].reshape(-1)
     c = np.arange(n) if clusters is None else np.unique(np.asarray(clusters), return_inverse=True)[1].reshape(-1)
@@ -375,35 +434,17 @@ def ratio_of_changes(
     post_c = np.bincount(cid, weights=b, minlength=n_clusters)
     stratum_c = np.zeros(n_clusters, dtype=np.intp)
     stratum_c[cid] = s
-
-    def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.inf)
-
-    r = float(ratio(np.array(a.sum()), np.array(b.sum())))
-    lo = hi = p_lo = p_hi = np.nan
-    if n_boot:
-        rng = np.random.default_rng(seed)
-        picks = np.empty((n_boot, n_clusters), dtype=np.intp)
-        col = 0
-        for st in np.unique(stratum_c):
-            members = np.flatnonzero(stratum_c == st)
-            picks[:, col:col + members.size] = members[rng.integers(0, members.size, (n_boot, members.size))]
-            col += members.size
-        num = pre_c[picks].sum(axis=1)
-        den = post_c[picks].sum(axis=1)
-        boot = ratio(num, den)  # sums over whole clusters: the same units as the point estimate
-        lo, hi = (_quantile_inf(boot, (1 - ci) / 2), _quantile_inf(boot, (1 + ci) / 2))
-        low, high = float(reference[0]), float(reference[1])
-        # (b + 1) / (B + 1): the observed sample counts as one resample, so a bootstrap p is
-        # never 0 (Davison & Hinkley 1997, eq. 4.11); 0 would enter Holm and BH as certainty
-        p_lo = float((np.count_nonzero(boot <= low) + 1) / (n_boot + 1))
-        p_hi = float((np.count_nonzero(boot >= high) + 1) / (n_boot + 1)) if np.isfinite(high) else 0.0
+    f = _fieller(pre_c, post_c, stratum_c)
+    r = f["A"] / f["B"] if f["B"] > 0 else np.inf
+    lo, hi = _fieller_interval(f, ci)
+    low, high = float(reference[0]), float(reference[1])
+    p_lo = _fieller_p(f, low, greater=True)
+    p_hi = _fieller_p(f, high, greater=False)
     with np.errstate(divide="ignore"):
         log10r = float(np.log10(r)) if r > 0 else -np.inf
     return V.frame(RATIO_OF_CHANGES_COLUMNS, {
-        "n": n_clusters, "statistic": log10r, "p_value": max(p_lo, p_hi) if n_boot else np.nan,
+        "n": n_clusters, "statistic": log10r, "p_value": max(p_lo, p_hi),
         "effect": r, "ci_low": lo, "ci_high": hi, PRE_CHANGE: float(a.mean()),
         POST_CHANGE: float(b.mean()), LOG10_RATIO: log10r, P_BELOW: p_lo, P_ABOVE: p_hi,
-        N_UNITS: n,
+        N_UNITS: n, DF: f["df"], N_STRATA: int(np.unique(stratum_c).size),
     })

@@ -6,12 +6,11 @@ parameter-delta map (METRICS.md §6.4; :mod:`lie_stats.delta`), bootstrapping la
 ``delta_order`` whether declared groups of categories hold the top ranks in order, with the
 bootstrap share of resamples in which they do; ``ratio_of_changes`` the mean change of one
 selection over the mean change of another over the same units (pretraining against
-post-training, runs paired in order), a stratified cluster bootstrap of layers within runs.
+post-training, runs paired in order), Fieller's test over layers within runs.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +18,7 @@ import numpy as np
 
 from ...errors import SpecError, StatsInputError
 from ...stats import columns as C
-from ...stats.ranks import BOOT_SHARE, ORDER_HOLDS, delta_order, delta_rank, ratio_of_changes
+from ...stats.ranks import BOOT_SHARE, ORDER_HOLDS, P_ABOVE, P_BELOW, delta_order, delta_rank, ratio_of_changes
 from ..parts import Prediction
 from ..registry import register_test
 from ..rules import Decision, decide_interval, finite
@@ -112,38 +111,45 @@ def _run_ratio_of_changes(data: TestInput) -> Any:
     clusters = np.tile(layer, n_models)
     pre, post = pre.reshape(-1), post.reshape(-1)
     ok = np.isfinite(pre) & np.isfinite(post)
-    return ratio_of_changes(pre[ok], post[ok], strata=strata[ok], clusters=clusters[ok],
-                              n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"],
-                              reference=_ratio_band(data.prediction))
+    return ratio_of_changes(pre[ok], post[ok], strata=strata[ok], clusters=clusters[ok], ci=p["ci"],
+                            reference=_ratio_band(data.prediction))
 
 
 def decide_ratio_of_changes(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
-    """For above / below, the interval rule on the ratio; for equivalent (value v, bound b
-    in decades), supported when the interval lies inside [v / 10**b, v * 10**b], refuted when
-    it lies entirely outside it, inconclusive otherwise.
+    """Fieller's one-sided tests of the ratio against the prediction's band, each at level
+    ``(1 - ci) / 2`` (the level at which Fieller's ``ci`` interval excludes a value).
 
-    Declare ci = 1 - 2 alpha for the TOST reading of the band rule.
+    The band is ``(value, inf)`` for "above", ``(-inf, value)`` for "below" and
+    ``[value / 10**bound, value * 10**bound]`` for "equivalent" (bound in decades).
+    Supported when the ratio is shown inside the band (both one-sided p's ``p_below``,
+    ``p_above`` under the level: for "equivalent" the TOST; declare ci = 1 - 2 alpha);
+    refuted when it is shown beyond one edge (``1 - p_below`` or ``1 - p_above`` under the
+    level); inconclusive otherwise.
 
-    >>> ctx = Decision(Prediction("equivalent", value=500.0, bound=1.0), 0.05, {}, {})
-    >>> decide_ratio_of_changes({"ci_low": 80.0, "ci_high": 900.0}, ctx)[0]
+    >>> ctx = Decision(Prediction("equivalent", value=500.0, bound=1.0), 0.05, {}, {"ci": 0.9})
+    >>> decide_ratio_of_changes({"p_below": 0.001, "p_above": 0.01}, ctx)[0]
     'supported'
-    >>> decide_ratio_of_changes({"ci_low": 6.0, "ci_high": 20.0}, ctx)[0]
+    >>> decide_ratio_of_changes({"p_below": 0.999, "p_above": 0.0}, ctx)[0]
     'refuted'
-    >>> decide_ratio_of_changes({"ci_low": 6.0, "ci_high": 90.0}, ctx)[0]
+    >>> decide_ratio_of_changes({"p_below": 0.2, "p_above": 0.0}, ctx)[0]
     'inconclusive'
     """
-    if ctx.prediction.direction != "equivalent":
-        return decide_interval(row, ctx)
-    lo, hi = row.get(C.CI_LOW), row.get(C.CI_HIGH)
-    if lo is None or hi is None or math.isnan(float(lo)) or math.isnan(float(hi)):
-        return "inconclusive", "the ratio has no interval on these data"
+    lo_p, hi_p = row.get(P_BELOW), row.get(P_ABOVE)
+    if not finite(lo_p, hi_p):
+        return "inconclusive", ("no test of the ratio on these data (a run with a single layer leaves "
+                                "no variance to test against)")
+    level = (1.0 - float(ctx.params.get("ci", 0.95))) / 2.0
     a, b = _ratio_band(ctx.prediction)
-    band = f"[{a:g}, {b:g}] ({ctx.prediction.value:g} within {ctx.prediction.bound:g} decade(s))"
-    if lo > a and hi < b:
-        return "supported", f"the interval lies inside {band}"
-    if hi < a or lo > b:
-        return "refuted", f"the interval lies entirely outside {band}"
-    return "inconclusive", f"the interval overlaps the edge of {band}"
+    d = ctx.prediction.direction
+    band = (f"[{a:g}, {b:g}] ({ctx.prediction.value:g} within {ctx.prediction.bound:g} decade(s))"
+            if d == "equivalent" else f"{d} {ctx.prediction.value:g}")
+    if max(lo_p, hi_p) < level:
+        return "supported", f"Fieller's one-sided test{'s' if d == 'equivalent' else ''} put the ratio {band} (p {max(lo_p, hi_p):.3g} < {level:g})"
+    edge = min(1.0 - lo_p, 1.0 - hi_p)
+    if edge < level:
+        side = f"below {a:g}" if 1.0 - lo_p <= 1.0 - hi_p else f"above {b:g}"
+        return "refuted", f"Fieller's one-sided test puts the ratio {side}, outside {band} (p {edge:.3g} < {level:g})"
+    return "inconclusive", f"the ratio is not shown {band} nor outside it (p {max(lo_p, hi_p):.3g}, {edge:.3g} >= {level:g})"
 
 
 register_test("delta_rank", _run_delta_rank, decide_interval, roles=DELTA_ROLES,
@@ -161,7 +167,8 @@ register_test("delta_order", _run_delta_order, decide_delta_order, roles=DELTA_R
                           "lie_stats.stats.ranks.delta_order)")
 register_test("ratio_of_changes", _run_ratio_of_changes, decide_ratio_of_changes, roles=("pre_last", "post_last"),
               optional_roles=("pre_first", "post_first"),
-              params={"n_boot": 2000, "ci": 0.95}, directions=("above", "below", "equivalent"),
+              params={"ci": 0.95}, directions=("above", "below", "equivalent"),
               description="mean change of pre over mean change of post, paired by unit (|log(last / "
-                          "first)| when the firsts are selected), bootstrap of layers within runs "
+                          "first)| when the firsts are selected), Fieller's t tests and interval "
+                          "over layers within runs, one-sided level (1 - ci) / 2 "
                           "(lie_stats.stats.ranks.ratio_of_changes)")

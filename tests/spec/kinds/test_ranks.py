@@ -68,7 +68,7 @@ def test_change_ratio_spec_pairs_models_by_position():
            "post_first": Select("killing_cv", step="first", family="Q", projection="none", models=("b",)),
            "post_last": Select("killing_cv", step="last", family="Q", projection="none", models=("b",))}
     spec = HypothesisSpec(id="T", claim="c", source="s", datasets=("toy",), selection=sel,
-                          test="ratio_of_changes", params={"n_boot": 200, "ci": 0.9},
+                          test="ratio_of_changes", params={"ci": 0.9},
                           prediction=Prediction("equivalent", value=500.0, bound=1.0), gate="report")
     res = evaluate_cube(spec, cube)
     assert res.effect == pytest.approx(math.log(10.0) / math.log(1.01), rel=1e-9)  # 231.4
