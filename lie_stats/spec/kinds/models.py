@@ -25,7 +25,7 @@ from ..rules import Decision, decide_directional, finite
 from ..tables import MODEL_PREDICTORS, TestInput, model_table
 
 __all__ = ["AIC_MARGIN", "P_PREDICTED_ADDS", "P_RIVAL_ADDS", "RIVAL", "decide_model_comparison",
-           "decide_mixed_model"]
+           "decide_mixed_model", "encompassing_tests"]
 
 #: Extra result column of ``model_comparison``: AIC of the best other model minus the
 #: predicted model's (positive when the predicted model is better); descriptive.
@@ -43,33 +43,38 @@ _FORMULA_WORDS = ("I", "np", "log", "log2", "log10", "exp", "sqrt", "center", "s
 _GROUP_COLUMN = "stratum"
 
 
+def encompassing_tests(table: Any, models: Mapping[str, Sequence[str]], predicted: str) -> dict[str, float]:
+    """The F tests ``decide_model_comparison`` reads, on the rows of ``table`` complete in
+    every column a model uses: ``p_predicted_adds`` (the largest p of the predicted model's
+    predictors added to a rival's), ``p_rival_adds`` (the smallest Bonferroni-adjusted p of
+    a rival's added to the predicted model's), ``statistic`` (F of the former), ``n_rivals``.
+    """
+    rivals = [m for m in models if m != predicted]
+    used = sorted({t for terms in models.values() for t in terms})
+    rows = table[["response", *used]].dropna()
+    adds = {m: added_terms_test(rows, "response", list(models[m]), list(models[predicted])) for m in rivals}
+    back = [added_terms_test(rows, "response", list(models[predicted]), list(models[m]))[1] for m in rivals]
+    p_adds = [adds[m][1] for m in rivals]
+    defined = bool(rivals) and all(math.isfinite(q) for q in p_adds)
+    worst = max(rivals, key=lambda m: adds[m][1]) if defined else None
+    adjusted = [min(1.0, q * len(rivals)) for q in back if math.isfinite(q)]
+    return {C.STATISTIC: adds[worst][0] if worst else float("nan"),
+            P_PREDICTED_ADDS: max(p_adds) if defined else float("nan"),
+            P_RIVAL_ADDS: min(adjusted) if adjusted else float("nan"), RIVAL: len(rivals)}
+
+
 def _run_model_comparison(data: TestInput) -> Any:
     p = data.params
     table = model_table(data)
     models = {str(k): list(v) for k, v in p["models"].items()}
     res = compare_models(table, "response", models)
     pred = p["predicted"]
-    rivals = [m for m in models if m != pred]
     others = res.drop(index=pred)
     margin = float(others[C.AIC].min() - res.loc[pred, C.AIC]) if len(others) else float("nan")
-    # the rows every model is fitted on (compare_models drops the same ones)
-    used = sorted({t for terms in models.values() for t in terms})
-    rows = table[["response", *used]].dropna()
-    adds = {m: added_terms_test(rows, "response", models[m], models[pred]) for m in rivals}
-    back = {m: added_terms_test(rows, "response", models[pred], models[m]) for m in rivals}
-    p_adds = [adds[m][1] for m in rivals]
-    p_back = [min(1.0, back[m][1] * len(rivals)) for m in rivals if math.isfinite(back[m][1])]
-    worst = max(rivals, key=lambda m: adds[m][1] if math.isfinite(adds[m][1]) else math.inf, default=None)
-    out = res.loc[[pred]].reset_index(drop=True)
-    return out.assign(**{
-        # the F test that decides "supported": the predicted predictors against the rival
-        # they add least to (an intersection-union test over the rivals)
-        C.STATISTIC: adds[worst][0] if worst else float("nan"),
-        C.P_VALUE: (max(p_adds) if all(math.isfinite(q) for q in p_adds) else float("nan")) if rivals
-        else float("nan"),
-        AIC_MARGIN: margin, P_PREDICTED_ADDS: max(p_adds) if p_adds else float("nan"),
-        P_RIVAL_ADDS: min(p_back) if p_back else float("nan"), RIVAL: len(rivals),
-    })
+    tests = encompassing_tests(table, models, pred)
+    # the p that decides "supported": an intersection-union test over the rivals
+    return res.loc[[pred]].reset_index(drop=True).assign(
+        **tests, **{C.P_VALUE: tests[P_PREDICTED_ADDS], AIC_MARGIN: margin})
 
 
 def decide_model_comparison(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
