@@ -24,7 +24,7 @@ from ..registry import register_test
 from ..rules import Decision, decide_interval, finite
 from ..tables import DELTA_ROLES, TestInput, delta_inputs, model_matrix
 
-__all__ = ["decide_delta_order", "decide_ratio_of_changes"]
+__all__ = ["decide_delta_order", "decide_ratio_of_changes", "ratio_band"]
 
 
 def _run_delta_rank(data: TestInput) -> Any:
@@ -64,7 +64,12 @@ def decide_delta_order(row: Mapping[str, float], ctx: Decision) -> tuple[str, st
     return "inconclusive", f"the order {'holds' if holds == 1 else 'fails'} but its bootstrap share is {share:.1%}"
 
 
-def _ratio_band(prediction: Prediction) -> tuple[float, float]:
+def ratio_band(prediction: Prediction) -> tuple[float, float]:
+    """The band of ratios a prediction of ``ratio_of_changes`` puts the ratio in.
+
+    >>> ratio_band(Prediction("equivalent", value=500.0, bound=1.0))
+    (50.0, 5000.0)
+    """
     v = float(prediction.value)
     if prediction.direction == "equivalent":
         b = float(prediction.bound)
@@ -112,7 +117,7 @@ def _run_ratio_of_changes(data: TestInput) -> Any:
     pre, post = pre.reshape(-1), post.reshape(-1)
     ok = np.isfinite(pre) & np.isfinite(post)
     return ratio_of_changes(pre[ok], post[ok], strata=strata[ok], clusters=clusters[ok], ci=p["ci"],
-                            reference=_ratio_band(data.prediction))
+                            reference=ratio_band(data.prediction))
 
 
 def decide_ratio_of_changes(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
@@ -139,7 +144,7 @@ def decide_ratio_of_changes(row: Mapping[str, float], ctx: Decision) -> tuple[st
         return "inconclusive", ("no test of the ratio on these data (a run with a single layer leaves "
                                 "no variance to test against)")
     level = (1.0 - float(ctx.params.get("ci", 0.95))) / 2.0
-    a, b = _ratio_band(ctx.prediction)
+    a, b = ratio_band(ctx.prediction)
     d = ctx.prediction.direction
     band = (f"[{a:g}, {b:g}] ({ctx.prediction.value:g} within {ctx.prediction.bound:g} decade(s))"
             if d == "equivalent" else f"{d} {ctx.prediction.value:g}")
