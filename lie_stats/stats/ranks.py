@@ -29,12 +29,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "pooled_relative", "delta_rank", "delta_order", "ratio_of_changes",
-    "N_CATEGORIES", "TARGET_VALUE", "ORDER_HOLDS", "BOOT_SHARE", "PRE_CHANGE", "POST_CHANGE",
+    "N_CATEGORIES", "TARGET_VALUE", "ORDER_HOLDS", "BOOT_SHARE", "N_SHOWN_LARGER", "N_SHOWN_SMALLER",
+    "P_ORDER", "P_REVERSED", "pairwise_p", "holm_count", "PRE_CHANGE", "POST_CHANGE",
     "LOG10_RATIO", "P_BELOW", "P_ABOVE", "N_UNITS", "DF", "N_STRATA",
     "DELTA_RANK_COLUMNS", "DELTA_ORDER_COLUMNS", "RATIO_OF_CHANGES_COLUMNS",
 ]
 
 N_CATEGORIES = "n_categories"  # categories ranked
+N_SHOWN_LARGER = "n_shown_larger"  # categories shown to have changed more than the target (Holm)
+N_SHOWN_SMALLER = "n_shown_smaller"  # categories shown to have changed less than the target (Holm)
+P_ORDER = "p_order"  # intersection-union p of the declared order: the largest pairwise p
+P_REVERSED = "p_reversed"  # Bonferroni p of the most reversed pair of the declared order
 TARGET_VALUE = "target_value"  # the target category's relative change (full sample)
 ORDER_HOLDS = "order_holds"  # 1 when the declared order holds on the full sample
 BOOT_SHARE = "boot_share"  # share of bootstrap resamples in which it holds
@@ -47,8 +52,8 @@ N_UNITS = "n_units"
 DF = "df"  # degrees of freedom of Fieller's t: clusters minus strata
 N_STRATA = "n_strata"
 
-DELTA_RANK_COLUMNS = (*STAT_COLUMNS, N_CATEGORIES, TARGET_VALUE)
-DELTA_ORDER_COLUMNS = (*STAT_COLUMNS, N_CATEGORIES, ORDER_HOLDS, BOOT_SHARE)
+DELTA_RANK_COLUMNS = (*STAT_COLUMNS, N_CATEGORIES, TARGET_VALUE, N_SHOWN_LARGER, N_SHOWN_SMALLER)
+DELTA_ORDER_COLUMNS = (*STAT_COLUMNS, N_CATEGORIES, ORDER_HOLDS, BOOT_SHARE, P_ORDER, P_REVERSED)
 RATIO_OF_CHANGES_COLUMNS = (*STAT_COLUMNS, PRE_CHANGE, POST_CHANGE, LOG10_RATIO, P_BELOW, P_ABOVE,
                             N_UNITS, DF, N_STRATA)
 
@@ -120,6 +125,50 @@ def _boot_values(tot: np.ndarray, vals: np.ndarray, norms: np.ndarray, layered: 
     return out
 
 
+def _layer_shares(tot: np.ndarray, vals: np.ndarray, norms: np.ndarray, layered: np.ndarray) -> np.ndarray:
+    """[K, L] per-layer shares whose layer mean is each category's squared pooled change:
+    ``L (r_l w_l)^2 / sum_l w_l^2`` for per-layer categories, ``total^2`` in every layer for
+    per-model ones (they do not vary with the layers)."""
+    n_layers = vals.shape[1]
+    out = np.repeat((tot ** 2)[:, None], n_layers, axis=1)
+    r, w = vals[layered], norms[layered]
+    out[layered] = n_layers * (r * w) ** 2 / np.sum(w ** 2, axis=1, keepdims=True)
+    return out
+
+
+def pairwise_p(shares: np.ndarray, first: ArrayLike, second: ArrayLike) -> np.ndarray:
+    """One-sided p's that category ``first[k]`` changed more than ``second[k]``, over layers.
+
+    The pooled change of ``i`` exceeds that of ``j`` exactly when the layer mean of
+    ``d_l = s_il - s_jl`` is positive (:func:`_layer_shares`): a one-sample t test of ``d``
+    over the L layers (``scipy.stats.ttest_1samp(d, 0, alternative="greater")``, df L - 1),
+    the layers the sampling units as in the bootstrap. A difference constant over layers
+    (two per-model categories) is certain: p 0 when positive, 1 otherwise.
+    """
+    from scipy import stats as sps
+
+    d = shares[np.asarray(first)] - shares[np.asarray(second)]  # [P, L]
+    n_layers = d.shape[1]
+    mean = d.mean(axis=1)
+    sd = d.std(axis=1, ddof=1)
+    spread = sd > 1e-12 * np.maximum(np.abs(d).max(axis=1), 1e-300)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(spread, mean / (sd / np.sqrt(n_layers)), 0.0)
+    return np.where(spread, sps.t.sf(t, n_layers - 1), np.where(mean > 0, 0.0, 1.0))
+
+
+def holm_count(p: ArrayLike, level: float) -> int:
+    """How many of the hypotheses Holm's step-down rejects at family-wise ``level``.
+
+    >>> holm_count([0.001, 0.01, 0.04, 0.5], 0.05)  # 0.001 <= 0.05/4, 0.01 <= 0.05/3, 0.04 > 0.05/2
+    2
+    """
+    s = np.sort(np.asarray(p, dtype=np.float64))
+    m = s.size
+    ok = s <= level / (m - np.arange(m))
+    return int(m if ok.all() else np.argmin(ok))
+
+
 def _ranks(values: np.ndarray) -> np.ndarray:
     """1-based competition ranks along the last axis, largest first (ties share the best)."""
     v = np.asarray(values, dtype=np.float64)
@@ -137,7 +186,15 @@ def delta_rank(
     ci: float = 0.95,
     seed: int = 0,
 ) -> "pd.DataFrame":
-    """Rank of one parameter category in the parameter-delta map, with a bootstrap over layers.
+    """Rank of one parameter category in the parameter-delta map, with tests over layers.
+
+    ``n_shown_larger`` counts the categories shown to have changed more than the target,
+    ``n_shown_smaller`` those shown to have changed less: one-sided :func:`pairwise_p`
+    tests of the target against every other category, Holm's step-down at family-wise
+    level ``(1 - ci) / 2`` each way (:func:`holm_count`). With probability at least
+    ``1 - (1 - ci) / 2`` none of the shown categories is wrong, so "the rank is above v"
+    (at least ``floor(v - 1) + 1`` shown larger) is a test at that level whatever the
+    other categories do, ties included.
 
     The rank is 1 for the category that changed most (METRICS.md §6.4; ties share the best
     rank, as ``scipy.stats.rankdata(-x, method="min")``). The bootstrap resamples layers
@@ -164,7 +221,8 @@ def delta_rank(
     ``n`` layers, ``statistic`` the rank as a fraction ``(rank - 1) / (K - 1)`` (0 most
     changed, 1 least), ``p_value`` NaN (a rank has no null here), ``effect`` the rank,
     ``ci_low``/``ci_high`` the percentile interval of the bootstrap ranks (lower and higher
-    order statistics, so integers), ``n_categories``, ``target_value``.
+    order statistics, so integers; descriptive, with 12 layers it covers too little),
+    ``n_categories``, ``target_value``, ``n_shown_larger``, ``n_shown_smaller``.
 
     Raises
     ------
@@ -198,10 +256,15 @@ def delta_rank(
         lo = float(np.quantile(boot, (1 - ci) / 2, method="lower"))
         hi = float(np.quantile(boot, (1 + ci) / 2, method="higher"))
     k = len(cats)
+    shares = _layer_shares(tot, vals, norms, layered)
+    others = np.array([i for i in range(k) if i != j], dtype=np.intp)
+    level = (1 - ci) / 2
+    larger = holm_count(pairwise_p(shares, others, np.full(others.size, j)), level)
+    smaller = holm_count(pairwise_p(shares, np.full(others.size, j), others), level)
     return V.frame(DELTA_RANK_COLUMNS, {
         "n": vals.shape[1], "statistic": (rank - 1) / (k - 1) if k > 1 else 0.0,
         "p_value": np.nan, "effect": rank, "ci_low": lo, "ci_high": hi,
-        N_CATEGORIES: k, TARGET_VALUE: float(tot[j]),
+        N_CATEGORIES: k, TARGET_VALUE: float(tot[j]), N_SHOWN_LARGER: larger, N_SHOWN_SMALLER: smaller,
     })
 
 
@@ -233,15 +296,20 @@ def delta_order(
     ``groups=[["embedding"], ["mlp_in", "mlp_out"], ["attn_o"]]`` declares "embeddings
     change most, then the MLP, then the output projections": every category of a group
     changed more than every category of the later groups and than every category not
-    named. The bootstrap over layers is that of :func:`delta_rank`.
+    named. The order is tested pair by pair: every category of a group against every
+    category ranked below it (:func:`pairwise_p`, over layers). ``p_order``, the largest of
+    those p's, is an intersection-union test of the whole order (Berger 1982: it holds its
+    level without correction, as every pair must be shown); ``p_reversed`` is the
+    Bonferroni p of the most reversed pair. The bootstrap share over layers (that of
+    :func:`delta_rank`) is reported beside them.
 
     Returns
     -------
     pandas.DataFrame, one row, columns ``DELTA_ORDER_COLUMNS``:
     ``n`` layers; ``statistic`` = ``order_holds`` (1/0 on the full sample); ``effect`` =
-    ``boot_share``, the share of bootstrap resamples in which the order holds;
-    ``p_value`` = 1 - ``boot_share`` (a bootstrap measure of support, not a test of a null);
-    ``ci_low``/``ci_high`` NaN; ``n_categories``.
+    ``boot_share``, the share of bootstrap resamples in which the order holds (descriptive);
+    ``p_value`` = ``p_order``; ``ci_low``/``ci_high`` NaN; ``n_categories``, ``p_order``,
+    ``p_reversed``.
 
     Raises
     ------
@@ -278,10 +346,21 @@ def delta_order(
     tot, vals, norms, layered = _prepare(totals, layer_values, layer_norms, cats, where)
     holds = bool(_order_holds(tot, idx))
     share = float(_order_holds(_boot_values(tot, vals, norms, layered, n_boot, seed), idx).mean())
+    named = {c for g in idx for c in g}
+    rest = [c for c in range(len(cats)) if c not in named]
+    pairs = [(hi, lo) for i, g in enumerate(idx) for hi in g
+             for lo in [c for h in idx[i + 1:] for c in h] + rest]
+    shares = _layer_shares(tot, vals, norms, layered)
+    if pairs:
+        first, second = np.array(pairs).T
+        p_order = float(pairwise_p(shares, first, second).max())
+        p_reversed = float(min(1.0, len(pairs) * pairwise_p(shares, second, first).min()))
+    else:
+        p_order = p_reversed = np.nan
     return V.frame(DELTA_ORDER_COLUMNS, {
-        "n": vals.shape[1], "statistic": int(holds), "p_value": 1.0 - share, "effect": share,
+        "n": vals.shape[1], "statistic": int(holds), "p_value": p_order, "effect": share,
         "ci_low": np.nan, "ci_high": np.nan, N_CATEGORIES: len(cats), ORDER_HOLDS: int(holds),
-        BOOT_SHARE: share,
+        BOOT_SHARE: share, P_ORDER: p_order, P_REVERSED: p_reversed,
     })
 
 

@@ -183,3 +183,44 @@ def test_change_ratio_input_errors():
     res = ratio_of_changes([1.0, 2.0], [0.0, 0.0])
     # no post-training change: the ratio is infinite and Fieller's set unbounded
     assert np.isinf(res["effect"].iloc[0]) and np.isinf(res["ci_high"].iloc[0])
+
+
+def test_pairwise_p_is_a_t_test_over_layers_of_the_pooled_squares():
+    tot, vals, norms = _map(seed=3, n_layers=12)
+    layered = np.isfinite(vals).any(axis=1)
+    shares = ranks._layer_shares(tot, vals, norms, layered)
+    assert shares.mean(axis=1) == pytest.approx(tot ** 2, rel=1e-10)  # layer means: pooled squares
+    i, j = CATS.index("mlp_out"), CATS.index("attn_q")
+    p = ranks.pairwise_p(shares, [i], [j])[0]
+    # scipy.stats.ttest_1samp(shares[i] - shares[j], 0, alternative="greater").pvalue
+    ref = scipy.stats.ttest_1samp(shares[i] - shares[j], 0.0, alternative="greater").pvalue
+    assert p == pytest.approx(ref, rel=1e-10)
+    e, u = CATS.index("embedding"), CATS.index("unembedding")  # two per-model categories: certain
+    assert ranks.pairwise_p(shares, [u, e], [e, u]).tolist() == [0.0, 1.0]
+
+
+def test_delta_rank_shows_what_twelve_layers_separate():
+    # mlp_out (0.2) and unembedding (0.5) changed clearly more than attn_q (0.05) over 12
+    # layers; attn_k (0.06) is within noise of it
+    tot, vals, norms = _map(seed=3, n_layers=12)
+    res = delta_rank(tot, vals, norms, categories=CATS, target="attn_q", n_boot=200).iloc[0]
+    shares = ranks._layer_shares(tot, vals, norms, np.isfinite(vals).any(axis=1))
+    j = CATS.index("attn_q")
+    others = [i for i in range(len(CATS)) if i != j]
+    p_larger = ranks.pairwise_p(shares, others, [j] * len(others))
+    assert res["n_shown_larger"] == ranks.holm_count(p_larger, 0.025)
+    assert res["n_shown_larger"] >= 2 and res["n_shown_smaller"] == 0
+
+
+def test_delta_order_p_is_the_largest_pairwise_p():
+    tot, vals, norms = _map(seed=3, n_layers=12)
+    res = delta_order(tot, vals, norms, categories=CATS, groups=[["unembedding"], ["mlp_out"]],
+                      n_boot=100).iloc[0]
+    shares = ranks._layer_shares(tot, vals, norms, np.isfinite(vals).any(axis=1))
+    u, m = CATS.index("unembedding"), CATS.index("mlp_out")
+    rest = [i for i in range(len(CATS)) if i not in (u, m)]
+    first, second = [u] * 5 + [m] * 4, [m, *rest, *rest]
+    assert res["p_order"] == pytest.approx(ranks.pairwise_p(shares, first, second).max(), rel=1e-12)
+    assert res["p_reversed"] == pytest.approx(
+        min(1.0, 9 * ranks.pairwise_p(shares, second, first).min()), rel=1e-12)
+    assert res["p_value"] == res["p_order"]
