@@ -22,7 +22,7 @@ from lie_stats.stats.ranks import ratio_of_changes
 from ._design import binomial_band
 from ._design_cal_models import ratio_cube
 
-N_SIMS = 400
+N_SIMS = 300
 SD = 0.5  # layer effect SD and unit noise SD, log scale (ICC 0.5)
 
 
@@ -108,3 +108,79 @@ def test_the_direct_path_is_evaluate_cube():
         assert res.effect == pytest.approx(row["effect"], rel=1e-6)
         assert res.p_value == pytest.approx(row["p_value"], rel=1e-4, abs=1e-12)
         assert res.verdict == decide_ratio_of_changes(row, Decision(prediction, 0.05, {}, {"ci": 0.9}))[0]
+
+
+CATEGORIES = ["embedding", "unembedding", *[f"c{i}" for i in range(9)]]  # 2 per-model, 9 per-layer
+
+
+#: Log-scale SD of the layer effect and of each category's own layer-to-layer variation.
+DELTA_SD = 0.25
+
+
+def delta_map(rng: np.random.Generator, scale: np.ndarray, n_layers: int = 12):
+    """Totals, per-layer relative changes and base norms of the 11 categories: per-layer
+    category ``i`` changes ``scale[i] * exp(DELTA_SD (u_l + e_il))`` in layer ``l``, a layer
+    effect ``u`` shared by every category (ICC 0.5); the per-model categories are fixed far
+    above (1000) and below (1e-4) the per-layer ones."""
+    u = rng.normal(size=n_layers)
+    vals = np.full((11, n_layers), np.nan)
+    norms = np.full((11, n_layers), np.nan)
+    vals[2:] = scale[:, None] * np.exp(DELTA_SD * (u + rng.normal(size=(9, n_layers))))
+    norms[2:] = rng.uniform(1, 3, size=(9, n_layers))
+    from lie_stats.stats.ranks import pooled_relative
+
+    tot = np.concatenate([[1000.0, 1e-4], pooled_relative(vals[2:], norms[2:])])
+    return tot, vals, norms
+
+
+def _rank_verdicts(scale: np.ndarray, prediction: Prediction, seed: int, n_sims: int) -> dict[str, int]:
+    from lie_stats.spec.kinds.ranks import decide_delta_rank
+    from lie_stats.stats.ranks import delta_rank
+
+    rng = np.random.default_rng(seed)
+    ctx = Decision(prediction, 0.05, {}, {"ci": 0.95})
+    counts = {"supported": 0, "refuted": 0, "inconclusive": 0}
+    for _ in range(n_sims):
+        tot, vals, norms = delta_map(rng, scale)
+        row = delta_rank(tot, vals, norms, categories=CATEGORIES, target="c0", n_boot=0).iloc[0].to_dict()
+        counts[decide_delta_rank(row, ctx)[0]] += 1
+    return counts
+
+
+@pytest.mark.slow
+def test_delta_rank_at_the_boundary():
+    # A2's prediction, rank above 6 of 11: the embedding and four per-layer categories truly
+    # changed more than the target c0 (twice as much), five equal it: its true rank is 6
+    scale = np.array([1.0, 2, 2, 2, 2, 1, 1, 1, 1])
+    counts = _rank_verdicts(scale, Prediction("above", value=6.0), seed=7, n_sims=N_SIMS)
+    hi = binomial_band(N_SIMS, 0.025)[1]
+    assert counts["supported"] <= hi and counts["refuted"] <= hi, counts
+    # power: six per-layer categories changed three times as much (true rank 8). Holm over
+    # ten pairs on 12 layers is conservative: 97 / 200 at another seed (benchmarks/)
+    power = _rank_verdicts(np.array([1.0, 3, 3, 3, 3, 3, 3, 1, 1]), Prediction("above", value=6.0),
+                           seed=8, n_sims=100)
+    assert power["supported"] >= 30 and power["refuted"] == 0, power
+
+
+@pytest.mark.slow
+def test_delta_order_when_the_first_two_tie():
+    from lie_stats.spec.kinds.ranks import decide_delta_order
+    from lie_stats.stats.ranks import delta_order
+
+    def run(scale, seed, n_sims):
+        rng = np.random.default_rng(seed)
+        ctx = Decision(Prediction("above", value=0.95), 0.05, {}, {})
+        counts = {"supported": 0, "refuted": 0, "inconclusive": 0}
+        for _ in range(n_sims):
+            tot, vals, norms = delta_map(rng, scale)
+            row = delta_order(tot, vals, norms, categories=CATEGORIES,
+                              groups=[["embedding"], ["c0"], ["c1"]], n_boot=1).iloc[0].to_dict()
+            counts[decide_delta_order(row, ctx)[0]] += 1
+        return counts
+
+    # c0 and c1 changed equally (both 4x the rest): "embedding, then c0, then c1" is false
+    counts = run(np.array([4.0, 4, 1, 1, 1, 1, 1, 1, 1]), seed=9, n_sims=N_SIMS)
+    assert counts["supported"] <= binomial_band(N_SIMS, 0.05)[1], counts
+    # power: c0 twice c1, c1 four times the rest
+    power = run(np.array([8.0, 4, 1, 1, 1, 1, 1, 1, 1]), seed=10, n_sims=100)
+    assert power["supported"] >= 60 and power["refuted"] == 0, power
