@@ -93,6 +93,10 @@ def main() -> None:
     add("delta_rank", "above 6, six per-layer categories 3x (true rank 8, power)",
         R._rank_verdicts(np.array([1.0, 3, 3, 3, 3, 3, 3, 1, 1]), Prediction("above", value=6.0), 152, 300), 300,
         None, power_key="supported")
+    add("delta_order", "embedding, then c0, then c1; c0 and c1 tie (4x the rest), 12 layers",
+        R._order_verdicts(np.array([4.0, 4, 1, 1, 1, 1, 1, 1, 1]), 153, n), n, 0.05)
+    add("delta_order", "c0 twice c1, c1 four times the rest (power)",
+        R._order_verdicts(np.array([8.0, 4, 1, 1, 1, 1, 1, 1, 1]), 154, 300), 300, None, power_key="supported")
     elapsed = time.time() - t0
     OUT.write_text("\n".join([
         "# Calibration of the model and rank kinds' verdicts",

@@ -162,25 +162,27 @@ def test_delta_rank_at_the_boundary():
     assert power["supported"] >= 30 and power["refuted"] == 0, power
 
 
-@pytest.mark.slow
-def test_delta_order_when_the_first_two_tie():
+def _order_verdicts(scale: np.ndarray, seed: int, n_sims: int) -> dict[str, int]:
+    """Verdicts of "embedding, then c0, then c1" (prediction value 0.95: level 5 %)."""
     from lie_stats.spec.kinds.ranks import decide_delta_order
     from lie_stats.stats.ranks import delta_order
 
-    def run(scale, seed, n_sims):
-        rng = np.random.default_rng(seed)
-        ctx = Decision(Prediction("above", value=0.95), 0.05, {}, {})
-        counts = {"supported": 0, "refuted": 0, "inconclusive": 0}
-        for _ in range(n_sims):
-            tot, vals, norms = delta_map(rng, scale)
-            row = delta_order(tot, vals, norms, categories=CATEGORIES,
-                              groups=[["embedding"], ["c0"], ["c1"]], n_boot=1).iloc[0].to_dict()
-            counts[decide_delta_order(row, ctx)[0]] += 1
-        return counts
+    rng = np.random.default_rng(seed)
+    ctx = Decision(Prediction("above", value=0.95), 0.05, {}, {})
+    counts = {"supported": 0, "refuted": 0, "inconclusive": 0}
+    for _ in range(n_sims):
+        tot, vals, norms = delta_map(rng, scale)
+        row = delta_order(tot, vals, norms, categories=CATEGORIES,
+                          groups=[["embedding"], ["c0"], ["c1"]], n_boot=1).iloc[0].to_dict()
+        counts[decide_delta_order(row, ctx)[0]] += 1
+    return counts
 
+
+@pytest.mark.slow
+def test_delta_order_when_the_first_two_tie():
     # c0 and c1 changed equally (both 4x the rest): "embedding, then c0, then c1" is false
-    counts = run(np.array([4.0, 4, 1, 1, 1, 1, 1, 1, 1]), seed=9, n_sims=N_SIMS)
+    counts = _order_verdicts(np.array([4.0, 4, 1, 1, 1, 1, 1, 1, 1]), seed=9, n_sims=N_SIMS)
     assert counts["supported"] <= binomial_band(N_SIMS, 0.05)[1], counts
     # power: c0 twice c1, c1 four times the rest
-    power = run(np.array([8.0, 4, 1, 1, 1, 1, 1, 1, 1]), seed=10, n_sims=100)
+    power = _order_verdicts(np.array([8.0, 4, 1, 1, 1, 1, 1, 1, 1]), seed=10, n_sims=100)
     assert power["supported"] >= 60 and power["refuted"] == 0, power
