@@ -1,4 +1,4 @@
-"""lie_stats.stats.models: nested OLS comparison and descriptive mixed models."""
+"""lie_stats.stats.models: OLS model comparison, encompassing F tests, mixed models."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
+from scipy import stats as sps
 from statsmodels.stats.anova import anova_lm
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import columns as C
 from lie_stats.stats import compare_models, mixed_model
+from lie_stats.stats.models import added_terms_test
 
 
 @pytest.fixture(scope="module")
@@ -65,19 +67,79 @@ def test_compare_models_errors(scaling):
         compare_models(scaling.iloc[:2], "metric", {"m": ["depth"]})
 
 
-def test_mixed_model_matches_statsmodels():
+def _unbalanced() -> pd.DataFrame:
     rng = np.random.default_rng(1)
     d = pd.DataFrame({"layer": np.repeat(np.arange(8), 12), "x": rng.normal(size=96)})
     d["y"] = 0.4 * d["x"] + np.repeat(rng.normal(size=8), 12) + rng.normal(size=96)
-    res = mixed_model(d, "y ~ x", groups="layer")
+    d = d.iloc[5:].reset_index(drop=True)  # layer 0 keeps 7 heads: unbalanced
+    return d.assign(xm=d.groupby("layer")["x"].transform("mean"))
+
+
+def test_mixed_model_matches_statsmodels_and_r():
+    d = _unbalanced()
+    res = mixed_model(d[["layer", "x", "y"]], "y ~ x", groups="layer")
     assert list(res.columns) == list(C.MIXED_MODEL_COLUMNS)
-    # statsmodels.formula.api.mixedlm("y ~ x", d, groups=d["layer"]).fit(reml=True)
-    ref = smf.mixedlm("y ~ x", d, groups=d["layer"]).fit(reml=True)
-    assert res.loc["x", "effect"] == pytest.approx(ref.fe_params["x"])
-    assert res.loc["x", "std_err"] == pytest.approx(ref.bse["x"])
-    assert res.loc["x", "p_value"] == pytest.approx(ref.pvalues["x"])
-    assert res.loc["x", "ci_low"] == pytest.approx(ref.conf_int().loc["x", 0])
-    assert res.loc["x", "n_groups"] == 8 and res.loc["x", "converged"] == 1
+    assert res.index.tolist() == ["Intercept", "x", "mean[x]"]
+    # statsmodels.formula.api.mixedlm("y ~ x + xm", d, groups=d["layer"]).fit(reml=True),
+    # xm the layer mean of x: the same REML fit with the group mean spelled out
+    ref = smf.mixedlm("y ~ x + xm", d, groups=d["layer"]).fit(reml=True)
+    assert res["effect"].to_numpy() == pytest.approx(ref.fe_params.to_numpy(), rel=1e-5)
+    assert res.loc["x", "group_variance"] == pytest.approx(float(ref.cov_re.iloc[0, 0]), rel=1e-4)
+    assert res.loc["x", "residual_variance"] == pytest.approx(ref.scale, rel=1e-5)
+    # R 4.x, the same d written to csv:
+    #   nlme::lme(y ~ x + xm, random = ~ 1 | layer, data = d, method = "REML")
+    #   -> x: 0.3420857385, SE 0.1275363947, DF 82, p 0.008841333749; xm: SE 1.6565631858, DF 6,
+    #      p 0.677528615865; (Intercept) DF 82, p 0.566382505511
+    #   lmerTest::lmer(y ~ x + xm + (1 | layer), data = d, REML = TRUE): the same estimates and
+    #   SEs; Satterthwaite df 82.07 for x; VarCorr 0.7884844558 (layer), 1.0324403662 (residual)
+    assert res.loc["x", "effect"] == pytest.approx(0.3420857385, rel=1e-7)
+    assert res.loc["x", "std_err"] == pytest.approx(0.1275363947, rel=1e-6)
+    assert res.loc["x", "p_value"] == pytest.approx(0.008841333749, rel=1e-5)
+    assert res.loc["mean[x]", "std_err"] == pytest.approx(1.6565631858, rel=1e-6)
+    assert res.loc["mean[x]", "p_value"] == pytest.approx(0.677528615865, rel=1e-5)
+    assert res.loc["Intercept", "p_value"] == pytest.approx(0.566382505511, rel=1e-5)
+    assert (res["df"].to_numpy() == [82, 82, 6]).all()
+    assert res.loc["x", "group_variance"] == pytest.approx(0.7884844558, rel=1e-5)
+    assert res.loc["x", "residual_variance"] == pytest.approx(1.0324403662, rel=1e-6)
+    assert res.loc["x", "n_groups"] == 8 and res.loc["x", "converged"] == 1 and res.loc["x", "boundary"] == 0
+    q = sps.t.ppf(0.975, 82)
+    assert res.loc["x", "ci_low"] == pytest.approx(0.3420857385 - q * 0.1275363947, rel=1e-6)
+
+
+def test_the_slope_is_the_within_layer_slope():
+    # layer means of y and x co-vary (between slope 3) while the heads' slope is 0.4: the
+    # coefficient of x is the fixed-effects (within) estimate, exactly, balanced or not
+    d = _unbalanced()
+    d["y"] = d["y"] + 3.0 * 5 * d["xm"]
+    d["x"] = d["x"] + 5 * d["xm"]
+    res = mixed_model(d[["layer", "x", "y"]], "y ~ x", groups="layer")
+    within = smf.ols("y ~ x + g", d.assign(g=d["layer"].astype(str))).fit().params["x"]  # layer fixed effects
+    assert res.loc["x", "effect"] == pytest.approx(within, rel=1e-8)
+
+
+def test_a_layer_variance_at_zero_is_a_converged_fit_in_any_units():
+    rng = np.random.default_rng(2)
+    d = pd.DataFrame({"layer": np.repeat(np.arange(6), 5), "x": rng.normal(size=30)})
+    d["y"] = rng.normal(size=30)
+    d = d.assign(xm=d.groupby("layer")["x"].transform("mean"))
+    res = mixed_model(d[["layer", "x", "y"]], "y ~ x", groups="layer")
+    assert res.loc["x", "boundary"] == 1 and res.loc["x", "converged"] == 1
+    assert res.loc["x", "group_variance"] == 0.0
+    # at the boundary V = sigma2 I, so the GLS SE is the OLS one (REML sigma2 = RSS / (N - p)):
+    # statsmodels.formula.api.ols("y ~ x + xm", d).fit().bse
+    ols = smf.ols("y ~ x + xm", d).fit()
+    assert res["std_err"].to_numpy() == pytest.approx(ols.bse.to_numpy(), rel=1e-9)
+    # R: lme4::lmer(y ~ x + xm + (1 | layer), d) -> "boundary (singular) fit", layer variance 0,
+    #   x 0.2637742101 SE 0.1783841047; nlme::lme(..., method = "REML"): x DF 23, p 0.1527899603
+    assert res.loc["x", "std_err"] == pytest.approx(0.1783841047, rel=1e-7)
+    assert res.loc["x", "p_value"] == pytest.approx(0.1527899603, rel=1e-6)
+    # statsmodels' MixedLM warns on these data ("failed to converge", "MLE may be on the
+    # boundary"), which used to mark the fit unconverged in some units of y and not others
+    for scale in (20.0, 1e-3, 1e4):
+        scaled = mixed_model(d[["layer", "x", "y"]].assign(y=d["y"] * scale), "y ~ x", groups="layer")
+        assert scaled.loc["x", "p_value"] == pytest.approx(res.loc["x", "p_value"], rel=1e-8)
+        assert scaled.loc["x", "effect"] == pytest.approx(scale * res.loc["x", "effect"], rel=1e-8)
+        assert (scaled["converged"] == 1).all() and (scaled["boundary"] == 1).all()
 
 
 def test_mixed_model_errors():
@@ -89,3 +151,17 @@ def test_mixed_model_errors():
     d2 = pd.DataFrame({"layer": [0, 0, 1, 1, 2, 2], "x": np.arange(6.0), "y": np.arange(6.0) ** 2})
     with pytest.raises(StatsInputError, match="cannot fit"):
         mixed_model(d2, "y ~ nope", groups="layer")
+
+
+def test_added_terms_test_is_the_partial_f_test():
+    rng = np.random.default_rng(3)
+    d = pd.DataFrame({"a": rng.normal(size=6), "b": rng.normal(size=6)})
+    d["y"] = d["a"] + rng.normal(0, 0.5, 6)
+    f, p, k, df = added_terms_test(d, "y", ["b"], ["a"])
+    # statsmodels.stats.anova.anova_lm(ols("y ~ b"), ols("y ~ b + a"))
+    table = anova_lm(smf.ols("y ~ b", d).fit(), smf.ols("y ~ b + a", d).fit())
+    assert (f, p) == pytest.approx((table["F"].iloc[1], table["Pr(>F)"].iloc[1]))
+    assert (k, df) == (1, 3)
+    # nothing added, or no residual degrees of freedom left: undefined
+    assert np.isnan(added_terms_test(d, "y", ["a", "b"], ["a"])[1])
+    assert np.isnan(added_terms_test(d.iloc[:3], "y", ["b"], ["a"])[1])

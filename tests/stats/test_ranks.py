@@ -119,81 +119,108 @@ def test_category_order_share_matches_a_naive_bootstrap():
         delta_order(tot, vals, norms, categories=CATS, groups=[["mlp_in"], ["mlp_in"]])
 
 
-def test_change_ratio_point_and_stratified_bootstrap_match_a_naive_loop():
+def test_ratio_p_is_the_t_test_of_cluster_differences():
+    # R > r0 exactly when sum(pre) - r0 sum(post) > 0: with one stratum, Fieller's p is the
+    # one-sample t test of the cluster differences pre_c - r0 post_c
+    rng = np.random.default_rng(6)
+    pre = rng.lognormal(0, 0.6, 30)
+    post = rng.lognormal(-3, 0.6, 30)
+    clusters = np.repeat(np.arange(10), 3)
+    res = ratio_of_changes(pre, post, clusters=clusters, ci=0.9, reference=(15.0, 30.0))
+    pre_c, post_c = np.bincount(clusters, pre), np.bincount(clusters, post)
+    assert res["effect"].iloc[0] == pytest.approx(pre.mean() / post.mean(), rel=1e-12)
+    # scipy.stats.ttest_1samp(pre_c - 15 * post_c, 0, alternative="greater").pvalue
+    ref_lo = scipy.stats.ttest_1samp(pre_c - 15.0 * post_c, 0.0, alternative="greater").pvalue
+    ref_hi = scipy.stats.ttest_1samp(pre_c - 30.0 * post_c, 0.0, alternative="less").pvalue
+    assert res["p_below"].iloc[0] == pytest.approx(ref_lo, rel=1e-10)
+    assert res["p_above"].iloc[0] == pytest.approx(ref_hi, rel=1e-10)
+    assert res["p_value"].iloc[0] == pytest.approx(max(ref_lo, ref_hi), rel=1e-10)
+    assert res["df"].iloc[0] == 9 and res["n"].iloc[0] == 10 and res["n_units"].iloc[0] == 30
+    # Fieller's limits are where the one-sided tests reach (1 - ci) / 2 = 0.05
+    for limit, alt in ((res["ci_low"].iloc[0], "greater"), (res["ci_high"].iloc[0], "less")):
+        p = scipy.stats.ttest_1samp(pre_c - limit * post_c, 0.0, alternative=alt).pvalue
+        assert p == pytest.approx(0.05, rel=1e-8)
+    assert res["ci_low"].iloc[0] < res["effect"].iloc[0] < res["ci_high"].iloc[0]
+
+
+def test_ratio_strata_pool_their_within_stratum_variances():
     rng = np.random.default_rng(5)
     pre = rng.lognormal(0, 0.5, 24)
     post = rng.lognormal(-4, 0.5, 24)
     strata = np.repeat([0, 1], 12)
-    clusters = np.tile(np.arange(12), 2)
-    res = ratio_of_changes(pre, post, strata=strata, clusters=clusters, n_boot=300, ci=0.9, seed=11,
-                       reference=(50.0, 5000.0))
-    assert res["effect"].iloc[0] == pytest.approx(pre.mean() / post.mean(), rel=1e-12)
-    g = np.random.default_rng(11)
-    boot = np.zeros(300)
-    num = np.zeros(300)
-    den = np.zeros(300)
-    for s in (0, 1):  # clusters of stratum s, resampled within it, in the same draw order
-        members = np.arange(12) + 12 * s
-        pick = members[g.integers(0, 12, (300, 12))]
-        num += pre[pick].sum(axis=1)
-        den += post[pick].sum(axis=1)
-    boot = num / den
-    lo, hi = np.quantile(boot, [0.05, 0.95])
-    assert res["ci_low"].iloc[0] == pytest.approx(lo, rel=1e-12)
-    assert res["ci_high"].iloc[0] == pytest.approx(hi, rel=1e-12)
-    # bootstrap p-values (b + 1) / (B + 1) (Davison & Hinkley 1997, eq. 4.11): never 0
-    assert res["p_below"].iloc[0] == pytest.approx((np.sum(boot <= 50.0) + 1) / 301)
-    assert res["p_above"].iloc[0] == pytest.approx((np.sum(boot >= 5000.0) + 1) / 301)
-    assert res["p_above"].iloc[0] >= 1 / 301 and res["p_below"].iloc[0] >= 1 / 301
-    assert res["p_value"].iloc[0] == max(res["p_below"].iloc[0], res["p_above"].iloc[0])
-    assert res["n"].iloc[0] == 24 and res["n_units"].iloc[0] == 24
-
-
-def test_change_ratio_interval_agrees_with_scipy_bootstrap():
-    rng = np.random.default_rng(6)
-    pre = rng.lognormal(0, 0.6, 30)
-    post = rng.lognormal(-3, 0.6, 30)
-    res = ratio_of_changes(pre, post, n_boot=4000, ci=0.9, seed=0)
-    # scipy.stats.bootstrap((pre, post), lambda a, b: a.mean() / b.mean(), paired=True,
-    #                       vectorized=False, n_resamples=4000, method="percentile",
-    #                       confidence_level=0.9, random_state=1)
-    ref = scipy.stats.bootstrap((pre, post), lambda a, b: a.mean() / b.mean(), paired=True,
-                                vectorized=False, n_resamples=4000, method="percentile",
-                                confidence_level=0.9, random_state=1).confidence_interval
-    assert res["ci_low"].iloc[0] == pytest.approx(ref.low, rel=0.03)
-    assert res["ci_high"].iloc[0] == pytest.approx(ref.high, rel=0.03)
+    res = ratio_of_changes(pre, post, strata=strata, clusters=np.tile(np.arange(12), 2),
+                           reference=(50.0, np.inf))
+    d = pre - 50.0 * post  # one unit per cluster: cluster differences, by stratum
+    var = sum(12 / 11 * np.sum((d[strata == k] - d[strata == k].mean()) ** 2) for k in (0, 1))
+    t = d.sum() / np.sqrt(var)
+    assert res["p_below"].iloc[0] == pytest.approx(scipy.stats.t.sf(t, 22), rel=1e-10)
+    assert res["df"].iloc[0] == 22 and res["n_strata"].iloc[0] == 2 and res["p_above"].iloc[0] == 0.0
+    # a stratum with a single cluster leaves no variance: no test
+    one = ratio_of_changes(pre[:13], post[:13], strata=strata[:13])
+    assert np.isnan(one["p_value"].iloc[0]) and np.isnan(one["ci_low"].iloc[0])
 
 
 def test_change_ratio_clusters_widen_the_interval():
-    """Units of one layer share their change: resampling layers (not units) is wider."""
+    """Units of one layer share their change: testing over layers (not units) is wider."""
     rng = np.random.default_rng(8)
     layer_effect = rng.lognormal(0, 1.0, 6)
     pre = np.repeat(layer_effect, 5) * rng.lognormal(0, 0.05, 30)
-    post = np.full(30, 0.01)
-    free = ratio_of_changes(pre, post, n_boot=2000, seed=0)
-    clustered = ratio_of_changes(pre, post, clusters=np.repeat(np.arange(6), 5), n_boot=2000, seed=0)
+    post = np.full(30, 0.01) * rng.lognormal(0, 0.05, 30)
+    free = ratio_of_changes(pre, post)
+    clustered = ratio_of_changes(pre, post, clusters=np.repeat(np.arange(6), 5))
     width = lambda r: r["ci_high"].iloc[0] - r["ci_low"].iloc[0]  # noqa: E731
     assert width(clustered) > 1.5 * width(free)
-    assert clustered["n"].iloc[0] == 6
+    assert clustered["n"].iloc[0] == 6 and clustered["df"].iloc[0] == 5
 
 
 def test_change_ratio_input_errors():
     with pytest.raises(StatsInputError, match="non-negative"):
-        ratio_of_changes([1.0, -1.0], [1.0, 1.0], n_boot=0)
+        ratio_of_changes([1.0, -1.0], [1.0, 1.0])
     with pytest.raises(StatsInputError, match="every change is 0"):
-        ratio_of_changes([0.0, 0.0], [0.0, 0.0], n_boot=0)
+        ratio_of_changes([0.0, 0.0], [0.0, 0.0])
     with pytest.raises(StatsInputError):
-        ratio_of_changes([1.0, 2.0, 3.0], [1.0, 2.0], n_boot=0)
-    res = ratio_of_changes([1.0, 2.0], [0.0, 0.0], n_boot=10)
-    assert np.isinf(res["effect"].iloc[0]) and np.isinf(res["ci_low"].iloc[0])
+        ratio_of_changes([1.0, 2.0, 3.0], [1.0, 2.0])
+    res = ratio_of_changes([1.0, 2.0], [0.0, 0.0])
+    # no post-training change: the ratio is infinite and Fieller's set unbounded
+    assert np.isinf(res["effect"].iloc[0]) and np.isinf(res["ci_high"].iloc[0])
 
 
-def test_quantile_with_infinite_replicates():
-    rng = np.random.default_rng(9)
-    x = rng.normal(size=101)
-    for q in (0.0, 0.025, 0.05, 0.5, 0.95, 0.975, 1.0):
-        # numpy.quantile(x, q) (linear interpolation) on finite replicates
-        assert ranks._quantile_inf(x, q) == pytest.approx(float(np.quantile(x, q)), rel=1e-12, abs=1e-14)
-    y = np.concatenate([np.arange(10.0), [np.inf] * 10])
-    assert ranks._quantile_inf(y, 0.25) == pytest.approx(float(np.quantile(np.arange(20.0), 0.25)))
-    assert np.isinf(ranks._quantile_inf(y, 0.75))
+def test_pairwise_p_is_a_t_test_over_layers_of_the_pooled_squares():
+    tot, vals, norms = _map(seed=3, n_layers=12)
+    layered = np.isfinite(vals).any(axis=1)
+    shares = ranks._layer_shares(tot, vals, norms, layered)
+    assert shares.mean(axis=1) == pytest.approx(tot ** 2, rel=1e-10)  # layer means: pooled squares
+    i, j = CATS.index("mlp_out"), CATS.index("attn_q")
+    p = ranks.pairwise_p(shares, [i], [j])[0]
+    # scipy.stats.ttest_1samp(shares[i] - shares[j], 0, alternative="greater").pvalue
+    ref = scipy.stats.ttest_1samp(shares[i] - shares[j], 0.0, alternative="greater").pvalue
+    assert p == pytest.approx(ref, rel=1e-10)
+    e, u = CATS.index("embedding"), CATS.index("unembedding")  # two per-model categories: certain
+    assert ranks.pairwise_p(shares, [u, e], [e, u]).tolist() == [0.0, 1.0]
+
+
+def test_delta_rank_shows_what_twelve_layers_separate():
+    # mlp_out (0.2) and unembedding (0.5) changed clearly more than attn_q (0.05) over 12
+    # layers; attn_k (0.06) is within noise of it
+    tot, vals, norms = _map(seed=3, n_layers=12)
+    res = delta_rank(tot, vals, norms, categories=CATS, target="attn_q", n_boot=200).iloc[0]
+    shares = ranks._layer_shares(tot, vals, norms, np.isfinite(vals).any(axis=1))
+    j = CATS.index("attn_q")
+    others = [i for i in range(len(CATS)) if i != j]
+    p_larger = ranks.pairwise_p(shares, others, [j] * len(others))
+    assert res["n_shown_larger"] == ranks.holm_count(p_larger, 0.025)
+    assert res["n_shown_larger"] >= 2 and res["n_shown_smaller"] == 0
+
+
+def test_delta_order_p_is_the_largest_pairwise_p():
+    tot, vals, norms = _map(seed=3, n_layers=12)
+    res = delta_order(tot, vals, norms, categories=CATS, groups=[["unembedding"], ["mlp_out"]],
+                      n_boot=100).iloc[0]
+    shares = ranks._layer_shares(tot, vals, norms, np.isfinite(vals).any(axis=1))
+    u, m = CATS.index("unembedding"), CATS.index("mlp_out")
+    rest = [i for i in range(len(CATS)) if i not in (u, m)]
+    first, second = [u] * 5 + [m] * 4, [m, *rest, *rest]
+    assert res["p_order"] == pytest.approx(ranks.pairwise_p(shares, first, second).max(), rel=1e-12)
+    assert res["p_reversed"] == pytest.approx(
+        min(1.0, 9 * ranks.pairwise_p(shares, second, first).min()), rel=1e-12)
+    assert res["p_value"] == res["p_order"]
