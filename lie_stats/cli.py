@@ -72,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--scheduler", default=None, metavar="ADDRESS",
                     help="run checkpoints on the Dask cluster at ADDRESS (tcp://host:8786); workers "
                     "must read the sources at the same paths; shards are written here")
+    e.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="torch intra-op threads of the extraction (recorded in the cube's provenance). "
+                   "Default: OMP_NUM_THREADS when set, else 1 (faster than more threads on a "
+                   "loaded machine and nearly as fast on an idle one: benchmarks/threads_results.md)")
     e.add_argument("--quiet", action="store_true", help="no progress output")
 
     i = sub.add_parser("info", help="what a cube holds, its provenance, its validity")
@@ -135,8 +139,9 @@ def _probe_arg(values: list[str] | None) -> str | dict[str, str] | None:
 
 def _cmd_extract(args: argparse.Namespace) -> int:
     from .cube import provenance_of
-    from .extraction import ExtractOptions, extract
+    from .extraction import ExtractOptions, extract, set_threads
 
+    set_threads(args.threads)
     revisions = args.revisions
     if revisions and revisions != "all":
         revisions = list(_csv(revisions))
