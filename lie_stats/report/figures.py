@@ -240,9 +240,10 @@ def forest_rows(record: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any] 
     lies outside its own interval is labelled ``(!)``.
 
     >>> curve = [{"choice": {"k": i}, "effect": float(i), "verdict": "supported"} for i in range(40)]
-    >>> rows = forest_rows({"effect": 1.0, "ci_low": 2.0, "ci_high": 3.0, "spec_curve": curve})
-    >>> len(rows), rows[0][0], rows[1][0], rows[13][0], rows[14][0]
-    (26, 'main (!)', 'k=0', '... 16 more choices, effects 12 to 27', 'k=28')
+    >>> curve += [{"choice": {"k": "x"}, "effect": None, "verdict": "inconclusive"}]
+    >>> rows = forest_rows({"effect": 1.0, "ci_low": 2.0, "ci_high": 3.0, "spec_curve": curve[::-1]})
+    >>> len(rows), rows[0][0], rows[1][0], rows[13][0], rows[14][0], rows[-1][0]
+    (26, 'main (!)', 'k=0', '... 16 more choices, effects 12 to 27; 1 without an estimate', 'k=28', 'k=39')
     """
     from .view import outside_interval
 
@@ -259,14 +260,16 @@ def forest_rows(record: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any] 
     if len(curve) > FOREST_ROWS:
         def effect(item: tuple[str, Mapping[str, Any]]) -> float:
             v = item[1].get("effect")
-            return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else math.inf
+            return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else math.nan
 
-        curve.sort(key=effect)
-        middle = curve[FOREST_TAIL:-FOREST_TAIL]
-        shown = [effect(c) for c in middle if math.isfinite(effect(c))]
-        span = f", effects {fmt(min(shown))} to {fmt(max(shown))}" if shown else ""
-        curve = (curve[:FOREST_TAIL] + [(f"... {len(middle)} more choices{span}", None)]
-                 + curve[-FOREST_TAIL:])
+        finite = sorted((c for c in curve if math.isfinite(effect(c))), key=effect)
+        missing = len(curve) - len(finite)
+        tail = min(FOREST_TAIL, len(finite) // 2)
+        middle = finite[tail:len(finite) - tail]
+        span = f", effects {fmt(effect(middle[0]))} to {fmt(effect(middle[-1]))}" if middle else ""
+        none = f"; {missing} without an estimate" if missing else ""
+        curve = (finite[:tail] + [(f"... {len(middle)} more choices{span}{none}", None)]
+                 + finite[len(finite) - tail:])
     rows += [(label(text, c), c) if c is not None else (text, None) for text, c in curve]
     return rows
 
@@ -300,7 +303,7 @@ def _plot_estimates(ax: Any, record: Mapping[str, Any],
     value = (record.get("prediction") or {}).get("value")
     if value is not None:
         ax.axvline(value, color="0.6", ls=":", lw=1)
-    ax.set_xlabel("effect [interval]; green supported, red refuted; (!) outside its interval", fontsize=8)
+    ax.set_xlabel("effect [interval]; green supported, red refuted\n(!) estimate outside its interval", fontsize=8)
 
 
 def _magnitude_rows(records: Any) -> list[dict[str, Any]]:
