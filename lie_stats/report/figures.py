@@ -303,7 +303,7 @@ def _plot_estimates(ax: Any, record: Mapping[str, Any],
     value = (record.get("prediction") or {}).get("value")
     if value is not None:
         ax.axvline(value, color="0.6", ls=":", lw=1)
-    ax.set_xlabel("effect [interval]; green supported, red refuted\n(!) estimate outside its interval", fontsize=8)
+    ax.set_xlabel("effect [interval]\ngreen supported, red refuted;\n(!) outside its interval", fontsize=8)
 
 
 def _magnitude_rows(records: Any) -> list[dict[str, Any]]:
