@@ -1,8 +1,11 @@
 """The ``lie-stats`` command line (DESIGN.md, CLI): a thin shell over the library.
 
-Verbs: ``extract``, ``info``, ``run``, ``export``, ``datasets``, ``kinds``. Exit status: 0 success; 1 a failed
-hypothesis (as pytest); 2 usage or input error; 3 some checkpoints failed to extract (the
-others are in the cube); 130 interrupted.
+Verbs: ``extract``, ``info``, ``run``, ``export``, ``datasets``, ``kinds``. Exit status (the
+table of README.md, "Exit status"): 0 success; 1 a failed hypothesis (as pytest); 2 usage or
+input error; 3 some checkpoints failed to extract (the others are in the cube); ``run``
+passes pytest's other codes on (3 internal error, 4 usage, 5 nothing collected, 6 too many
+warnings); 130 interrupted. Without paths, the bundled ``hypotheses/`` and ``datasets/`` are
+found from any folder (:func:`bundled`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,31 @@ from .errors import LieStatsError
 __all__ = ["main", "build_parser"]
 
 EXIT_OK, EXIT_USAGE, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 2, 3, 130
+
+#: The checkout lie_stats runs from (its bundled ``datasets/`` and ``hypotheses/`` lie there).
+CHECKOUT = Path(__file__).resolve().parents[1]
+_WHERE = "./{0} when the current folder has one, else {0}/ of the checkout lie_stats runs from"
+
+
+def bundled(name: str) -> str:
+    """Where a bundled folder (``datasets``, ``hypotheses``) is looked for when no path is
+    given: ``./name`` when the current folder has one, else ``name/`` beside the ``lie_stats``
+    package (the repository checkout), else ``name`` (so that the error names it).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> here = os.getcwd(); os.chdir(tempfile.mkdtemp())
+    >>> bundled("datasets") == str(CHECKOUT / "datasets") or not (CHECKOUT / "datasets").is_dir()
+    True
+    >>> os.mkdir("datasets"); bundled("datasets")
+    'datasets'
+    >>> os.chdir(here)
+    """
+    if Path(name).exists():
+        return name
+    candidate = CHECKOUT / name
+    return str(candidate) if candidate.is_dir() else name
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -72,14 +100,19 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--scheduler", default=None, metavar="ADDRESS",
                     help="run checkpoints on the Dask cluster at ADDRESS (tcp://host:8786); workers "
                     "must read the sources at the same paths; shards are written here")
+    e.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="torch intra-op threads of the extraction (recorded in the cube's provenance). "
+                   "Default: OMP_NUM_THREADS when set, else 1 (faster than more threads on a "
+                   "loaded machine and nearly as fast on an idle one: benchmarks/threads_results.md)")
     e.add_argument("--quiet", action="store_true", help="no progress output")
 
     i = sub.add_parser("info", help="what a cube holds, its provenance, its validity")
     i.add_argument("file", metavar="FILE.nc")
 
     r = sub.add_parser("run", help="evaluate hypothesis modules and write reports/")
-    r.add_argument("paths", nargs="*", default=["hypotheses"], metavar="PATH")
-    r.add_argument("--datasets", default="datasets", metavar="DIR", help="Default: datasets")
+    r.add_argument("paths", nargs="*", default=None, metavar="PATH",
+                   help="hypothesis modules or folders of them. Default: " + _WHERE.format("hypotheses"))
+    r.add_argument("--datasets", default=None, metavar="DIR", help="Default: " + _WHERE.format("datasets"))
     r.add_argument("--reports", default="reports", metavar="DIR", help="Default: reports")
     r.add_argument("--update-verdicts", action="store_true", help="re-pin the verdicts of pinned gates")
     r.add_argument("--export", default=None, metavar="DIR",
@@ -87,17 +120,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     x = sub.add_parser("export", help="each hypothesis's selected data and result as NetCDF, for "
                        "collaborators")
-    x.add_argument("paths", nargs="*", default=["hypotheses"], metavar="PATH")
-    x.add_argument("--datasets", default="datasets", metavar="DIR", help="Default: datasets")
+    x.add_argument("paths", nargs="*", default=None, metavar="PATH",
+                   help="hypothesis modules or folders of them. Default: " + _WHERE.format("hypotheses"))
+    x.add_argument("--datasets", default=None, metavar="DIR", help="Default: " + _WHERE.format("datasets"))
     x.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="folder of <id>__<dataset>.nc files and index.json (created if absent)")
 
     d = sub.add_parser("datasets", help="each dataset card with its state, what its cube holds "
                        "and the hypotheses that use it")
-    d.add_argument("--datasets", default="datasets", metavar="DIR", help="Default: datasets")
-    d.add_argument("--hypotheses", default="hypotheses", metavar="DIR",
+    d.add_argument("--datasets", default=None, metavar="DIR", help="Default: " + _WHERE.format("datasets"))
+    d.add_argument("--hypotheses", default=None, metavar="DIR",
                    help="folder of the hypothesis modules whose use of each dataset is listed "
-                   "('' for none). Default: hypotheses")
+                   "('' for none). Default: " + _WHERE.format("hypotheses"))
 
     g = sub.add_parser("diagnose", help="each hypothesis's false-positive rate, power, coverage and "
                        "type-S rate on data simulated from its own cube (cached beside the modules)")
@@ -145,8 +179,9 @@ def _probe_arg(values: list[str] | None) -> str | dict[str, str] | None:
 
 def _cmd_extract(args: argparse.Namespace) -> int:
     from .cube import provenance_of
-    from .extraction import ExtractOptions, extract
+    from .extraction import ExtractOptions, extract, set_threads
 
+    set_threads(args.threads)
     revisions = args.revisions
     if revisions and revisions != "all":
         revisions = list(_csv(revisions))
@@ -347,6 +382,12 @@ _COMMANDS = {"extract": _cmd_extract, "info": _cmd_info, "run": _cmd_run, "expor
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``lie-stats``; returns the exit status."""
     args = build_parser().parse_args(argv)
+    if getattr(args, "datasets", "") is None:
+        args.datasets = bundled("datasets")
+    if getattr(args, "hypotheses", "") is None:
+        args.hypotheses = bundled("hypotheses")
+    if args.verb in ("run", "export") and not args.paths:
+        args.paths = [bundled("hypotheses")]
     try:
         return _COMMANDS[args.verb](args)
     except KeyboardInterrupt as e:

@@ -35,10 +35,74 @@ from .executors import run_tasks
 
 __all__ = [
     "ExtractOptions", "Task", "plan_tasks", "extract_checkpoint", "extract", "shard_dir",
-    "lock_store", "SHARD_KEY_SCHEME",
+    "lock_store", "SHARD_KEY_SCHEME", "DEFAULT_THREADS", "set_threads", "thread_settings",
 ]
 
 log = logging.getLogger("lie_stats.extraction")
+
+#: Intra-op threads of ``lie-stats extract`` when neither ``--threads`` nor
+#: ``OMP_NUM_THREADS`` says otherwise. Measured on MiniLM-L6 on a 2-core machine
+#: (benchmarks/threads_results.md): one thread is within a few percent of two when the
+#: machine is idle and several times faster when other jobs share the cores; the two settings
+#: also give cubes that differ in the last bits, so one fixed default makes a cube
+#: reproducible bit for bit on the same machine.
+DEFAULT_THREADS = 1
+
+
+def set_threads(threads: int | None = None) -> int:
+    """Set torch's intra-op thread count for an extraction; returns the count set.
+
+    ``threads`` when given; else ``OMP_NUM_THREADS`` when that is set to a positive integer;
+    else :data:`DEFAULT_THREADS`. What was used is recorded in each checkpoint's provenance
+    (:func:`thread_settings`).
+
+    Raises
+    ------
+    LieStatsError
+        ``threads`` is below 1, or ``OMP_NUM_THREADS`` is set but not a positive integer.
+
+    Examples
+    --------
+    >>> import torch
+    >>> before = torch.get_num_threads()
+    >>> set_threads(1), torch.get_num_threads()
+    (1, 1)
+    >>> _ = torch.set_num_threads(before)
+    """
+    import torch
+
+    if threads is None:
+        env = os.environ.get("OMP_NUM_THREADS", "").strip()
+        if env:
+            try:
+                threads = int(env)
+            except ValueError:
+                threads = 0
+            if threads < 1:
+                raise LieStatsError(f"OMP_NUM_THREADS={env!r}: expected a positive integer (the "
+                                    f"threads of one extraction), or unset for the default "
+                                    f"{DEFAULT_THREADS}.")
+        else:
+            threads = DEFAULT_THREADS
+    if threads < 1:
+        raise LieStatsError(f"--threads {threads}: expected a positive integer.")
+    torch.set_num_threads(int(threads))
+    return int(threads)
+
+
+def thread_settings() -> dict[str, Any]:
+    """The thread settings an extraction ran with, as recorded in its provenance:
+    ``torch_threads`` (intra-op), ``torch_interop_threads`` and ``OMP_NUM_THREADS`` (the
+    environment's value, ``None`` when unset).
+
+    >>> sorted(thread_settings())
+    ['OMP_NUM_THREADS', 'torch_interop_threads', 'torch_threads']
+    """
+    import torch
+
+    return {"torch_threads": int(torch.get_num_threads()),
+            "torch_interop_threads": int(torch.get_num_interop_threads()),
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
 
 
 @dataclass(frozen=True)
@@ -402,6 +466,7 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
               **({"error": init_error} if init_error is not None else {})},
         timing={"read_s": round(t_read, 4), "compute_s": round(t_compute, 4)},
         torch_version=torch.__version__, metrics_version=schema.METRICS_VERSION,
+        threads=thread_settings(),
     )
     if act_attrs is not None:
         prov["activations"] = act_attrs

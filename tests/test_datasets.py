@@ -85,3 +85,20 @@ def test_load_dataset_combines_several_cubes_along_model(tmp_path):
     ks = both["killing_self"].sel(model="tuned", family="Q", projection="none")
     assert np.isfinite(ks.sel(step=1000).values).all() and not np.isfinite(ks.sel(step=0).values).any()
     assert len(cube.provenance_of(both)) == 6 + 2  # every checkpoint's record is kept
+
+
+def test_the_cli_finds_the_bundled_folders_wherever_it_runs(tmp_path, monkeypatch, capsys):
+    """Without --datasets / --hypotheses: ./datasets and ./hypotheses when the current folder
+    has them, else those of the checkout lie_stats runs from; --help says so."""
+    from lie_stats import cli
+
+    monkeypatch.chdir(tmp_path)  # a folder with neither
+    assert cli.bundled("datasets") == str(cli.CHECKOUT / "datasets")
+    assert cli.main(["datasets"]) == 0
+    out = capsys.readouterr().out
+    assert "pico_pythia" in out and "used by: A" in out
+    (tmp_path / "datasets").mkdir()  # a folder of its own wins
+    assert cli.main(["datasets", "--hypotheses", ""]) == 0
+    assert capsys.readouterr().out == "no dataset cards under datasets/\n"
+    help_text = cli.build_parser()._subparsers._group_actions[0].choices["run"].format_help()
+    assert "checkout lie_stats runs from" in " ".join(help_text.split())

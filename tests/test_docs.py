@@ -227,3 +227,22 @@ def test_examples_of_the_generator_and_of_this_module_run():
     for module in (_generator(), sys.modules[__name__]):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+def test_readme_documents_every_exit_code_of_the_cli():
+    """Every status the CLI returns (its EXIT_* constants, the literal returns of cli.py, and
+    pytest's codes that ``lie-stats run`` passes through) has a row of README's exit table."""
+    import ast
+
+    from lie_stats import cli
+
+    source = (ROOT / "lie_stats" / "cli.py").read_text()
+    codes = {v for k, v in vars(cli).items() if k.startswith("EXIT_") and isinstance(v, int)}
+    codes |= {node.value.value for node in ast.walk(ast.parse(source))
+              if isinstance(node, ast.Return) and isinstance(node.value, ast.Constant)
+              and isinstance(node.value.value, int) and not isinstance(node.value.value, bool)}
+    codes |= {int(c) for c in pytest.ExitCode if c != pytest.ExitCode.INTERRUPTED}  # run passes them on
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("### Exit status"):]
+    documented = {int(m) for m in re.findall(r"^\| (\d+) \|", table, flags=re.M)}
+    assert codes - documented == set(), f"exit codes missing from README's table: {sorted(codes - documented)}"

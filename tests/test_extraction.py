@@ -280,3 +280,33 @@ def test_per_model_probes_clear_errors(twin_runs, tmp_path, capsys):
     assert not out.exists() and not shard_dir(out).exists()  # refused before any work
     with pytest.raises(LieStatsError, match="No probe for model 'gamma'"):
         ExtractOptions(probe={"alpha": str(fa)}).probe_for("gamma")
+
+
+def test_cli_extract_records_the_threads_it_ran_with(neox_run, tmp_path, monkeypatch, capsys):
+    """One thread by default (benchmarks/threads_results.md), --threads or OMP_NUM_THREADS
+    otherwise; each checkpoint's provenance says which setting made the cube."""
+    import torch
+
+    from lie_stats.extraction import DEFAULT_THREADS
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+        assert cli.main(["extract", str(neox_run), "-o", str(tmp_path / "a.nc"), *FAST, "--quiet"]) == 0
+        prov = provenance_of(open_cube(tmp_path / "a.nc"))
+        assert DEFAULT_THREADS == 1
+        assert [p["threads"]["torch_threads"] for p in prov] == [1, 1, 1]
+        assert all(p["threads"]["OMP_NUM_THREADS"] is None for p in prov)
+        assert cli.main(["extract", str(neox_run), "-o", str(tmp_path / "b.nc"), *FAST, "--quiet",
+                         "--threads", "2"]) == 0
+        assert {p["threads"]["torch_threads"] for p in provenance_of(open_cube(tmp_path / "b.nc"))} == {2}
+        monkeypatch.setenv("OMP_NUM_THREADS", "3")
+        assert cli.main(["extract", str(neox_run), "-o", str(tmp_path / "c.nc"), *FAST, "--quiet"]) == 0
+        threads = provenance_of(open_cube(tmp_path / "c.nc"))[0]["threads"]
+        assert threads["torch_threads"] == 3 and threads["OMP_NUM_THREADS"] == "3"
+        monkeypatch.setenv("OMP_NUM_THREADS", "many")
+        assert cli.main(["extract", str(neox_run), "-o", str(tmp_path / "d.nc"), *FAST]) == 2
+        assert "OMP_NUM_THREADS='many': expected a positive integer" in capsys.readouterr().err
+        assert not (tmp_path / "d.nc").exists()
+    finally:
+        torch.set_num_threads(before)

@@ -40,7 +40,10 @@ from .. import schema
 from .._io import file_sha256, terminal_safe, write_text_atomic
 from .figures import draw_figure
 from .sections import linked_images, register_section, report_sections, unregister_section, write_sections
-from .text import estimate_text, figure_name, fmt, md_text, reference_text, relative_path, result_field
+from .figures import draw_magnitude_figure
+from .render import render_html, render_markdown
+from .text import estimate_text, figure_name, fmt, reference_text, relative_path, result_field
+from .view import gate_text, outside_interval, p_label
 from .writing import check_reports_dir, keep_identical_figures, stable_numbers, staged_reports
 
 __all__ = [
@@ -68,6 +71,8 @@ RESULTS_JSON = "results.json"
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
 FIGURES = "figures"
+#: The figure across claims: the essay's figure against our estimate (figures/).
+MAGNITUDE_FIGURE = "claims__magnitudes.png"
 
 
 def result_row_text(result: Any) -> str:
@@ -102,22 +107,25 @@ def result_row_text(result: Any) -> str:
     return "\n".join(terminal_safe(line, one_line=True) for line in lines)
 
 
-_TABLE_COLS = ("id", "dataset", "gate", "verdict", "effect [CI]", "p", "reference", "agree", "flag")
+_TABLE_COLS = ("id", "dataset", "gate", "verdict", "outcome", "effect [CI]", "p", "reference", "agree", "flag")
 
 
 def _table_rows(records: Sequence[Mapping[str, Any]], outcomes: Mapping[str, str] | None = None) -> list[list[str]]:
     rows = []
     for r in records:
         share = r.get("spec_curve_share")
-        flag = "declaration changed" if r.get("declaration_changed") else ""
+        flags = ["declaration changed"] if r.get("declaration_changed") else []
+        if outside_interval(r.get("effect"), r.get("ci_low"), r.get("ci_high")):
+            flags.append("estimate outside its interval")
         outcome = (outcomes or {}).get(f"{r['id']}::{r['dataset']}", r.get("outcome") or "")
+        p = fmt(r.get("p_value"))
         rows.append([
-            str(r["id"]), str(r["dataset"]), str(r["gate"]),
-            str(r["verdict"]) + (f" ({outcome})" if outcome in ("passed", "failed") else ""),
+            str(r["id"]), str(r["dataset"]), str(r["gate"]), str(r["verdict"]),
+            gate_text({**r, "outcome": outcome}),
             estimate_text(r.get("effect"), r.get("ci_low"), r.get("ci_high")),
-            fmt(r.get("p_value")), reference_text(r.get("reference") or {}),
+            "-" if p == "-" else f"{p_label(r)} {p}", reference_text(r.get("reference") or {}),
             "-" if share is None else f"{fmt(100 * share, 3)} % of {r.get('spec_curve_n', len(r.get('spec_curve') or []))}",
-            flag,
+            "; ".join(flags),
         ])
     return rows
 
@@ -127,10 +135,10 @@ def verdict_table(results: Sequence[Any], *, outcomes: Mapping[str, str] | None 
 
     Examples
     --------
-    >>> print(verdict_table([{"id": "X1", "dataset": "toy", "gate": "report",
-    ...     "verdict": "supported", "effect": -0.3, "ci_low": -0.5, "ci_high": -0.1,
-    ...     "p_value": 0.001, "reference": {"rho": -0.274}}]).splitlines()[2])
-    X1  toy      report  supported  -0.3 [-0.5, -0.1]  0.001  rho = -0.274  -
+    >>> print(verdict_table([{"id": "X1", "dataset": "toy", "gate": "pinned", "outcome": "passed",
+    ...     "verdict": "refuted", "effect": -0.3, "ci_low": -0.5, "ci_high": -0.1, "p_value": 0.001,
+    ...     "extra": {"n_perm": 999}, "reference": {"rho": -0.274}}]).splitlines()[2])
+    X1  toy      pinned  refuted  pin held  -0.3 [-0.5, -0.1]  permutation p 0.001  rho = -0.274  -
     """
     records = [r if isinstance(r, Mapping) else r.row() for r in results]
     rows = [[terminal_safe(c, one_line=True) for c in row] for row in _table_rows(records, outcomes)]
@@ -178,100 +186,6 @@ def results_records(results: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 # ----------------------------------------------------------------------------- documents
-
-
-def _selection_text(selection: Mapping[str, Any]) -> str:
-    parts = []
-    for role, sel in selection.items():
-        extras = ", ".join(f"{k}={v}" for k, v in sel.items() if k != "metric")
-        parts.append(f"{role} = {sel['metric']}" + (f" ({extras})" if extras else ""))
-    return "; ".join(parts)
-
-
-def _sections(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for r in records:
-        params = ", ".join(f"{k}={v}" for k, v in (r.get("params") or {}).items())
-        pred = r.get("prediction") or {}
-        numbers = [
-            ("n", fmt(r.get("n"))), ("statistic", fmt(r.get("statistic"))),
-            ("p", fmt(r.get("p_value"))), ("p (Holm)", fmt(r.get("p_holm"))),
-            ("p (BH)", fmt(r.get("p_bh"))),
-            ("effect", estimate_text(r.get("effect"), r.get("ci_low"), r.get("ci_high"))),
-        ] + [(k, fmt(v)) for k, v in (r.get("extra") or {}).items()]
-        facts = [
-            ("claim", r["claim"]), ("source", r.get("source") or "-"),
-            ("data", f"dataset {r['dataset']}; {_selection_text(r.get('selection') or {})}"),
-            ("test", f"{r['test']} ({params})"),
-            ("prediction", ", ".join(f"{k} {v}" for k, v in pred.items())),
-            ("reference", reference_text(r.get("reference") or {})),
-            ("verdict", f"{r['verdict']}: {r.get('reason', '')}"),
-            ("gate", f"{r['gate']}" + (f" ({r['outcome']})" if r.get("outcome") else "")),
-            ("pre-registration hash", str(r["spec_hash"])),
-        ]
-        if r.get("build"):
-            facts.append(("build the data", r["build"]))
-        if r.get("pinned_verdict"):
-            facts.append(("pinned", f"{r['pinned_verdict']} (hash {str(r.get('pinned_hash'))[:12]})"))
-        if r.get("declaration_changed"):
-            facts.append(("FLAG", "the declaration changed after its verdict was pinned"))
-        if r.get("notes"):
-            facts.append(("notes", r["notes"]))
-        curve = [
-            [", ".join(f"{k}={v}" for k, v in c["choice"].items()), c["verdict"],
-             estimate_text(c.get("effect"), c.get("ci_low"), c.get("ci_high")), fmt(c.get("p_value"))]
-            for c in r.get("spec_curve") or []
-        ]
-        out.append({"title": f"{r['id']} on {r['dataset']}", "facts": facts, "numbers": numbers,
-                    "curve": curve, "share": r.get("spec_curve_share"),
-                    "supported": r.get("spec_curve_supported"), "figure": r.get("figure")})
-    return out
-
-
-_SUMMARY_HEAD = ["id", "claim", "dataset", "gate", "verdict", "effect [CI]", "p", "p (Holm)", "p (BH)",
-                 "reference", "choices agreeing", "flag"]
-
-
-def _summary_rows(records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
-    rows = []
-    for r, t in zip(records, _table_rows(records)):
-        rows.append(t[:1] + [str(r.get("claim", ""))] + t[1:6] + [fmt(r.get("p_holm")), fmt(r.get("p_bh"))]
-                    + t[6:])
-    return rows
-
-
-def _md_cell(text: str) -> str:
-    return md_text(text)
-
-
-def _markdown(records: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, Any]] = (),
-              extra: Sequence[str] = ()) -> str:
-    lines = ["# lie_stats report", "",
-             f"{len(records)} result(s); verdicts: " + ", ".join(
-                 f"{v} {sum(r['verdict'] == v for r in records)}" for v in schema.VERDICTS), "",
-             "| " + " | ".join(_SUMMARY_HEAD) + " |", "|" + "---|" * len(_SUMMARY_HEAD)]
-    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in _summary_rows(records)]
-    if data:
-        lines += ["", "## Data", "", "| dataset | title | state | cube | sha256 | bytes |", "|---|---|---|---|---|---|"]
-        lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in _data_rows(data)]
-    for s in _sections(records):
-        lines += ["", f"## {md_text(s['title'])}", ""]
-        lines += [f"- **{k}**: {_md_cell(v)}" for k, v in s["facts"]]
-        lines += ["", "| quantity | value |", "|---|---|"]
-        lines += [f"| {_md_cell(k)} | {_md_cell(v)} |" for k, v in s["numbers"]]
-        if s["curve"]:
-            share = s["share"]
-            sup = s["supported"]
-            lines += ["", f"Specification curve: {fmt(100 * share) if share is not None else '-'} % of "
-                          f"{len(s['curve'])} analysis choices agree with the verdict; "
-                          f"{fmt(100 * sup) if sup is not None else '-'} % support the claim.", "",
-                      "| choice | verdict | effect [CI] | p |", "|---|---|---|---|"]
-            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in s["curve"]]
-        if s["figure"]:
-            lines += ["", f"![{md_text(s['title'])}]({s['figure']})"]
-    for section in extra:
-        lines += ["", section.rstrip("\n")]
-    return "\n".join(lines) + "\n"
 
 
 def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -322,37 +236,6 @@ def _markdown_to_html(text: str) -> str:
             out.append(f"<p>{e(line)}</p>")
     flush()
     return "\n".join(out)
-
-
-def _html(records: Sequence[Mapping[str, Any]], data: Sequence[Mapping[str, Any]] = (),
-          extra: Sequence[str] = ()) -> str:
-    e = html.escape
-    parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8"><title>lie_stats report</title>',
-        "<style>body{font-family:sans-serif;max-width:70em;margin:auto}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}img{max-width:100%}</style>",
-        "</head><body>", "<h1>lie_stats report</h1>",
-        _html_table(_SUMMARY_HEAD, _summary_rows(records)),
-    ]
-    if data:
-        parts += ["<h2>Data</h2>", _html_table(["dataset", "title", "state", "cube", "sha256", "bytes"],
-                                               _data_rows(data))]
-    for s in _sections(records):
-        parts.append(f"<h2>{e(s['title'])}</h2>")
-        parts.append("<ul>" + "".join(f"<li><b>{e(k)}</b>: {e(str(v))}</li>" for k, v in s["facts"]) + "</ul>")
-        parts.append(_html_table(["quantity", "value"], s["numbers"]))
-        if s["curve"]:
-            share = s["share"]
-            sup = s["supported"]
-            parts.append(f"<p>Specification curve: {fmt(100 * share) if share is not None else '-'} % of "
-                         f"{len(s['curve'])} analysis choices agree with the verdict; "
-                         f"{fmt(100 * sup) if sup is not None else '-'} % support the claim.</p>")
-            parts.append(_html_table(["choice", "verdict", "effect [CI]", "p"], s["curve"]))
-        if s["figure"]:
-            parts.append(f'<p><img src="{e(s["figure"])}" alt="{e(s["title"])}"></p>')
-    parts += [_markdown_to_html(section) for section in extra]
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
 
 
 def _data_rows(data: Sequence[Mapping[str, Any]]) -> list[list[str]]:
@@ -451,14 +334,23 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
                 images = linked_images(section)
                 drawn.update({name if len(images) == 1 else f"{name}:{k}": rel
                               for k, rel in enumerate(images, start=1)})
-        keep_identical_figures(stage, reports_dir, drawn.values())
         data = []
         if datasets_dir is not None:
             names = [r["dataset"] for r in records if r["dataset"] != "-"]
             data = dataset_records(names, datasets_dir, base=reports_dir.resolve().parent)
         write_text_atomic(stage / RESULTS_JSON, json.dumps(records, indent=2, sort_keys=True, allow_nan=False) + "\n")
-        write_text_atomic(stage / REPORT_MD, _markdown(records, data, extra))
-        write_text_atomic(stage / REPORT_HTML, _html(records, data, extra))
+        magnitude_figure = None
+        if figures:
+            rel = f"{FIGURES}/{MAGNITUDE_FIGURE}"
+            if draw_magnitude_figure(records, stage / rel):
+                magnitude_figure = rel
+                drawn["magnitudes"] = rel
+        keep_identical_figures(stage, reports_dir, drawn.values())
+        rows = _data_rows(data)
+        write_text_atomic(stage / REPORT_MD, render_markdown(records, rows, extra,
+                                                             magnitude_figure=magnitude_figure))
+        write_text_atomic(stage / REPORT_HTML, render_html(records, rows, [_markdown_to_html(x) for x in extra],
+                                                           magnitude_figure=magnitude_figure))
     written = {key: reports_dir / rel for key, rel in drawn.items()}
     written.update(json=reports_dir / RESULTS_JSON, markdown=reports_dir / REPORT_MD,
                    html=reports_dir / REPORT_HTML)

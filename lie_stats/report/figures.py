@@ -13,7 +13,14 @@ import numpy as np
 from .. import schema
 from .text import fmt
 
-__all__ = ["draw_figure", "original_interval"]
+__all__ = ["draw_figure", "original_interval", "forest_rows", "draw_magnitude_figure", "FOREST_ROWS"]
+
+#: Most analysis choices a result's forest plot draws one by one; beyond, it draws the
+#: choices sorted by effect, the :data:`FOREST_TAIL` lowest and highest, and one summary row.
+FOREST_ROWS = 30
+FOREST_TAIL = 12
+#: Height of one forest row in inches: labels of 7 points (0.1 in) do not overlap.
+ROW_INCHES = 0.16
 
 
 def draw_figure(result: Any, record: Mapping[str, Any], path: Path) -> bool:
@@ -34,13 +41,14 @@ def draw_figure(result: Any, record: Mapping[str, Any], path: Path) -> bool:
 
 
 def _draw(result: Any, record: Mapping[str, Any], path: Path, data: Any, Figure: Any) -> bool:
-    fig = Figure(figsize=(9, 3.6), dpi=100)
+    rows = forest_rows(record)
+    fig = Figure(figsize=(9, max(3.6, ROW_INCHES * len(rows) + 1.2)), dpi=100)
     ax_data, ax_est = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.2, 1]})
     labels = {role: f"{role}: {sel.get('metric')} ({sel.get('step', 'last')})"
               for role, sel in (record.get("selection") or {}).items()}
     if not (_plot_layer_profile(ax_data, data, record) or _plot_trajectory_by_group(ax_data, data, labels)):
         _plot_data(ax_data, data, labels)
-    _plot_estimates(ax_est, record)
+    _plot_estimates(ax_est, record, rows)
     fig.suptitle(f"{record['id']} on {record['dataset']}: {record['verdict']}", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -221,14 +229,58 @@ def original_interval(record: Mapping[str, Any], ref: tuple[str, float]) -> dict
     return {"ci_low": math.tanh(centre - z * se), "ci_high": math.tanh(centre + z * se)}
 
 
-def _plot_estimates(ax: Any, record: Mapping[str, Any]) -> None:
+def forest_rows(record: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any] | None]]:
+    """The rows of a result's forest plot, top to bottom: ``(label, row)``; ``row`` is
+    ``None`` for a summary line.
+
+    The main estimate, the original figure (when a number), then the specification curve:
+    every choice when there are at most :data:`FOREST_ROWS`, else the choices sorted by
+    effect, the :data:`FOREST_TAIL` lowest and highest with a summary row between them
+    (how many, and their range), so that 96 choices stay legible. A row whose estimate
+    lies outside its own interval is labelled ``(!)``.
+
+    >>> curve = [{"choice": {"k": i}, "effect": float(i), "verdict": "supported"} for i in range(40)]
+    >>> curve += [{"choice": {"k": "x"}, "effect": None, "verdict": "inconclusive"}]
+    >>> rows = forest_rows({"effect": 1.0, "ci_low": 2.0, "ci_high": 3.0, "spec_curve": curve[::-1]})
+    >>> len(rows), rows[0][0], rows[1][0], rows[13][0], rows[14][0], rows[-1][0]
+    (26, 'main (!)', 'k=0', '... 16 more choices, effects 12 to 27; 1 without an estimate', 'k=28', 'k=39')
+    """
+    from .view import outside_interval
+
+    def label(text: str, r: Mapping[str, Any]) -> str:
+        return text + (" (!)" if outside_interval(r.get("effect"), r.get("ci_low"), r.get("ci_high")) else "")
+
     ref = _reference_value(record.get("reference") or {})
-    original = [] if ref is None else [(f"original {ref[0]}", {"effect": ref[1], "verdict": "original",
-                                                               **original_interval(record, ref)})]
-    rows = [("main", record)] + original + [
-        (", ".join(f"{k}={v}" for k, v in c["choice"].items()), c) for c in record.get("spec_curve") or []
-    ]
+    rows: list[tuple[str, Mapping[str, Any] | None]] = [(label("main", record), record)]
+    if ref is not None:
+        rows.append((f"original {ref[0]}", {"effect": ref[1], "verdict": "original",
+                                            **original_interval(record, ref)}))
+    curve = [(", ".join(f"{k}={v}" for k, v in (c.get("choice") or {}).items()), c)
+             for c in record.get("spec_curve") or []]
+    if len(curve) > FOREST_ROWS:
+        def effect(item: tuple[str, Mapping[str, Any]]) -> float:
+            v = item[1].get("effect")
+            return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else math.nan
+
+        finite = sorted((c for c in curve if math.isfinite(effect(c))), key=effect)
+        missing = len(curve) - len(finite)
+        tail = min(FOREST_TAIL, len(finite) // 2)
+        middle = finite[tail:len(finite) - tail]
+        span = f", effects {fmt(effect(middle[0]))} to {fmt(effect(middle[-1]))}" if middle else ""
+        none = f"; {missing} without an estimate" if missing else ""
+        curve = (finite[:tail] + [(f"... {len(middle)} more choices{span}{none}", None)]
+                 + finite[len(finite) - tail:])
+    rows += [(label(text, c), c) if c is not None else (text, None) for text, c in curve]
+    return rows
+
+
+def _plot_estimates(ax: Any, record: Mapping[str, Any],
+                    rows: list[tuple[str, Mapping[str, Any] | None]] | None = None) -> None:
+    ref = _reference_value(record.get("reference") or {})
+    rows = forest_rows(record) if rows is None else rows
     for i, (label, r) in enumerate(rows):
+        if r is None:
+            continue
         e = r.get("effect")
         lo, hi = r.get("ci_low"), r.get("ci_high")
         if e is None:
@@ -236,8 +288,9 @@ def _plot_estimates(ax: Any, record: Mapping[str, Any]) -> None:
         color = {"supported": "tab:green", "refuted": "tab:red", "original": "k"}.get(r.get("verdict"), "tab:gray")
         if lo is not None and hi is not None:
             ax.plot([lo, hi], [i, i], color=color, lw=2)
-        ax.plot([e], [i], "o", color=color)
-    shown = [float(v) for _, r in rows for v in (r.get("effect"), r.get("ci_low"), r.get("ci_high"))
+        hollow = label.endswith("(!)")
+        ax.plot([e], [i], "o", color=color, mfc="white" if hollow else color)
+    shown = [float(v) for _, r in rows if r is not None for v in (r.get("effect"), r.get("ci_low"), r.get("ci_high"))
              if isinstance(v, (int, float)) and math.isfinite(v)]
     if shown and min(shown) > 0 and max(shown) / min(shown) > 100:
         ax.set_xscale("log")  # ratios over orders of magnitude (enrichment)
@@ -250,4 +303,77 @@ def _plot_estimates(ax: Any, record: Mapping[str, Any]) -> None:
     value = (record.get("prediction") or {}).get("value")
     if value is not None:
         ax.axvline(value, color="0.6", ls=":", lw=1)
-    ax.set_xlabel("effect [interval]; green supported, red refuted", fontsize=8)
+    ax.set_xlabel("effect [interval]\ngreen supported, red refuted;\n(!) outside its interval", fontsize=8)
+
+
+def _magnitude_rows(records: Any) -> list[dict[str, Any]]:
+    """Rows of the cross-claim figure: results whose ``magnitude`` has a finite estimate
+    and reference; the interval is the result's when its effect is the magnitude's estimate."""
+    out = []
+    for r in records:
+        mag = r.get("magnitude") or {}
+        est, ref = mag.get("estimate"), mag.get("reference")
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (est, ref)):
+            continue
+        band = mag.get("band")
+        band = ([float(band[0]), float(band[1])] if isinstance(band, (list, tuple)) and len(band) == 2
+                and all(isinstance(b, (int, float)) and math.isfinite(b) for b in band) else None)
+        lo, hi, eff = r.get("ci_low"), r.get("ci_high"), r.get("effect")
+        ci = None
+        if (all(isinstance(v, (int, float)) and math.isfinite(v) for v in (lo, hi, eff))
+                and math.isclose(float(eff), float(est), rel_tol=1e-6, abs_tol=1e-12)):
+            ci = [float(lo), float(hi)]
+        values = [float(est), float(ref)] + (band or []) + (ci or [])
+        positive = min(values) > 0
+        out.append({"label": f"{r.get('id')} on {r.get('dataset')}", "estimate": float(est),
+                    "reference": float(ref), "band": band, "ci": ci, "status": str(mag.get("status") or "-"),
+                    "log": positive and max(values) / min(values) > 3})
+    return out
+
+
+def draw_magnitude_figure(records: Any, path: Path) -> bool:
+    """The essay's figure against our estimate, across claims (as replication projects draw
+    original against replication effects): one row per result with a magnitude reference,
+    the essay's figure (black diamond), its band (grey), our estimate with its interval
+    (green within the band, red outside, grey not tested). Ratios spanning more than 3x
+    are drawn on a log axis of their own, other figures on a linear one. False (nothing
+    written) when no result has a magnitude reference."""
+    rows = _magnitude_rows(records)
+    if not rows:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    panels = [(title, [r for r in rows if r["log"] == log]) for title, log in
+              (("ratios (log scale)", True), ("other figures (linear scale)", False))]
+    panels = [(t, rs) for t, rs in panels if rs]
+    heights = [max(1.0, ROW_INCHES * 1.6 * len(rs)) for _, rs in panels]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fig = Figure(figsize=(10, sum(heights) + 1.0 * len(panels)), dpi=100)
+        axes = fig.subplots(len(panels), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
+        colors = {"within": "tab:green", "outside": "tab:red"}
+        for ax, (title, rs) in zip(axes, panels):
+            for i, r in enumerate(rs):
+                if r["band"] is not None:
+                    ax.plot(r["band"], [i, i], color="0.8", lw=7, solid_capstyle="butt")
+                color = colors.get(r["status"], "tab:gray")
+                if r["ci"] is not None:
+                    ax.plot(r["ci"], [i, i], color=color, lw=2)
+                ax.plot([r["estimate"]], [i], "o", color=color)
+                ax.plot([r["reference"]], [i], "D", color="k", ms=5)
+            if title.startswith("ratios"):
+                ax.set_xscale("log")
+            ax.set_yticks(range(len(rs)))
+            ax.set_yticklabels([r["label"] for r in rs], fontsize=7)
+            ax.set_ylim(len(rs) - 0.5, -0.5)
+            ax.set_title(title, fontsize=9, loc="left")
+            ax.grid(axis="x", color="0.9")
+        axes[-1].set_xlabel("black diamond: essay's figure; grey: its band; dot [interval]: our estimate "
+                            "(green within, red outside, grey not tested)", fontsize=8)
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, format="png", metadata={"Software": None})
+    return True

@@ -82,8 +82,15 @@ def test_markdown_and_html_have_one_section_per_result(results, written):
     md = (out / "report.md").read_text()
     html = (out / "report.html").read_text()
     for r in results:
-        assert f"## {r.id} on {r.dataset}" in md
-        assert f"<h2>{r.id} on {r.dataset}</h2>" in html
+        assert f"### {r.id} on {r.dataset}" in md
+        anchor = f"r-{r.id.lower()}-{r.dataset.lower()}"
+        # collapsed details, linked from the claim's table
+        assert f'<details id="{anchor}"><summary><h3>{r.id} on {r.dataset}</h3>' in html
+        assert f'<a href="#{anchor}">{r.id} on {r.dataset}</a>' in html
+    for claim in ("A4", "B5", "C1", "C2"):  # one section per claim, in the table of contents
+        assert f'<section id="claim-{claim.lower()}">' in html and f'<a href="#claim-{claim.lower()}">{claim}</a>' in html
+        # Markdown: the heading's own anchor (GitHub's and MkDocs' slug of "Claim A4")
+        assert f"[{claim}](#claim-{claim.lower()})" in md and f"\n## Claim {claim}\n" in md
     b5 = next(r for r in results if r.id == "B5" and r.dataset == "synth")
     rounded = f"{report.fmt(b5.effect)} [{report.fmt(b5.ci_low)}, {report.fmt(b5.ci_high)}]"
     assert rounded in md and rounded in html  # numbers with intervals, rounded here only
@@ -92,11 +99,18 @@ def test_markdown_and_html_have_one_section_per_result(results, written):
     assert "![B5 on synth](figures/B5__synth.png)" in md
     assert '<img src="figures/B5__synth.png"' in html
     assert "Initial contribution predicts change &lt;b&gt;" in html  # escaped
+    assert "<b>" not in md.replace("**", "")  # escaped in Markdown too
     assert "**source**: Anchors essay" in md and "**test**: replication (" in md
     assert "Specification curve: 50 % of 2 analysis choices agree with the verdict; 50 % support" in md
     assert "python -m build_absent --out absent.nc" in md
-    # the summary names the claim; the Data section lists the cubes used, with their sha256
-    assert "| B5 | Initial contribution predicts change &lt;b&gt; | synth | replication |" in md  # escaped
+    # the first screen: counts of every verdict, and one row per claim with its main result
+    assert "5 results of 4 claims. Verdicts: supported 3, refuted 0, inconclusive 1, skipped 1, out of scope 0." in md
+    assert '<span class="badge v-supported">supported 3</span>' in html
+    assert ("| [B5](#claim-b5) | Initial contribution predicts change &lt;b&gt; | rho = -0.274, p = 0.007, n = 96 | "
+            f"{rounded} | **supported** (synth) | +1: 1 skipped | - | - | not checked | permutation p "
+            f"{report.fmt(b5.p_value)} |") in md
+    assert html.index('id="summary"') < html.index('id="legend"') < html.index('<section id="claim-a4">')
+    # the Data section lists the cubes used, with their sha256
     import hashlib
 
     root = results[0].data_root
@@ -138,6 +152,7 @@ def test_declaration_flag_and_outcome_reach_the_report(results, tmp_path):
     rec = json.loads((tmp_path / "results.json").read_text())[0]
     assert rec["declaration_changed"] is True and rec["pinned_verdict"] == "refuted"
     md = (tmp_path / "report.md").read_text()
-    assert "declaration changed" in md and "**FLAG**" in md and "(failed)" in md
+    # the gate's outcome in its own words, never glued to the verdict ("inconclusive (failed)")
+    assert "declaration changed" in md and "**FLAG**" in md and "pin broken" in md and "(failed)" not in md
 
 

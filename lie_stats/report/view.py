@@ -1,0 +1,329 @@
+"""What the reports show of the results, as plain data for the templates (``templates/``).
+
+The reports are read claim by claim: results are grouped by their claim (the id up to its
+first ``-``: ``A10-eq-af`` belongs to ``A10``), each claim shows one main result on the
+first screen (the result whose id is the claim's own, else its first result that was run),
+and every result keeps its full details below. This module decides every word and number
+of that view; :mod:`lie_stats.report.templates` only lays them out (escaped by the template
+engine for HTML, by :func:`lie_stats.report.text.md_text` for Markdown).
+
+Fields other parts of lie_stats add to a results row are read when present and shown as
+``-`` when absent: ``magnitude`` (``status``, ``estimate``, ``reference``, ``band``,
+``reason``), ``finding`` (one sentence), ``diagnosis`` (``fpr``, ``power``, ``coverage``,
+``type_s``, ``n_sims``, ``seed``, ``reason``) and ``multiplicity`` (``family``, ``method``,
+``p_adjusted``, ``decided_by``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .. import schema
+from .text import estimate_text, fmt, reference_text
+
+__all__ = ["VERDICT_ORDER", "P_LEGEND", "GATE_LEGEND", "claim_key", "natural_key", "p_label", "gate_text",
+           "outside_interval", "result_view", "claim_views", "summary_counts"]
+
+#: The verdicts in the order the reports count them.
+VERDICT_ORDER = tuple(dict.fromkeys((*schema.VERDICTS, "out_of_scope")))
+
+#: What each p label of the reports means.
+P_LEGEND = {
+    "permutation p": "share of the kind's permutations of the data (within strata) giving an effect at "
+                     "least as extreme as the one observed",
+    "TOST p": "the larger of the two one-sided p-values of an equivalence test: small means the "
+              "difference lies inside the bound",
+    "bootstrap p": "from the bootstrap distribution of the estimate, against the prediction's value",
+    "Wald p": "Wald test of one coefficient of a fitted model",
+    "p": "a p-value the kind defines in its own rule (docs/kinds.md); '-' where the kind decides "
+         "without one",
+}
+
+#: The gate outcomes in words (apart from the verdict).
+GATE_LEGEND = {
+    "pin held": "the verdict equals the one pinned for this declaration",
+    "pin broken": "the verdict, or the declaration, differs from the pinned one",
+    "replicated": "a replication gate: the verdict is supported",
+    "replication failed": "a replication gate: the verdict is not supported",
+    "reported": "a report gate: shown, never fails",
+    "not run": "the dataset's cube is absent (skipped)",
+    "not checked": "written outside a gated run (no pytest outcome)",
+}
+
+#: Kinds whose p-value the row alone does not name.
+_P_BY_KIND = {"mixed_model": "Wald p", "correlation_equivalence": "TOST p", "replication": "permutation p"}
+
+
+def claim_key(result_id: str) -> str:
+    """The claim a result belongs to: its id up to the first ``-``.
+
+    >>> claim_key("A10-eq-af-none-adaptive"), claim_key("B3"), claim_key("gating-v0.4")
+    ('A10', 'B3', 'gating')
+    """
+    return str(result_id).split("-", 1)[0] or str(result_id)
+
+
+def natural_key(text: str) -> tuple:
+    """Sort key that orders numbers by value: A2 before A10.
+
+    >>> sorted(["A10", "B1", "A2", "A1"], key=natural_key)
+    ['A1', 'A2', 'A10', 'B1']
+    """
+    return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.findall(r"\d+|\D+", str(text)))
+
+
+def p_label(record: Mapping[str, Any]) -> str:
+    """What a result's ``p_value`` is, named for the reader (a key of :data:`P_LEGEND`).
+
+    From the kind where it alone says, else from the row: a TOST (``t_lower``/``t_upper``
+    in ``extra``), a permutation (``n_perm`` in ``extra`` or ``params``), a bootstrap
+    (``n_boot``), else ``p``.
+
+    >>> p_label({"test": "tost_paired", "extra": {"t_lower": 1, "t_upper": 2}})
+    'TOST p'
+    >>> p_label({"test": "enrichment", "extra": {"n_perm": 9999}, "params": {"n_boot": 2000}})
+    'permutation p'
+    >>> p_label({"test": "share_above", "extra": {"n_boot": 2000}}), p_label({"test": "none"})
+    ('bootstrap p', 'p')
+    """
+    test = str(record.get("test") or "")
+    extra = record.get("extra") or {}
+    params = record.get("params") or {}
+    if test in _P_BY_KIND:
+        return _P_BY_KIND[test]
+    if {"t_lower", "t_upper"} <= set(extra) or test.startswith("tost"):
+        return "TOST p"
+    if "n_perm" in extra or "n_perm" in params:
+        return "permutation p"
+    if "n_boot" in extra or "n_boot" in params:
+        return "bootstrap p"
+    return "p"
+
+
+def gate_text(record: Mapping[str, Any]) -> str:
+    """The gate's outcome in words of its own (a key of :data:`GATE_LEGEND`), never the
+    verdict's: a refuted result whose pin held reads "pin held".
+
+    >>> gate_text({"gate": "pinned", "outcome": "passed", "verdict": "refuted"})
+    'pin held'
+    >>> gate_text({"gate": "replication", "outcome": "failed", "verdict": "inconclusive"})
+    'replication failed'
+    >>> gate_text({"gate": "pinned", "outcome": "", "verdict": "skipped"})
+    'not run'
+    """
+    gate, outcome = record.get("gate"), record.get("outcome") or ""
+    if record.get("verdict") == "skipped" or outcome == "skipped":
+        return "not run"
+    if not outcome:
+        return "not checked"
+    if gate == "pinned":
+        return "pin held" if outcome == "passed" else "pin broken"
+    if gate == "replication":
+        return "replicated" if outcome == "passed" else "replication failed"
+    return "reported" if outcome == "passed" else f"{gate}: {outcome}"
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def outside_interval(effect: Any, lo: Any, hi: Any) -> bool:
+    """Whether a point estimate lies outside its own interval (beyond round-off): a
+    percentile bootstrap interval of a biased statistic can, and the reader must be told.
+
+    >>> outside_interval(0.851, 1.09, 1.30), outside_interval(1.2, 1.09, 1.30), outside_interval(1.0, None, 2)
+    (True, False, False)
+    """
+    e, a, b = _number(effect), _number(lo), _number(hi)
+    if e is None or a is None or b is None:
+        return False
+    tol = 1e-9 * max(abs(e), abs(a), abs(b), 1e-300)
+    return e < min(a, b) - tol or e > max(a, b) + tol
+
+
+def _magnitude_text(mag: Mapping[str, Any]) -> str:
+    if not mag:
+        return "-"
+    parts = [str(mag.get("status") or "-")]
+    if mag.get("estimate") is not None or mag.get("reference") is not None:
+        parts.append(f"{fmt(mag.get('estimate'))} vs {fmt(mag.get('reference'))}")
+    band = mag.get("band")
+    if isinstance(band, (list, tuple)) and len(band) == 2:
+        parts.append(f"band [{fmt(band[0])}, {fmt(band[1])}]")
+    if mag.get("reason"):
+        parts.append(str(mag["reason"]))
+    return "; ".join(parts)
+
+
+def _diagnosis_text(diag: Mapping[str, Any]) -> str:
+    if not diag:
+        return "-"
+    keys = ("fpr", "power", "coverage", "type_s", "n_sims", "seed")
+    text = ", ".join(f"{k} {fmt(diag.get(k))}" for k in keys if k in diag)
+    return text + (f"; {diag['reason']}" if diag.get("reason") else "")
+
+
+def _multiplicity_text(mult: Mapping[str, Any]) -> str:
+    if not mult:
+        return "-"
+    return (f"family {mult.get('family', '-')}, {mult.get('method', '-')}: adjusted p "
+            f"{fmt(mult.get('p_adjusted'))}, decided by {mult.get('decided_by', '-')}")
+
+
+def _selection_text(selection: Mapping[str, Any]) -> str:
+    parts = []
+    for role, sel in selection.items():
+        extras = ", ".join(f"{k}={v}" for k, v in sel.items() if k != "metric")
+        parts.append(f"{role} = {sel.get('metric')}" + (f" ({extras})" if extras else ""))
+    return "; ".join(parts)
+
+
+def anchor(text: str) -> str:
+    """An HTML id / Markdown link target from any text (letters, digits, ``-``).
+
+    >>> anchor("A10-eq on panel"), anchor("B3::pico_pythia")
+    ('a10-eq-on-panel', 'b3-pico-pythia')
+    """
+    return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-") or "x"
+
+
+def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything the reports show of one results row (strings, not yet escaped)."""
+    mag = r.get("magnitude") or {}
+    diag = r.get("diagnosis") or {}
+    mult = r.get("multiplicity") or {}
+    params = ", ".join(f"{k}={v}" for k, v in (r.get("params") or {}).items())
+    pred = r.get("prediction") or {}
+    label = p_label(r)
+    outside = outside_interval(r.get("effect"), r.get("ci_low"), r.get("ci_high"))
+    gate = gate_text(r)
+    numbers = [
+        ("n", fmt(r.get("n"))), ("statistic", fmt(r.get("statistic"))),
+        (label, fmt(r.get("p_value"))), ("p (Holm, across the report)", fmt(r.get("p_holm"))),
+        ("p (BH, across the report)", fmt(r.get("p_bh"))),
+        ("effect [interval]", estimate_text(r.get("effect"), r.get("ci_low"), r.get("ci_high"))
+         + (" (outside its interval)" if outside else "")),
+    ] + [(str(k), fmt(v)) for k, v in (r.get("extra") or {}).items()]
+    facts = [
+        ("claim", str(r.get("claim", ""))), ("source", str(r.get("source") or "-")),
+        ("data", f"dataset {r.get('dataset')}; {_selection_text(r.get('selection') or {})}"),
+        ("test", f"{r.get('test')} ({params})"),
+        ("prediction", ", ".join(f"{k} {v}" for k, v in pred.items()) or "-"),
+        ("essay figure", reference_text(r.get("reference") or {})),
+        ("verdict", f"{r.get('verdict')}: {r.get('reason', '')}"),
+        ("gate", f"{r.get('gate')}: {gate}"),
+        ("magnitude", _magnitude_text(mag)),
+        ("diagnosis", _diagnosis_text(diag)),
+        ("multiplicity", _multiplicity_text(mult)),
+        ("pre-registration hash", str(r.get("spec_hash"))),
+    ]
+    if r.get("build"):
+        facts.append(("build the data", str(r["build"])))
+    if r.get("pinned_verdict"):
+        facts.append(("pinned", f"{r['pinned_verdict']} (hash {str(r.get('pinned_hash'))[:12]})"))
+    if r.get("notes"):
+        facts.append(("notes", str(r["notes"])))
+    curve = []
+    for c in r.get("spec_curve") or []:
+        flag = outside_interval(c.get("effect"), c.get("ci_low"), c.get("ci_high"))
+        curve.append({"choice": ", ".join(f"{k}={v}" for k, v in (c.get("choice") or {}).items()),
+                      "verdict": str(c.get("verdict")),
+                      "estimate": estimate_text(c.get("effect"), c.get("ci_low"), c.get("ci_high")),
+                      "outside": flag, "p": fmt(c.get("p_value"))})
+    share, sup = r.get("spec_curve_share"), r.get("spec_curve_supported")
+    title = f"{r.get('id')} on {r.get('dataset')}"
+    return {
+        "id": str(r.get("id")), "dataset": str(r.get("dataset")), "title": title,
+        "anchor": "r-" + anchor(f"{r.get('id')}::{r.get('dataset')}"), "claim_key": claim_key(r.get("id", "")),
+        "claim": str(r.get("claim", "")), "verdict": str(r.get("verdict")),
+        "gate": str(r.get("gate")), "gate_text": gate, "gate_ok": gate not in ("pin broken", "replication failed"),
+        "estimate": estimate_text(r.get("effect"), r.get("ci_low"), r.get("ci_high")), "outside": outside,
+        "p_label": label, "p": fmt(r.get("p_value")),
+        "essay": reference_text(r.get("reference") or {}),
+        "magnitude": str(mag.get("status") or "-"), "magnitude_text": _magnitude_text(mag),
+        "power": fmt(diag.get("power")) if diag else "-",
+        "finding": str(r.get("finding") or ""),
+        "flag": "declaration changed after its verdict was pinned" if r.get("declaration_changed") else "",
+        "facts": facts, "numbers": numbers, "curve": curve,
+        "curve_text": _curve_text(r, share, sup) if curve else "",
+        "curve_outside": sum(c["outside"] for c in curve),
+        "figure": r.get("figure"),
+    }
+
+
+def _curve_text(r: Mapping[str, Any], share: Any, sup: Any) -> str:
+    """The specification curve's shares, with the denominator they were computed over (the
+    main estimand's choices, not skipped, not dropped) and what was left out of it."""
+    n = r.get("spec_curve_n", len(r.get("spec_curve") or []))
+    text = (f"{fmt(100 * share) if share is not None else '-'} % of {n} analysis choices agree with "
+            f"the verdict; {fmt(100 * sup) if sup is not None else '-'} % support the claim.")
+    curves = r.get("spec_curve_by_estimand") or {}
+    dropped = sum(int(v.get("dropped") or 0) for v in curves.values())
+    others = [f"{k}: {v.get('n')} choices" for k, v in curves.items() if k != str(r.get("estimand") or "-") and v.get("n")]
+    if dropped:
+        text += f" {dropped} dropped as inconclusive by construction (see each choice's reason)."
+    if others:
+        text += " Other estimands, not pooled: " + "; ".join(others) + "."
+    return text
+
+
+def _main_of(views: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any]:
+    """The claim's own result that was run, else its first result that was run, else its
+    own result, else its first."""
+    run = [v for v in views if v["verdict"] != "skipped"]
+    for pool in (run, views):
+        own = [v for v in pool if v["id"] == key]
+        if own or pool:
+            return (own or pool)[0]
+    raise ValueError(f"claim {key!r} has no result")
+
+
+def claim_views(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The results grouped by claim (:func:`claim_key`), claims in natural order (A2 before
+    A10), each with its main result and the count of verdicts of all its results.
+
+    >>> groups = claim_views([{"id": "A10-x", "dataset": "d", "verdict": "refuted"},
+    ...                       {"id": "A2", "dataset": "d", "verdict": "supported"},
+    ...                       {"id": "A10", "dataset": "d", "verdict": "skipped"}])
+    >>> [(g["key"], g["main"]["id"], g["others"]) for g in groups]
+    [('A2', 'A2', ''), ('A10', 'A10-x', '+1: 1 skipped')]
+    """
+    views = [result_view(r) for r in records]
+    keys = sorted({v["claim_key"] for v in views}, key=natural_key)
+    out = []
+    for key in keys:
+        mine = [v for v in views if v["claim_key"] == key]
+        main = _main_of(mine, key)
+        rest = Counter(v["verdict"] for v in mine if v is not main)
+        others = ", ".join(f"{rest[k]} {k.replace('_', ' ')}" for k in VERDICT_ORDER if rest[k])
+        others += "".join(f", {n} {k}" for k, n in rest.items() if k not in VERDICT_ORDER)
+        out.append({"key": key, "anchor": "claim-" + anchor(key), "main": main, "results": mine,
+                    "others": f"+{len(mine) - 1}: {others}" if len(mine) > 1 else ""})
+    return out
+
+
+def summary_counts(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Counts of the first screen: verdicts (every one of :data:`VERDICT_ORDER`, zeros
+    included) and gate outcomes (passed, failed, not run).
+
+    >>> c = summary_counts([{"verdict": "refuted", "gate": "pinned", "outcome": "passed"},
+    ...                     {"verdict": "skipped", "gate": "pinned", "outcome": "skipped"}])
+    >>> c["verdicts"][:2], c["gates"]
+    ([('supported', 0), ('refuted', 1)], [('passed', 1), ('failed', 0), ('not run', 1), ('not checked', 0)])
+    """
+    verdicts = Counter(str(r.get("verdict")) for r in records)
+    order = list(VERDICT_ORDER) + sorted(k for k in verdicts if k not in VERDICT_ORDER)
+    words = Counter(gate_text(r) for r in records)
+    failed = words["pin broken"] + words["replication failed"] + sum(
+        n for w, n in words.items() if w not in GATE_LEGEND)
+    passed = words["pin held"] + words["replicated"] + words["reported"]
+    return {"n": len(records), "claims": len({claim_key(r.get("id", "")) for r in records}),
+            "verdicts": [(k, verdicts[k]) for k in order],
+            "gates": [("passed", passed), ("failed", failed), ("not run", words["not run"]),
+                      ("not checked", words["not checked"])]}

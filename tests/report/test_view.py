@@ -1,0 +1,110 @@
+"""What the reports show (lie_stats.report.view, .render): the first screen's counts and
+one row per claim, the gate's outcome worded apart from the verdict, the p column named for
+what it is, estimates outside their interval flagged, the fields other parts add read when
+present and '-' when absent, and strings from files escaped in HTML and Markdown."""
+
+from __future__ import annotations
+
+import re
+
+from lie_stats import report
+from lie_stats.report.render import render_html, render_markdown
+from lie_stats.report.view import claim_views, gate_text, p_label, summary_counts
+from tests.report._rows import ADDED, row
+
+
+def _summary_row(md: str, claim: str) -> list[str]:
+    line = next(x for x in md.splitlines() if x.startswith(f"| [{claim}](#claim-"))
+    return [c.strip() for c in line.strip("|").split(" | ")]
+
+
+def test_first_screen_counts_and_one_row_per_claim_in_natural_order():
+    rows = [row("A10-x", verdict="refuted"), row("A2"), row("A10", verdict="skipped", outcome="skipped"),
+            row("B1", verdict="inconclusive", outcome="failed"), row("B1", dataset="other", verdict="out_of_scope")]
+    counts = summary_counts(rows)
+    assert counts["verdicts"] == [("supported", 1), ("refuted", 1), ("inconclusive", 1), ("skipped", 1),
+                                  ("out_of_scope", 1)]
+    assert counts["gates"] == [("passed", 3), ("failed", 1), ("not run", 1), ("not checked", 0)]
+    md = render_markdown(rows)
+    assert "5 results of 3 claims. Verdicts: supported 1, refuted 1, inconclusive 1, skipped 1, out of scope 1." in md
+    assert "Gates: passed 3, failed 1, not run 1, not checked 0." in md
+    firsts = [line.split("]")[0][3:] for line in md.splitlines() if line.startswith("| [")]
+    assert firsts[:3] == ["A2", "A10", "B1"]  # A2 before A10; one row per claim
+    # A10's own id is skipped: its main result is the one that was run
+    assert _summary_row(md, "A10")[4:6] == ["**refuted** (toy)", "+1: 1 skipped"]
+    html = render_html(rows)
+    assert '<span class="badge v-out_of_scope">out of scope 1</span>' in html
+    assert html.count('<tr>\n<td><a href="#claim-') == 3
+
+
+def test_gate_outcome_is_worded_apart_from_the_verdict():
+    assert gate_text(row("X", verdict="refuted")) == "pin held"
+    assert gate_text(row("X", verdict="refuted", outcome="failed")) == "pin broken"
+    assert gate_text(row("X", gate="replication", outcome="failed", verdict="inconclusive")) == "replication failed"
+    assert gate_text(row("X", gate="replication")) == "replicated"
+    assert gate_text(row("X", gate="report")) == "reported"
+    rows = [row("A1", verdict="refuted"), row("A2", verdict="inconclusive", gate="replication", outcome="failed")]
+    for text in (render_markdown(rows), render_html(rows), report.verdict_table(rows)):
+        assert "pin held" in text and "replication failed" in text
+        assert "(passed)" not in text and "(failed)" not in text
+    assert '<td class="gate-bad">replication failed</td>' in render_html(rows)
+
+
+def test_p_is_named_for_what_it_is_with_a_legend():
+    assert p_label(row("X", test="tost_paired", extra={"t_lower": 1.0, "t_upper": 2.0}, params={})) == "TOST p"
+    assert p_label(row("X")) == "permutation p"
+    assert p_label(row("X", test="share_above", extra={"n_boot": 2000}, params={"n_boot": 2000})) == "bootstrap p"
+    assert p_label(row("X", test="mixed_model", extra={}, params={})) == "Wald p"
+    rows = [row("A1"), row("A2", test="tost_paired", extra={"t_lower": 1.0, "t_upper": 2.0}, p_value=0.72)]
+    md = render_markdown(rows)
+    assert _summary_row(md, "A1")[-1] == "permutation p 0.001" and _summary_row(md, "A2")[-1] == "TOST p 0.72"
+    assert "- *TOST p*: the larger of the two one-sided p-values" in md
+    assert "<dt>permutation p</dt>" in render_html(rows)
+
+
+def test_estimates_outside_their_interval_are_flagged():
+    # as the B8-panel gemma rows: 0.851 [1.09, 1.30]
+    curve = [{"choice": {"model": "gemma"}, "verdict": "inconclusive", "effect": 0.851, "ci_low": 1.09,
+              "ci_high": 1.30, "p_value": 0.2},
+             {"choice": {"model": "mini"}, "verdict": "supported", "effect": 1.2, "ci_low": 1.09,
+              "ci_high": 1.30, "p_value": 0.01}]
+    rows = [row("B8", effect=0.851, ci_low=1.09, ci_high=1.30, spec_curve=curve), row("B9")]
+    md = render_markdown(rows)
+    assert _summary_row(md, "B8")[3] == "0.851 [1.09, 1.3] ⚠ outside"
+    assert _summary_row(md, "B9")[3] == "1400 [770, 2400]"
+    assert "| model=gemma | inconclusive | 0.851 [1.09, 1.3] ⚠ outside | 0.2 |" in md
+    assert "| model=mini | supported | 1.2 [1.09, 1.3] | 0.01 |" in md
+    assert "1 estimate(s) outside their interval" in md
+    assert "estimate outside its interval" in report.verdict_table(rows).splitlines()[2]
+    assert render_html(rows).count("&#9888; outside") >= 3  # summary, claim table, curve
+
+
+def test_added_fields_are_shown_when_present_and_dash_when_absent():
+    rows = [row("A3", **ADDED), row("A5")]
+    md = render_markdown(rows)
+    with_fields, without = _summary_row(md, "A3"), _summary_row(md, "A5")
+    assert with_fields[6:8] == ["outside", "0.81"] and without[6:8] == ["-", "-"]
+    assert f"**Finding:** {ADDED['finding']}" in md  # in the result's details
+    assert "- **magnitude**: outside; 1400 vs 500; band [167, 1500]; x/÷3 band" in md
+    assert "- **diagnosis**: fpr 0.049, power 0.81, coverage 0.95, type_s 0, n_sims 1000, seed 1" in md
+    assert "- **multiplicity**: family A, holm: adjusted p 0.004, decided by adjusted" in md
+    assert md.count("- **magnitude**: -") == 1 and md.count("- **diagnosis**: -") == 1
+    html = render_html(rows)
+    assert f'<p class="finding"><b>Finding:</b> {ADDED["finding"]}</p>' in html
+    assert html.count('<p class="finding">') == 1
+    groups = claim_views(rows)
+    assert groups[0]["main"]["power"] == "0.81" and groups[1]["main"]["power"] == "-"
+
+
+def test_strings_from_files_are_escaped():
+    evil = '<script>alert(1)</script> <img src=x onerror="alert(2)"> [x](javascript:alert(3))'
+    rows = [row("A1", claim=evil, finding=evil, notes=evil, reason=evil, reference={"note": evil}, dataset="d<i>")]
+    html = render_html(rows)
+    assert "<script>alert" not in html and "<img src=x" not in html and "<i>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    md = render_markdown(rows)
+    assert "<script>" not in md and "<img" not in md
+    assert not re.search(r"(?<!\\)\]\(javascript:", md) and "[x\\](javascript:" in md  # no link
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md
+    # the anchors are letters, digits and dashes whatever the dataset's name
+    assert re.search(r'id="r-a1-d-i"', html)
