@@ -104,8 +104,8 @@ def test_markdown_and_html_have_one_section_per_result(results, written):
     assert "Specification curve: 50 % of 2 analysis choices agree with the verdict; 50 % support" in md
     assert "python -m build_absent --out absent.nc" in md
     # the first screen: counts of every verdict, and one row per claim with its main result
-    assert "5 results of 4 claims. Verdicts: supported 3, refuted 0, inconclusive 1, skipped 1, out of scope 0." in md
-    assert '<span class="badge v-supported">supported 3</span>' in html
+    assert "5 results of 4 claims. Verdicts: supported 2, refuted 0, inconclusive 2, skipped 1, out of scope 0." in md
+    assert '<span class="badge v-supported">supported 2</span>' in html
     assert ("| [B5](#claim-b5) | Initial contribution predicts change &lt;b&gt; | rho = -0.274, p = 0.007, n = 96 | "
             f"{rounded} | **supported** (synth) | +1: 1 skipped | - | - | not checked | permutation p "
             f"{report.fmt(b5.p_value)} |") in md
