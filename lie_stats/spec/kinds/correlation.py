@@ -3,9 +3,12 @@
 Head-level correlations with permutation p-values within strata (layers by default) and
 cluster-bootstrap intervals (:mod:`lie_stats.stats.correlation`), and the replication of an
 original correlation as the field does it (:mod:`lie_stats.stats.replication`): the new
-estimate and interval, the one-sided test in the original direction, the Fisher z test of
-difference from the original, the small-telescopes test against r33 (the effect the original
-had 33 % power to detect) and the replication Bayes factor.
+within-layer estimate and interval, the one-sided test in the original direction, the Fisher
+z test of difference from the original, the small-telescopes test against r33 (the effect
+the original had 33 % power to detect) and the replication Bayes factor, the last three
+with the within-layer permutation null's standard error. A declared bound on a
+``correlation`` prediction is tested (TOST) on the within-layer correlation, as
+``correlation_equivalence`` does.
 """
 
 from __future__ import annotations
@@ -17,12 +20,12 @@ import numpy as np
 
 from ...stats import columns as C
 from ...stats.correlation import correlation, partial_correlation
-from ...stats.equivalence import tost_correlation
 from ...stats.replication import replicate_correlation
 from ..parts import spec_error
 from ..registry import RESAMPLING, register_test
 from ..rules import P_EQUIVALENCE, Decision, decide_directional, decide_sign, finite
 from ..tables import TestInput, columns_of
+from .equivalence import correlation_tost
 
 __all__ = ["decide_correlation", "decide_replication"]
 
@@ -36,8 +39,7 @@ def _run_correlation(data: TestInput) -> Any:
                       n_perm=p["n_perm"], n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
     bound = data.prediction.bound
     if bound is not None:
-        eq = tost_correlation(float(row[C.EFFECT].iloc[0]), int(row[C.N].iloc[0]),
-                              bound=bound, alpha=p["alpha"], method=p["method"])
+        eq = correlation_tost(data, x, y, table, strata, bound)
         row = row.assign(**{P_EQUIVALENCE: float(eq[C.P_VALUE].iloc[0])})
     return row
 
@@ -90,8 +92,12 @@ def decide_replication(row: Mapping[str, float], ctx: Decision) -> tuple[str, st
     (p_small_telescopes < alpha, which includes effects of the opposite sign); inconclusive
     otherwise.
 
-    The Fisher z test of difference from the original and the replication Bayes factor are
-    reported beside the verdict (extra columns).
+    Both tests are on the within-layer correlation (``effect``): the one-sided test is the
+    within-layer permutation p; small telescopes compares Fisher's z of the within-layer
+    correlation with r33 (on tau's scale for Kendall) by the within-layer permutation
+    null's standard error, so layer means that co-vary cannot refute. The Fisher z test of
+    difference from the original and the replication Bayes factor are reported beside the
+    verdict (extra columns).
 
     >>> from lie_stats.spec import Prediction
     >>> ctx = Decision(Prediction("negative"), 0.05, {"rho": -0.274, "n": 96}, {})
@@ -141,5 +147,5 @@ register_test("partial_correlation", _run_partial_correlation, decide_correlatio
 register_test("replication", _run_replication, decide_replication, roles=("x", "y"),
               params={"method": "spearman", **RESAMPLING}, directions=("positive", "negative"),
               reference=("r|rho", "n"), validate=_validate_replication,
-              description="replication of a correlation against the original's r and n "
-                          "(lie_stats.stats.replicate_correlation)")
+              description="replication of a correlation against the original's r and n, on the "
+                          "within-layer correlation (lie_stats.stats.replicate_correlation)")
