@@ -25,11 +25,20 @@ from ..parts import spec_error
 from ..registry import RESAMPLING, register_test
 from ..rules import P_EQUIVALENCE, Decision, decide_directional, decide_sign, finite
 from ..tables import TestInput, columns_of
-from .equivalence import correlation_tost
+from .equivalence import (PER_HEAD_REASON, PER_HEAD_WITHOUT_STRATA, correlation_tost,
+                          per_head_unstratified)
 
 __all__ = ["decide_correlation", "decide_replication"]
 
 _CORRELATION_PARAMS = {"method": "spearman", "alternative": "two-sided", **RESAMPLING}
+
+
+def _flag_unstratified(row: Any, data: TestInput, table: Any, *p_columns: str) -> Any:
+    """Per-head units without layer strata: the p-values blanked and the row flagged (the
+    rule then says why it does not decide); the estimates stay for the reader."""
+    if not per_head_unstratified(data, table):
+        return row
+    return row.assign(**{c: np.nan for c in p_columns}, **{PER_HEAD_WITHOUT_STRATA: 1.0})
 
 
 def _run_correlation(data: TestInput) -> Any:
@@ -41,32 +50,35 @@ def _run_correlation(data: TestInput) -> Any:
     if bound is not None:
         eq = correlation_tost(data, x, y, table, strata, bound)
         row = row.assign(**{P_EQUIVALENCE: float(eq[C.P_VALUE].iloc[0])})
-    return row
+    return _flag_unstratified(row, data, table, C.P_VALUE)
 
 
 def _run_partial_correlation(data: TestInput) -> Any:
     p = data.params
     table, (x, y, c), strata = columns_of(data, "x", "y", "covar")
-    return partial_correlation(x, y, c, strata=strata, method=p["method"],
-                               alternative=p["alternative"], n_perm=p["n_perm"],
-                               n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
+    row = partial_correlation(x, y, c, strata=strata, method=p["method"],
+                              alternative=p["alternative"], n_perm=p["n_perm"],
+                              n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
+    return _flag_unstratified(row, data, table, C.P_VALUE)
 
 
 def _run_replication(data: TestInput) -> Any:
     p, ref = data.params, data.reference
     table, (x, y), strata = columns_of(data, "x", "y")
     r0 = ref["r"] if "r" in ref else ref["rho"]
-    return replicate_correlation(x, y, original_r=float(r0), original_n=int(ref["n"]),
-                                 strata=strata, method=p["method"], n_perm=p["n_perm"],
-                                 n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"],
-                                 alpha=p["alpha"])
+    row = replicate_correlation(x, y, original_r=float(r0), original_n=int(ref["n"]),
+                                strata=strata, method=p["method"], n_perm=p["n_perm"],
+                                n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"],
+                                alpha=p["alpha"])
+    return _flag_unstratified(row, data, table, C.P_VALUE, C.P_ORIGINAL_DIRECTION,
+                              C.P_SMALL_TELESCOPES, C.P_DIFFERENCE)
 
 
 def decide_correlation(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
     """Supported when p < alpha and effect - null_center (the correlation beyond what the
     within-strata permutation null expects) has the predicted sign; refuted when p < alpha
     with the opposite sign, or when the prediction declares a bound and the TOST
-    p_equivalence < alpha; inconclusive otherwise.
+    p_equivalence < alpha; inconclusive otherwise, and on per-head units without layer strata.
 
     When layer means co-vary, the pooled correlation carries the between-layer association;
     its sign is not the sign the within-strata permutation p tests. A prediction about heads
@@ -80,6 +92,8 @@ def decide_correlation(row: Mapping[str, float], ctx: Decision) -> tuple[str, st
     >>> decide_correlation({"p_value": 0.01, "effect": 0.30}, ctx)[0]
     'supported'
     """
+    if row.get(PER_HEAD_WITHOUT_STRATA) == 1.0:
+        return "inconclusive", PER_HEAD_REASON
     center = row.get(C.NULL_CENTER)
     if finite(center):
         return decide_sign(row, ctx, reference=float(center), what="effect - null_center")
@@ -90,7 +104,7 @@ def decide_replication(row: Mapping[str, float], ctx: Decision) -> tuple[str, st
     """Supported when the one-sided test in the original direction has p < alpha and the
     small-telescopes test does not find the effect smaller than r33; refuted when it does
     (p_small_telescopes < alpha, which includes effects of the opposite sign); inconclusive
-    otherwise.
+    otherwise, and on per-head units without layer strata.
 
     Both tests are on the within-layer correlation (``effect``): the one-sided test is the
     within-layer permutation p; small telescopes compares Fisher's z of the within-layer
@@ -106,6 +120,8 @@ def decide_replication(row: Mapping[str, float], ctx: Decision) -> tuple[str, st
     >>> decide_replication({"p_original_direction": 0.4, "p_small_telescopes": 0.01}, ctx)[0]
     'refuted'
     """
+    if row.get(PER_HEAD_WITHOUT_STRATA) == 1.0:
+        return "inconclusive", PER_HEAD_REASON
     p1, pst = row.get(C.P_ORIGINAL_DIRECTION), row.get(C.P_SMALL_TELESCOPES)
     if not finite(p1, pst):
         return "inconclusive", "the replication tests gave no p-values on these data"

@@ -8,7 +8,7 @@ metric under two compressions). The bound is the prediction's, or the parameter 
 Heads are nested in layers and share their layer's effects, so per-head units are not
 independent: the paired TOSTs then run on layer means (one unit per model and layer), and
 the correlation TOST tests the within-layer correlation with a standard error from the
-within-layer permutation null. A per-head correlation without strata has no calibrated
+within-layer permutation null. A per-head correlation without layer strata has no calibrated
 standard error here: the kind says so (inconclusive).
 """
 
@@ -28,12 +28,14 @@ from ..registry import RESAMPLING, register_test
 from ..rules import Decision, decide_equivalence, finite
 from ..tables import TestInput, columns_of
 
-__all__ = ["decide_tost", "correlation_tost", "N_CLUSTERS", "PER_HEAD_WITHOUT_STRATA"]
+__all__ = ["decide_tost", "correlation_tost", "per_head_unstratified", "N_CLUSTERS",
+           "PER_HEAD_WITHOUT_STRATA", "PER_HEAD_REASON"]
 
 #: Extra column: the layers (model x layer) a per-head selection was averaged into (NaN
 #: when the units are not heads).
 N_CLUSTERS = "n_clusters"
-#: Extra column: 1 when a per-head correlation was given without strata (undecidable).
+#: Extra column, present (1) only when a per-head correlation was given without layer strata
+#: (undecidable).
 PER_HEAD_WITHOUT_STRATA = "per_head_without_strata"
 
 
@@ -49,6 +51,18 @@ def _head_clusters(table: pd.DataFrame) -> np.ndarray | None:
     return pd.factorize(pd.MultiIndex.from_frame(table[cols]))[0]
 
 
+def per_head_unstratified(data: TestInput, table: pd.DataFrame) -> bool:
+    """Whether the units are heads but the strata (``params['strata']``: ``none`` or
+    ``model``) do not keep each head in its layer: no correlation test here is calibrated
+    there (heads share their layer's effects)."""
+    return _head_clusters(table) is not None and data.params.get("strata", "layer") != "layer"
+
+
+#: The reason a rule gives when :func:`per_head_unstratified`.
+PER_HEAD_REASON = ("per-head units without layer strata: heads share their layer's effects, so "
+                   "no calibrated test exists here (set strata='layer')")
+
+
 def correlation_tost(data: TestInput, x: np.ndarray, y: np.ndarray, table: pd.DataFrame,
                      strata: Any, bound: float) -> pd.DataFrame:
     """TOST of the within-strata correlation of ``x`` and ``y`` within ``±bound``.
@@ -59,8 +73,7 @@ def correlation_tost(data: TestInput, x: np.ndarray, y: np.ndarray, table: pd.Da
     strata give NaN p-values and ``per_head_without_strata`` = 1.
     """
     p = data.params
-    per_head = _head_clusters(table) is not None
-    if per_head and strata is None:
+    if per_head_unstratified(data, table):
         row = tost_correlation(0.0, max(int(x.size), 5), bound=bound, alpha=p["alpha"],
                                method=p["method"], se=float("nan"))
         return row.assign(**{C.EFFECT: np.nan, PER_HEAD_WITHOUT_STRATA: 1.0})
@@ -69,15 +82,14 @@ def correlation_tost(data: TestInput, x: np.ndarray, y: np.ndarray, table: pd.Da
     se = w.se_z * rank_z_factor(bound, p["method"])
     r = float(np.clip(w.r, -1 + 1e-12, 1 - 1e-12)) if np.isfinite(w.r) else 0.0
     row = tost_correlation(r, w.n, bound=bound, alpha=p["alpha"], method=p["method"], se=se)
-    return row.assign(**{PER_HEAD_WITHOUT_STRATA: 0.0, C.N_STRATA: w.plan.n_strata,
-                         C.N_PERM: w.plan.size})
+    return row.assign(**{C.N_STRATA: w.plan.n_strata, C.N_PERM: w.plan.size})
 
 
 def decide_tost(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
     """Supported when the TOST p (the larger one-sided p) < alpha; refuted when the interval
     lies entirely outside [-bound, bound]; inconclusive otherwise, and when the test is
     undefined: every difference identical (standard error 0), or a per-head correlation
-    without strata.
+    without layer strata.
 
     Per-head paired units are averaged within layers first (the layer is the unit, df =
     layers - 1); a correlation is the within-layer one, with the within-layer permutation
@@ -91,9 +103,7 @@ def decide_tost(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
     'every one of the 12 differences is 0.2 (standard error 0): the t test is undefined'
     """
     if row.get(PER_HEAD_WITHOUT_STRATA) == 1.0:
-        return "inconclusive", ("per-head units without strata: heads share their layer's "
-                                "effects, so the correlation has no calibrated standard error "
-                                "(set strata='layer')")
+        return "inconclusive", PER_HEAD_REASON
     lo, hi = row.get(C.CI_LOW), row.get(C.CI_HIGH)
     if not finite(row.get(C.P_VALUE)) and finite(lo, hi) and lo == hi:
         return "inconclusive", (f"every one of the {int(row.get(C.N, 0))} differences is {lo:.4g} "
