@@ -48,8 +48,10 @@ def test_supported_at_most_alpha_at_the_bound(case, n):
 def test_power_when_the_effect_is_zero(case):
     # difference 0 (t on 12 layer means, bound 1 SE x 3.2); within-layer rho 0 with the pooled
     # rho about +0.45 from co-varying layer means, which the pooled test would call outside
+    # full-size power 0.832 and 0.685 (benchmarks/calibration_correlation.md); at least half of
+    # 80 is 3.5 SDs of Binomial(80, 0.685) below its mean
     r = run_case(CASES[case], 80, seed=22)
-    assert r["supported"] >= 48 and r["refuted"] == 0, r  # >= 60 %
+    assert r["supported"] >= 40 and r["refuted"] == 0, r
 
 
 def test_per_head_correlation_without_strata_is_undecided():
