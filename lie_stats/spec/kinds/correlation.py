@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...stats import columns as C
-from ...stats.correlation import correlation, partial_correlation
+from ...stats.correlation import MIN_PERM_SE, correlation, partial_correlation
 from ...stats.replication import replicate_correlation
 from ..parts import spec_error
 from ..registry import RESAMPLING, register_test
@@ -123,6 +123,10 @@ def decide_replication(row: Mapping[str, float], ctx: Decision) -> tuple[str, st
     if row.get(PER_HEAD_WITHOUT_STRATA) == 1.0:
         return "inconclusive", PER_HEAD_REASON
     p1, pst = row.get(C.P_ORIGINAL_DIRECTION), row.get(C.P_SMALL_TELESCOPES)
+    if finite(p1) and not finite(pst):
+        return "inconclusive", (f"the within-layer permutation null has {row.get(C.N_PERM, 0):.0f} "
+                                f"permutations, under the {MIN_PERM_SE} the small-telescopes "
+                                f"standard error needs")
     if not finite(p1, pst):
         return "inconclusive", "the replication tests gave no p-values on these data"
     a = ctx.alpha

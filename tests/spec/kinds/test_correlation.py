@@ -59,3 +59,9 @@ def test_per_head_units_without_layer_strata_are_undecided(planted_root):
                      selection={"x": Select("head_contribution", step="first"),
                                 "y": Select("change_from_init"), "covar": Select("value_norm")})
     assert "without layer strata" in evaluate_one(s, planted_root).reason
+
+
+def test_replication_with_too_few_permutations_for_a_standard_error(planted_root):
+    s = planted_spec(test="replication", reference=B5_REFERENCE, params={"n_perm": 50, "n_boot": 0})
+    r = evaluate_one(s, planted_root)
+    assert r.verdict == "inconclusive" and "50 permutations, under the 99" in r.reason, r.reason
