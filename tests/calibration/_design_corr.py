@@ -16,15 +16,17 @@ layer means; 0: independent).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from lie_stats.errors import StatsInputError
-from lie_stats.spec import HypothesisSpec
+from lie_stats.spec import HypothesisSpec, Prediction, Select
 from lie_stats.spec.rules import Decision
 from lie_stats.spec.tables import TestInput
+from lie_stats.stats.replication import r33
 
 #: 12 layers of 8 heads (the bundled 96-head runs), 5 layers of 8, and 8 unequal layers.
 GRID = (8,) * 12
@@ -113,8 +115,6 @@ def corr_spec(test: str, direction: str, *, method: str = "spearman", n_perm: in
               bound: float | None = None, roles: Sequence[str] = ("x", "y")) -> HypothesisSpec:
     """A spec of a correlation-family kind on per-head roles (selections are placeholders:
     :func:`verdict_of_table` hands the kind its table directly)."""
-    from lie_stats.spec import Prediction, Select
-
     metrics = ("head_contribution", "change_from_init", "value_norm")
     selection = {r: Select(m, step="last") for r, m in zip(roles, metrics)}
     return HypothesisSpec(
@@ -127,8 +127,6 @@ def corr_spec(test: str, direction: str, *, method: str = "spearman", n_perm: in
 
 def tost_spec(test: str, bound: float) -> HypothesisSpec:
     """A ``tost_paired`` (roles a, b) or ``tost_relative`` (base, tuned) spec."""
-    from lie_stats.spec import Prediction, Select
-
     roles = ("a", "b") if test == "tost_paired" else ("base", "tuned")
     return HypothesisSpec(
         id=f"X-{test}", claim="c", source="s", datasets=("sim",), test=test,
@@ -157,11 +155,6 @@ def ties(a: np.ndarray, step: float = 0.5) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ cases, one per figure
-from dataclasses import dataclass  # noqa: E402
-from typing import Callable  # noqa: E402
-
-from lie_stats.stats.replication import r33  # noqa: E402
-
 #: The B5 original: rho = -0.274 on 96 heads; its r33 (0.1565).
 ORIGINAL = {"rho": -0.274, "n": 96}
 R33 = r33(96)
