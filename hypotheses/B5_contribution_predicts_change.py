@@ -6,7 +6,12 @@ between ``head_contribution`` at the first checkpoint (METRICS.md §5.4) and
 permutation p within layers (heads are nested in layers), cluster-bootstrap interval; the
 replication verdict uses the one-sided test in the original direction and the
 small-telescopes test against r33 of the original n = 96; the Fisher z test of difference
-(Spearman variance correction) and the replication Bayes factor are reported beside it.
+and the replication Bayes factor are reported beside it. The new estimate is the
+within-layer Spearman correlation (ranks centred within layers) and the small-telescopes,
+difference and Bayes-factor tests use the within-layer permutation null's standard error
+(``lie_stats.stats.replicate_correlation``): the pooled rho would carry any co-variation of
+layer means. ``head_contribution`` at init has no layer means to speak of, so the pooled and
+within-layer figures nearly agree here.
 Each seed of the bundled 96-head run is one replication attempt (specification curve).
 """
 

@@ -12,6 +12,8 @@ expectation. Intervals come from the two-stage cluster bootstrap (layers, then h
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
@@ -27,7 +29,8 @@ from lie_stats.stats.permutation import (
     permutation_pvalue,
 )
 
-__all__ = ["correlation", "partial_correlation", "check_correlation_options", "correlation_plans"]
+__all__ = ["correlation", "partial_correlation", "within_correlation", "WithinCorrelation",
+           "check_correlation_options", "correlation_plans", "MIN_PERM_SE"]
 
 
 def _prepare(
@@ -63,6 +66,16 @@ def _stratum_means(a: np.ndarray, codes: np.ndarray | None) -> np.ndarray:
         return np.full_like(a, a.mean())
     counts = np.bincount(codes)
     return (np.bincount(codes, weights=a) / counts)[codes]
+
+
+def _centre_rows(a: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Each row of ``a`` [c, n] minus its stratum means, strata ``codes`` [c, n] per row."""
+    c, n = a.shape
+    k = int(codes.max()) + 1
+    key = (np.arange(c)[:, None] * k + codes).reshape(-1)
+    sums = np.bincount(key, weights=a.reshape(-1), minlength=c * k)
+    counts = np.bincount(key, minlength=c * k)
+    return a - (sums / np.maximum(counts, 1))[key].reshape(c, n)
 
 
 def _sign_matrix(a: np.ndarray) -> np.ndarray:
@@ -108,15 +121,45 @@ class _Kernel:
             return float((self.sx * m[self.codes][:, self.codes]).sum() / self.denom)
         return float(self.zx @ _stratum_means(self.zy, self.codes))
 
+    def within(self, t_null: np.ndarray, plan: PermutationPlan) -> tuple[float, np.ndarray]:
+        """The within-strata correlation and its permutation null (the same permutations).
+
+        Pearson / Spearman: the correlation of the scores (values, or pooled ranks) centred
+        within strata, an exact rescaling of ``T - center`` (a permutation within strata
+        changes only the within-strata part of ``T``). Kendall: tau-b over the pairs of
+        units in the same stratum (the stratified tau), whose permutation expectation is 0.
+        """
+        if self.method != "kendall":
+            aw = self.zx - _stratum_means(self.zx, self.codes)
+            bw = self.zy - _stratum_means(self.zy, self.codes)
+            norm = float(np.sqrt((aw @ aw) * (bw @ bw)))
+            if not norm > 0:
+                return float("nan"), np.full(t_null.shape, np.nan)
+            center = self.center()
+            return (float(np.clip((self.t_obs - center) / norm, -1.0, 1.0)),
+                    np.clip((t_null - center) / norm, -1.0, 1.0))
+        same = (np.ones((self.x.size,) * 2, dtype=bool) if self.codes is None
+                else self.codes[:, None] == self.codes[None, :])
+        sx, sy = self.sx * same, self.sy * same
+        denom = np.sqrt(float(np.abs(sx).sum()) * float(np.abs(sy).sum()))
+        if not denom > 0:
+            return float("nan"), np.full(t_null.shape, np.nan)
+        return float((sx * sy).sum(dtype=np.int64) / denom), self._kendall_null(plan, sx, denom)
+
     def null(self, plan: PermutationPlan) -> np.ndarray:
         if plan.size == 0:
             return np.empty(0)
         if self.method != "kendall":
             zx = self.zx[plan.order]
             return np.concatenate([vals @ zx for vals in plan.value_chunks(self.zy)])
+        return self._kendall_null(plan, self.sx, self.denom)
+
+    def _kendall_null(self, plan: PermutationPlan, sx: np.ndarray, denom: float) -> np.ndarray:
+        if plan.size == 0:
+            return np.empty(0)
         # sx antisymmetric: sum_ij sx_ij sign(y_pi(i) - y_pi(j)) = 2 sum_ij sx_ij [y_pi(i) > y_pi(j)]
         n = self.x.size
-        sx = self.sx[plan.order][:, plan.order].reshape(-1)
+        sx = sx[plan.order][:, plan.order].reshape(-1)
         exact_f32 = n * n < 2 ** 23  # float32 sums of n^2 terms in {-2, 0, 2} stay exact integers
         w = 2.0 * sx.astype(np.float32 if exact_f32 else np.float64)
         out = []
@@ -124,7 +167,32 @@ class _Kernel:
             for a, b in v.chunks(vals.shape[0], n * n):
                 g = _greater(vals[a:b]).reshape(b - a, -1)
                 out.append(g.astype(w.dtype) @ w)
-        return np.concatenate(out).astype(np.float64) / self.denom
+        return np.concatenate(out).astype(np.float64) / denom
+
+    def boot_within(self, idx: np.ndarray) -> np.ndarray:
+        """The within-strata correlation (:meth:`within`) of each bootstrap resample
+        ``idx`` [c, n]; a stratum drawn twice counts as one stratum."""
+        codes = np.zeros(idx.shape, dtype=np.intp) if self.codes is None else self.codes[idx]
+        if self.method == "kendall":
+            out = np.empty(idx.shape[0])
+            n = self.x.size
+            for a, b in v.chunks(idx.shape[0], n * n):
+                i = idx[a:b]
+                same = codes[a:b, :, None] == codes[a:b, None, :]
+                gx, gy = _greater(self.rx[i]) & same, _greater(self.ry[i]) & same
+                conc = np.count_nonzero(gx & gy, axis=(1, 2))
+                disc = np.count_nonzero(gx & gy.transpose(0, 2, 1), axis=(1, 2))
+                den = (np.count_nonzero(gx, axis=(1, 2)).astype(np.float64)
+                       * np.count_nonzero(gy, axis=(1, 2)))
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out[a:b] = (conc - disc) / np.sqrt(den)
+            return out
+        xb, yb = self.x[idx], self.y[idx]
+        if self.method == "spearman":
+            xb, yb = sps.rankdata(xb, axis=1), sps.rankdata(yb, axis=1)
+        xb, yb = _centre_rows(xb, codes), _centre_rows(yb, codes)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (xb * yb).sum(axis=1) / np.sqrt((xb * xb).sum(axis=1) * (yb * yb).sum(axis=1))
 
     def boot(self, idx: np.ndarray) -> np.ndarray:
         if self.method == "kendall":
@@ -269,6 +337,88 @@ def correlation_plans(x, y, strata, method, n_perm, n_boot, seed, where):
     boot_plan = BootstrapPlan(codes, n, n_boot, seed + 1, True) if n_boot else None
     t_null, boot = _resampled(kernel, plan, boot_plan)
     return kernel, plan, t_null, boot, kernel.center()
+
+
+#: Fewest permutations from which :func:`within_correlation` estimates a standard error.
+MIN_PERM_SE = 99
+
+
+class WithinCorrelation(NamedTuple):
+    """The within-strata correlation of :func:`within_correlation` and its inference."""
+
+    #: pooled correlation (the permutation statistic), its exact null centre and the
+    #: permutation p's inputs: the pooled null and the plan
+    statistic: float
+    center: float
+    t_null: np.ndarray
+    plan: PermutationPlan
+    #: within-strata correlation, its permutation null and its cluster-bootstrap replicates
+    r: float
+    r_null: np.ndarray
+    r_boot: np.ndarray
+    #: standard deviation of ``atanh`` of ``r_null``: the standard error of Fisher's z of the
+    #: within-strata correlation at rho = 0 (NaN below MIN_PERM_SE permutations)
+    se_z: float
+    n: int
+
+
+def within_correlation(
+    x: ArrayLike,
+    y: ArrayLike,
+    *,
+    strata: ArrayLike | None,
+    method: str = "spearman",
+    n_perm: int = 9999,
+    n_boot: int = 0,
+    seed: int = 0,
+    where: str = "within_correlation",
+) -> WithinCorrelation:
+    """The correlation of ``x`` and ``y`` within strata, with a standard error that respects
+    the strata (the estimate replications and equivalence tests compare with a bound).
+
+    Parameters
+    ----------
+    x, y, strata, method, n_perm, seed
+        As :func:`correlation` (``strata`` required; ``None`` is one stratum).
+    n_boot : int, default 0
+        Two-stage cluster-bootstrap replicates of the within-strata correlation (strata, then
+        units within them); 0 skips them.
+    where : str
+        Name used in error messages.
+
+    Returns
+    -------
+    WithinCorrelation
+        ``statistic``, ``center``, ``t_null``, ``plan``: the pooled correlation and its
+        within-strata permutation null (as :func:`correlation`); ``r``: the within-strata
+        correlation; ``r_null``: its value on each permutation; ``r_boot``: its bootstrap
+        replicates; ``se_z``: ``std(atanh(r_null))``; ``n``.
+
+    Notes
+    -----
+    Pearson and Spearman: the correlation of the scores (values, or ranks over all units)
+    centred within strata, :math:`r_w = (T - E_\\pi T) / (\\lVert a_w \\rVert \\lVert b_w
+    \\rVert)` in the notation of :func:`correlation`: an exact rescaling of ``effect -
+    null_center``, so its permutation p equals :func:`correlation`'s. Layer effects shared
+    by both variables (an intra-class correlation, co-varying layer means) leave it
+    unchanged, while the pooled correlation carries them. Kendall: the stratified tau-b,
+    over the pairs in one stratum only. The standard error of ``atanh(r_w)`` is the standard
+    deviation of the within-strata permutation null on Fisher's scale: exact for the design
+    (unequal strata, ties, few strata) at rho = 0; Fisher's transformation makes it nearly
+    constant in rho (for Spearman see :func:`lie_stats.stats.equivalence.rank_z_factor`).
+    """
+    check_correlation_options(method, "two-sided", n_perm, n_boot, 0.95, seed, where)
+    kernel, plan, t_null, _, center = correlation_plans(x, y, strata, method, n_perm, 0, seed, where)
+    r, r_null = kernel.within(t_null, plan)
+    boot = np.empty(0)
+    if n_boot:
+        boot_plan = BootstrapPlan(kernel.codes, kernel.x.size, n_boot, seed + 1, True)
+        boot = np.concatenate([kernel.boot_within(i) for i in boot_plan.chunks()])
+    se = float("nan")
+    if plan.size >= MIN_PERM_SE and np.isfinite(r_null).all():
+        se = float(np.std(np.arctanh(np.clip(r_null, -1 + 1e-12, 1 - 1e-12)), ddof=1))
+    return WithinCorrelation(kernel.t_obs, center, t_null, plan, r, r_null, boot,
+                             se if se > 0 else float("nan"), kernel.x.size)
 
 
 class _PartialKernel:

@@ -17,7 +17,8 @@ from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
 
-__all__ = ["tost_relative", "tost_paired", "tost_correlation", "fisher_z_se", "TOST_PAIRED_COLUMNS"]
+__all__ = ["tost_relative", "tost_paired", "tost_correlation", "fisher_z_se", "rank_z_factor",
+           "cluster_means", "TOST_PAIRED_COLUMNS"]
 
 #: Columns of :func:`tost_paired`: those of :func:`tost_relative` (n, statistic, p, effect,
 #: interval, bound, df, and the two one-sided t and p).
@@ -47,6 +48,39 @@ def fisher_z_se(n: int, method: str) -> float:
     return float(np.sqrt(0.437 / (n - 4)))
 
 
+def rank_z_factor(r: float, method: str) -> float:
+    """How much wider the standard error of Fisher's z is at correlation ``r`` than at 0.
+
+    Spearman: :math:`\\sqrt{1 + r^2/2}` (Bonett & Wright 2000, doi:10.1007/BF02294183,
+    :math:`var(z_s) \\approx (1 + r_s^2/2)/(n - 3)`); Pearson and Kendall: 1 (Fisher's z of
+    r, and Fieller et al.'s ``0.437 / (n - 4)`` for tau, do not depend on the correlation).
+    Scales a standard error measured at rho = 0 (a permutation null's) to ``r``.
+
+    Examples
+    --------
+    >>> round(rank_z_factor(0.3, "spearman"), 4), rank_z_factor(0.3, "pearson")
+    (1.0223, 1.0)
+    """
+    return float(np.sqrt(1.0 + r * r / 2.0)) if method == "spearman" else 1.0
+
+
+def cluster_means(d: np.ndarray, clusters: ArrayLike | None, where: str) -> np.ndarray:
+    """Mean of ``d`` within each cluster (``d`` itself when ``clusters`` is None).
+
+    Examples
+    --------
+    >>> cluster_means(np.array([1.0, 3.0, 10.0]), [0, 0, 1], "x").tolist()
+    [2.0, 10.0]
+    """
+    if clusters is None:
+        return d
+    codes = np.asarray(clusters).reshape(-1)
+    if codes.size != d.size:
+        raise StatsInputError(f"{where}: clusters has {codes.size} entries for {d.size} pairs.")
+    codes = np.unique(codes, return_inverse=True)[1].reshape(-1)
+    return np.bincount(codes, weights=d) / np.bincount(codes)
+
+
 class _Tost(NamedTuple):
     n: int
     df: int
@@ -64,26 +98,42 @@ def _paired_tost(d: np.ndarray, bound: float, alpha: float) -> _Tost:
     """The two one-sided t tests of ``mean(d) > -bound`` and ``mean(d) < bound`` on the
     differences ``d`` (Schuirmann 1987), with the ``1 - 2 alpha`` interval's t quantile.
 
-    When every difference is identical (se 0) each t is infinite and each one-sided p its
-    limit, 0 or 1.
+    When every difference is identical (se 0) the t statistics and p-values are NaN: the t
+    test is undefined, as in R, where ``t.test`` (which ``TOSTER::t_TOST`` and
+    ``equivalence::tost`` call) stops with "data are essentially constant".
     """
     n, df = d.size, d.size - 1
     mean, sd = float(d.mean()), float(d.std(ddof=1))
     se = sd / np.sqrt(n)
     tcrit = float(sps.t.ppf(1.0 - alpha, df))
-    if se > 0:
+    # a standard error at rounding level of the mean is zero too (R's t.test:
+    # stderr < 10 * .Machine$double.eps * abs(mx))
+    if se > 0 and not se < 10 * np.finfo(float).eps * abs(mean):
         t_lo, t_hi = (mean + bound) / se, (mean - bound) / se
         p_lo, p_hi = float(sps.t.sf(t_lo, df)), float(sps.t.cdf(t_hi, df))
     else:
-        t_lo = np.inf if mean + bound > 0 else -np.inf
-        t_hi = -np.inf if mean - bound < 0 else np.inf
-        p_lo, p_hi = (0.0 if mean + bound > 0 else 1.0), (0.0 if mean - bound < 0 else 1.0)
+        se = 0.0
+        t_lo = t_hi = p_lo = p_hi = float("nan")
     stat = t_lo if p_lo >= p_hi else t_hi
     return _Tost(n, df, mean, se, tcrit, t_lo, t_hi, p_lo, p_hi, stat)
 
 
+def _by_cluster(d: np.ndarray, clusters: ArrayLike | None, keep: np.ndarray,
+                where: str) -> np.ndarray:
+    """The differences of the kept pairs, averaged within clusters when clusters are given."""
+    if clusters is None:
+        return d
+    codes = np.asarray(clusters).reshape(-1)
+    if codes.size != keep.size:
+        raise StatsInputError(f"{where}: clusters has {codes.size} entries for {keep.size} pairs.")
+    d = cluster_means(d, codes[keep], where)
+    v.min_n(d.size, 2, where=where, what="clusters with a complete pair")
+    return d
+
+
 def tost_relative(
-    base: ArrayLike, tuned: ArrayLike, *, bound: float = 1e-3, alpha: float = 0.05
+    base: ArrayLike, tuned: ArrayLike, *, bound: float = 1e-3, alpha: float = 0.05,
+    clusters: ArrayLike | None = None,
 ) -> pd.DataFrame:
     """Paired TOST that a positive metric changed by less than a relative ``bound``.
 
@@ -96,12 +146,18 @@ def tost_relative(
         scale as ``|log(tuned) - log(base)| < log(1 + bound)``.
     alpha : float, default 0.05
         Level of each one-sided test.
+    clusters : array-like of length n, optional
+        Cluster of each pair (the layer of a head). Pairs of one cluster share its effects,
+        so they are not independent units: the test then runs on the cluster means of the
+        log ratios (one unit per cluster, ``df`` = clusters - 1; Donner & Klar 2000,
+        *Design and Analysis of Cluster Randomization Trials*, §6.2, the cluster-level
+        analysis), which holds its level whatever the intra-cluster correlation.
 
     Returns
     -------
     pandas.DataFrame, one row, columns ``TOST_RELATIVE_COLUMNS``:
 
-    - ``n``: pairs used;
+    - ``n``: units analysed (pairs, or clusters when ``clusters`` is given);
     - ``statistic``: the t of the one-sided test with the larger p;
     - ``p_value``: ``max(p_lower, p_upper)``; equivalence is declared when ``p < alpha``;
     - ``effect``: geometric-mean relative change ``exp(mean(d)) - 1``, ``d = log(tuned / base)``;
@@ -112,8 +168,9 @@ def tost_relative(
       tests of ``mean(d) > -log(1 + bound)`` and ``mean(d) < log(1 + bound)``.
 
     When every difference is identical (standard deviation 0, e.g. bit-identical weights)
-    the t statistics are infinite: ``p`` is the limit, 0 when ``|mean(d)| < log(1 + bound)``
-    and 1 otherwise; the interval collapses to the point.
+    the t test is undefined: the t statistics and p-values are NaN (R's ``t.test``, called
+    by ``TOSTER::t_TOST`` and ``equivalence::tost``, stops: "data are essentially
+    constant"), and the interval collapses to the point.
 
     Raises
     ------
@@ -152,7 +209,7 @@ def tost_relative(
             raise StatsInputError(
                 f"{where}: {name} holds {int((a <= 0).sum())} non-positive values; relative "
                 f"change is tested on log values, which needs positive numbers.")
-    d = np.log(t) - np.log(b)
+    d = _by_cluster(np.log(t) - np.log(b), clusters, keep, where)
     r = _paired_tost(d, float(np.log1p(bound)), alpha)
     return v.frame(C.TOST_RELATIVE_COLUMNS, {
         C.N: r.n, C.STATISTIC: r.stat, C.P_VALUE: max(r.p_lo, r.p_hi), C.EFFECT: np.expm1(r.mean),
@@ -162,7 +219,8 @@ def tost_relative(
     })
 
 
-def tost_paired(a: ArrayLike, b: ArrayLike, *, bound: float, alpha: float = 0.05) -> pd.DataFrame:
+def tost_paired(a: ArrayLike, b: ArrayLike, *, bound: float, alpha: float = 0.05,
+                clusters: ArrayLike | None = None) -> pd.DataFrame:
     """Paired TOST that the mean difference ``b - a`` lies within ``(-bound, bound)``.
 
     Parameters
@@ -174,12 +232,15 @@ def tost_paired(a: ArrayLike, b: ArrayLike, *, bound: float, alpha: float = 0.05
         Absolute equivalence bound, on the scale of the values (> 0).
     alpha : float, default 0.05
         Level of each one-sided test.
+    clusters : array-like of length n, optional
+        Cluster of each pair (the layer of a head); the test then runs on the cluster means
+        of ``b - a``, as :func:`tost_relative` does.
 
     Returns
     -------
     pandas.DataFrame, one row, columns :data:`TOST_PAIRED_COLUMNS`:
 
-    - ``n``: pairs used; ``df`` = n - 1;
+    - ``n``: units analysed (pairs, or clusters); ``df`` = n - 1;
     - ``statistic``: the t of the one-sided test with the larger p;
     - ``p_value``: ``max(p_lower, p_upper)``; equivalence is declared when ``p < alpha``;
     - ``effect``: the mean difference ``mean(b - a)``;
@@ -188,8 +249,9 @@ def tost_paired(a: ArrayLike, b: ArrayLike, *, bound: float, alpha: float = 0.05
     - ``bound``; ``t_lower``, ``t_upper``, ``p_lower``, ``p_upper``: the tests of
       ``mean(d) > -bound`` and ``mean(d) < bound``.
 
-    When every difference is identical (standard deviation 0) the t statistics are
-    infinite: each one-sided p is its limit (0 or 1) and the interval collapses to the point.
+    When every difference is identical (standard deviation 0) the t test is undefined: the
+    t statistics and p-values are NaN (as R's ``t.test``) and the interval collapses to the
+    point.
 
     Raises
     ------
@@ -224,8 +286,8 @@ def tost_paired(a: ArrayLike, b: ArrayLike, *, bound: float, alpha: float = 0.05
     y = v.vector(b, name="b", where=where)
     v.same_length(("a", x), ("b", y), where=where)
     keep = ~(np.isnan(x) | np.isnan(y))
-    d = y[keep] - x[keep]
-    v.min_n(d.size, 2, where=where, what="complete pairs")
+    v.min_n(int(keep.sum()), 2, where=where, what="complete pairs")
+    d = _by_cluster(y[keep] - x[keep], clusters, keep, where)
     r = _paired_tost(d, bound, alpha)
     return v.frame(TOST_PAIRED_COLUMNS, {
         C.N: r.n, C.STATISTIC: r.stat, C.P_VALUE: max(r.p_lo, r.p_hi), C.EFFECT: r.mean,
@@ -235,7 +297,8 @@ def tost_paired(a: ArrayLike, b: ArrayLike, *, bound: float, alpha: float = 0.05
 
 
 def tost_correlation(
-    r: float, n: int, *, bound: float, alpha: float = 0.05, method: str = "pearson"
+    r: float, n: int, *, bound: float, alpha: float = 0.05, method: str = "pearson",
+    se: float | None = None,
 ) -> pd.DataFrame:
     """TOST that a correlation lies within ``(-bound, bound)``, by Fisher's z.
 
@@ -250,6 +313,11 @@ def tost_correlation(
     alpha : float, default 0.05
     method : {"pearson", "spearman", "kendall"}
         Chooses the standard error of ``atanh(r)`` (:func:`fisher_z_se`).
+    se : float, optional
+        The standard error of ``atanh(r)`` when the ``n`` pairs are not independent (heads
+        nested in layers: :func:`lie_stats.stats.correlation.within_correlation`'s
+        permutation standard error, times :func:`rank_z_factor` at the bound). NaN gives NaN
+        p-values.
 
     Returns
     -------
@@ -287,7 +355,10 @@ def tost_correlation(
         r = float("nan")
     if not -1.0 < r < 1.0:
         raise StatsInputError(f"{where}: r must lie in (-1, 1), got {r!r}.")
-    se = fisher_z_se(n, method)
+    if se is None:
+        se = fisher_z_se(n, method)
+    elif not (se > 0 or np.isnan(se)):
+        raise StatsInputError(f"{where}: se must be positive, got {se!r}.")
     z, zb = float(np.arctanh(r)), float(np.arctanh(bound))
     z_lo, z_hi = (z + zb) / se, (z - zb) / se
     p_lo, p_hi = float(sps.norm.sf(z_lo)), float(sps.norm.cdf(z_hi))

@@ -18,8 +18,8 @@ from scipy import stats as sps
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
-from lie_stats.stats.correlation import check_correlation_options, correlation_plans
-from lie_stats.stats.equivalence import fisher_z_se
+from lie_stats.stats.correlation import check_correlation_options, within_correlation
+from lie_stats.stats.equivalence import fisher_z_se, rank_z_factor
 from lie_stats.stats.permutation import permutation_pvalue
 
 __all__ = ["replicate_correlation", "power_correlation", "r33"]
@@ -84,12 +84,21 @@ def replicate_correlation(
 ) -> pd.DataFrame:
     """Replicate a published correlation ``original_r`` (on ``original_n`` pairs) on new data.
 
+    The new estimate is the correlation *within strata* (layers;
+    :func:`lie_stats.stats.correlation.within_correlation`): layer effects shared by both
+    variables make the pooled correlation a between-layer figure, which the within-layer
+    permutation p does not test. Its standard error respects the strata: the standard
+    deviation of the within-strata permutation null on Fisher's scale, not the
+    independent-units formula (heads of a layer are not independent units of a pooled
+    correlation).
+
     Parameters
     ----------
     x, y : array-like, shape ``[n]``
         New data; NaN pairs dropped.
     original_r : float
-        The original correlation, non-zero, in (-1, 1) (its sign is the direction tested).
+        The original correlation, non-zero, in (-1, 1) (its sign is the direction tested),
+        on the scale of ``method`` (a Kendall replication replicates a Kendall tau).
     original_n : int
         The original number of pairs.
     strata, method, n_perm, n_boot, ci, seed
@@ -101,19 +110,27 @@ def replicate_correlation(
     -------
     pandas.DataFrame, one row, columns ``REPLICATION_COLUMNS``:
 
-    - ``n``; ``statistic`` and ``effect``: the new correlation; ``p_value``: its two-sided
-      within-strata permutation p; ``ci_low``, ``ci_high``: cluster-bootstrap interval;
+    - ``n``; ``statistic``: the pooled correlation (the permutation statistic);
+      ``effect``: the within-strata correlation ``r_w`` (the pooled one without strata);
+      ``p_value``: its two-sided within-strata permutation p; ``ci_low``, ``ci_high``: the
+      percentile interval of ``r_w`` over the cluster bootstrap;
     - ``p_original_direction``: one-sided permutation p in the original's direction (same
       permutations);
     - ``z_difference``, ``p_difference``: Fisher z test of new vs original,
-      :math:`(z_{new} - z_{orig}) / \\sqrt{se_{new}^2 + se_{orig}^2}`, two-sided, with the
-      method's standard error (Spearman ``1.06 / (n - 3)``, Fieller et al. 1957);
-    - ``r33``: the (positive) effect the original had 33 % power to detect (:func:`r33`,
-      Pearson power formula as in Simonsohn's own code, for every method);
+      :math:`(z_{new} - z_{orig}) / \\sqrt{se_{new}^2 + se_{orig}^2}`, two-sided;
+      :math:`z_{new} = \\operatorname{atanh} r_w`, ``se_new`` the permutation standard error
+      (times :func:`lie_stats.stats.equivalence.rank_z_factor` at ``r_w``), ``se_orig`` the
+      independent-pairs one of the original (:func:`lie_stats.stats.equivalence.fisher_z_se`:
+      Spearman ``1.06 / (n - 3)``, Fieller et al. 1957);
+    - ``r33``: the (positive) Pearson correlation the original had 33 % power to detect
+      (:func:`r33`, Pearson power formula as in Simonsohn's own code);
     - ``p_small_telescopes``: one-sided test that the new effect, signed in the original's
-      direction, is smaller than ``r33``: :math:`\\Phi((\\operatorname{atanh}(s r_{new}) -
-      \\operatorname{atanh} r_{33}) / se_{new})`, ``s = sign(original_r)``; small p means
-      the original could hardly have seen an effect this small;
+      direction, is smaller than ``r33``: :math:`\\Phi((\\operatorname{atanh}(s r_w) -
+      \\operatorname{atanh} c_{33}) / se_{new})`, ``s = sign(original_r)``; small p means
+      the original could hardly have seen an effect this small. ``c33 = r33`` for Pearson and
+      Spearman; for Kendall the threshold is put on tau's own scale by Greiner's relation,
+      :math:`c_{33} = (2/\\pi) \\arcsin r_{33}` (Greiner 1909;
+      Kruskal 1958, doi:10.1080/01621459.1958.10501481; exact for bivariate normal data), so that tau is never compared with a Pearson r;
     - ``bf_replication``: replication Bayes factor (Verhagen & Wagenmakers 2014,
       doi:10.1037/a0036731), the original's posterior as prior, in the **Fisher-z normal
       approximation**: with a flat prior the posterior after the original is
@@ -122,11 +139,14 @@ def replicate_correlation(
       above 1 favours the original's effect over the null;
     - ``original_r``, ``original_n``, ``n_strata``, ``n_perm``, ``exact``.
 
+    The tests that need ``se_new`` (difference, small telescopes, Bayes factor) are NaN
+    when the permutation null has fewer than ``MIN_PERM_SE`` (99) permutations.
+
     Raises
     ------
     StatsInputError
         As :func:`lie_stats.stats.correlation`; ``original_r`` zero or outside (-1, 1);
-        ``original_n`` below 5; a new ``|r| = 1`` (Fisher z undefined).
+        ``original_n`` below 5; a new ``|r_w| = 1`` (Fisher z undefined).
 
     Examples
     --------
@@ -148,29 +168,33 @@ def replicate_correlation(
         raise StatsInputError(f"{where}: original_r must be non-zero and in (-1, 1), got {original_r!r}.")
     if isinstance(original_n, bool) or not isinstance(original_n, (int, np.integer)) or original_n < 5:
         raise StatsInputError(f"{where}: original_n must be an integer >= 5, got {original_n!r}.")
-    kernel, plan, t_null, boot, center = correlation_plans(x, y, strata, method, n_perm, n_boot, seed, where)
-    r_new, n = kernel.t_obs, kernel.x.size
-    if abs(r_new) >= 1.0:
-        raise StatsInputError(f"{where}: the new correlation is {r_new:+.0f}; Fisher's z is undefined.")
+    w = within_correlation(x, y, strata=strata, method=method, n_perm=n_perm, n_boot=n_boot,
+                           seed=seed, where=where)
+    r_new, n = w.r, w.n
+    if not abs(r_new) < 1.0:
+        raise StatsInputError(f"{where}: the new within-strata correlation is {r_new:+.0f}; "
+                              f"Fisher's z is undefined.")
     if n < (5 if method == "kendall" else 4):
         raise StatsInputError(f"{where}: needs at least {5 if method == 'kendall' else 4} pairs for "
                               f"Fisher's z, got {n}.")
     sign = 1.0 if r0 > 0 else -1.0
-    p_two = permutation_pvalue(r_new, t_null, alternative="two-sided", center=center)
-    p_dir = permutation_pvalue(r_new, t_null, alternative="greater" if sign > 0 else "less")
-    se_new, se_orig = fisher_z_se(n, method), fisher_z_se(int(original_n), method)
+    p_two = permutation_pvalue(w.statistic, w.t_null, alternative="two-sided", center=w.center)
+    p_dir = permutation_pvalue(w.statistic, w.t_null, alternative="greater" if sign > 0 else "less")
+    se_new = w.se_z * rank_z_factor(r_new, method)
+    se_orig = fisher_z_se(int(original_n), method)
     z_new, z_orig = float(np.arctanh(r_new)), float(np.arctanh(r0))
     z_diff = (z_new - z_orig) / np.hypot(se_new, se_orig)
     r_33 = r33(int(original_n), alpha=alpha)
-    p_st = float(sps.norm.cdf((np.arctanh(sign * r_new) - np.arctanh(r_33)) / se_new))
+    c_33 = 2.0 / np.pi * np.arcsin(r_33) if method == "kendall" else r_33
+    p_st = float(sps.norm.cdf((np.arctanh(sign * r_new) - np.arctanh(c_33)) / se_new))
     log_bf = (sps.norm.logpdf(z_new, z_orig, np.hypot(se_new, se_orig))
               - sps.norm.logpdf(z_new, 0.0, se_new))
-    lo, hi = v.percentile_ci(boot, ci) if n_boot else (np.nan, np.nan)
+    lo, hi = v.percentile_ci(w.r_boot, ci) if n_boot else (np.nan, np.nan)
     return v.frame(C.REPLICATION_COLUMNS, {
-        C.N: n, C.STATISTIC: r_new, C.P_VALUE: p_two, C.EFFECT: r_new, C.CI_LOW: lo,
+        C.N: n, C.STATISTIC: w.statistic, C.P_VALUE: p_two, C.EFFECT: r_new, C.CI_LOW: lo,
         C.CI_HIGH: hi, C.P_ORIGINAL_DIRECTION: p_dir, C.Z_DIFFERENCE: z_diff,
         C.P_DIFFERENCE: float(2.0 * sps.norm.sf(abs(z_diff))), C.R33: r_33,
         C.P_SMALL_TELESCOPES: p_st, C.BF_REPLICATION: float(np.exp(log_bf)),
-        C.ORIGINAL_R: r0, C.ORIGINAL_N: int(original_n), C.N_STRATA: plan.n_strata,
-        C.N_PERM: plan.size, C.EXACT: plan.exact,
+        C.ORIGINAL_R: r0, C.ORIGINAL_N: int(original_n), C.N_STRATA: w.plan.n_strata,
+        C.N_PERM: w.plan.size, C.EXACT: w.plan.exact,
     })

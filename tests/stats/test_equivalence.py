@@ -38,12 +38,15 @@ def test_tost_relative_matches_pingouin(shift):
     assert (res["p_value"].iloc[0] < 0.05) == inside
 
 
-def test_tost_relative_zero_variance_is_the_limit():
+def test_tost_relative_zero_variance_is_undefined():
+    # R: t.test(rep(0, 3)) stops with "data are essentially constant" (TOSTER::t_TOST and
+    # equivalence::tost call t.test): no p-value, where this used to return the limit 0
     base = np.array([1.0, 2.0, 3.0])
     res = tost_relative(base, base.copy(), bound=1e-3)
-    assert res["p_value"].iloc[0] == 0.0 and res["effect"].iloc[0] == 0.0
+    assert np.isnan(res["p_value"].iloc[0]) and res["effect"].iloc[0] == 0.0
     res = tost_relative(base, base * 1.01, bound=1e-3)  # every change exactly +1 %
-    assert res["p_value"].iloc[0] == 1.0
+    assert np.isnan(res["p_value"].iloc[0]) and np.isnan(res["t_lower"].iloc[0])
+    assert res["ci_low"].iloc[0] == pytest.approx(0.01) == res["ci_high"].iloc[0]
 
 
 def test_tost_relative_errors():
@@ -153,12 +156,34 @@ def test_tost_paired_matches_statsmodels_and_pingouin(shift):
     assert (row[C.P_VALUE] < 0.05) == (lo > -0.025 and hi < 0.025)
 
 
-def test_tost_paired_zero_variance_limits_and_nan_pairs():
+def test_tost_paired_zero_variance_undefined_and_nan_pairs():
+    # identical differences: the t test is undefined (R's t.test stops), the interval a point
     a = np.array([0.0, 0.0, 0.0, np.nan])
     res = tost_paired(a, a + 1.0, bound=0.025).iloc[0]  # every layer moves by exactly 1
-    assert res[C.P_VALUE] == 1.0 and res[C.CI_LOW] == res[C.CI_HIGH] == 1.0 and res[C.N] == 3
+    assert np.isnan(res[C.P_VALUE]) and res[C.CI_LOW] == res[C.CI_HIGH] == 1.0 and res[C.N] == 3
     res = tost_paired(a, a.copy(), bound=0.025).iloc[0]
-    assert res[C.P_VALUE] == 0.0 and res[C.EFFECT] == 0.0
+    assert np.isnan(res[C.P_VALUE]) and res[C.EFFECT] == 0.0
+    # a spread at rounding level of the mean counts as none (R: stderr < 10 eps |mean|)
+    res = tost_paired(np.zeros(3), np.array([0.1, 0.1 + 1e-17, 0.1]), bound=0.025).iloc[0]
+    assert np.isnan(res[C.P_VALUE])
+
+
+def test_tost_on_cluster_means():
+    # per-head pairs in 3 layers: the test runs on the 3 layer means of the differences
+    a = np.zeros(7)
+    b = np.array([0.01, 0.03, 0.0, 0.002, 0.004, -0.01, -0.02])
+    layer = [0, 0, 1, 1, 1, 2, 2]
+    m = np.array([0.02, 0.002, -0.015])
+    res = tost_paired(a, b, bound=0.05, clusters=layer).iloc[0]
+    ref = tost_paired(np.zeros(3), m, bound=0.05).iloc[0]
+    assert res[C.N] == 3 and res[C.DF] == 2 and res[C.EFFECT] == pytest.approx(m.mean())
+    assert res[C.P_VALUE] == pytest.approx(ref[C.P_VALUE])
+    # scipy.stats.ttest_1samp(m, -0.05, alternative="greater").pvalue
+    assert res[C.P_LOWER] == pytest.approx(sps.ttest_1samp(m, -0.05, alternative="greater").pvalue)
+    rel = tost_relative(np.ones(7), np.exp(b), bound=0.06, clusters=layer).iloc[0]
+    assert rel[C.N] == 3 and rel[C.EFFECT] == pytest.approx(np.expm1(m.mean()))
+    with pytest.raises(StatsInputError, match="clusters"):
+        tost_paired(a, b, bound=0.05, clusters=[0, 1])
 
 
 def test_tost_paired_errors():

@@ -11,6 +11,7 @@ from scipy import integrate
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import columns as C
 from lie_stats.stats import correlation, power_correlation, r33, replicate_correlation
+from lie_stats.stats.correlation import within_correlation
 
 from ._sim import BAND, N_DATASETS, layered, rejections
 
@@ -32,7 +33,13 @@ def test_replication_columns_against_formulas():
     assert list(res.columns) == list(C.REPLICATION_COLUMNS)
     r = sps.spearmanr(x, y).statistic  # scipy.stats.spearmanr(x, y)
     assert res["statistic"].iloc[0] == pytest.approx(r)
-    se_n, se_o = np.sqrt(1.06 / 117), np.sqrt(1.06 / 93)  # Fieller et al. (1957)
+    assert res["effect"].iloc[0] == pytest.approx(r)  # one stratum: within = pooled
+    # se_new: the permutation null's SD on Fisher's scale (under free permutation
+    # var(r) = 1 / (n - 1) exactly), times Bonett & Wright's sqrt(1 + r^2 / 2) for Spearman
+    w = within_correlation(x, y, strata=None, n_perm=1999, seed=3)
+    assert w.se_z == pytest.approx(1 / np.sqrt(119), rel=0.05)
+    se_n = w.se_z * np.sqrt(1 + r ** 2 / 2)
+    se_o = np.sqrt(1.06 / 93)  # the original's, independent pairs: Fieller et al. (1957)
     z = (np.arctanh(r) - np.arctanh(-0.274)) / np.hypot(se_n, se_o)
     assert res["z_difference"].iloc[0] == pytest.approx(z)
     assert res["p_difference"].iloc[0] == pytest.approx(2 * sps.norm.sf(abs(z)))
@@ -46,7 +53,45 @@ def test_replication_columns_against_formulas():
     assert res["p_original_direction"].iloc[0] == ref["p_value"].iloc[0]
     two = correlation(x, y, strata=None, n_perm=1999, n_boot=500, seed=3)
     assert res["p_value"].iloc[0] == two["p_value"].iloc[0]
-    assert res["ci_low"].iloc[0] == two["ci_low"].iloc[0]
+    assert res["ci_low"].iloc[0] == pytest.approx(two["ci_low"].iloc[0])
+
+
+def test_replication_estimate_is_the_within_layer_correlation():
+    # layer means co-vary (pooled rho strongly positive); the heads' correlation is negative
+    rng = np.random.default_rng(5)
+    layer = np.repeat(np.arange(8), [6, 9, 12, 7, 8, 10, 5, 11])  # unequal layers
+    u = 2.0 * rng.normal(size=8)
+    ex = rng.normal(size=layer.size)
+    x, y = u[layer] + ex, u[layer] - 0.4 * ex + rng.normal(size=layer.size)
+    res = replicate_correlation(x, y, original_r=-0.274, original_n=96, strata=layer,
+                                n_perm=999, n_boot=0).iloc[0]
+    rx, ry = sps.rankdata(x), sps.rankdata(y)  # scipy.stats.rankdata
+    cx = rx - (np.bincount(layer, rx) / np.bincount(layer))[layer]
+    cy = ry - (np.bincount(layer, ry) / np.bincount(layer))[layer]
+    assert res[C.STATISTIC] == pytest.approx(sps.spearmanr(x, y).statistic) and res[C.STATISTIC] > 0.5
+    assert res[C.EFFECT] == pytest.approx(np.corrcoef(cx, cy)[0, 1]) and res[C.EFFECT] < -0.2
+    assert res[C.P_ORIGINAL_DIRECTION] < 0.01 and res[C.P_SMALL_TELESCOPES] > 0.5
+    # the same permutations' two-sided p as correlation(): the estimate is a rescaling
+    two = correlation(x, y, strata=layer, n_perm=999, n_boot=0)
+    assert res[C.P_VALUE] == two["p_value"].iloc[0]
+
+
+def test_kendall_replication_stays_on_the_tau_scale():
+    rng = np.random.default_rng(6)
+    layer = np.repeat(np.arange(6), 10)
+    x = rng.normal(size=60)
+    y = 0.3 * x + rng.normal(size=60)
+    res = replicate_correlation(x, y, original_r=0.2, original_n=50, strata=layer,
+                                method="kendall", n_perm=499, n_boot=0).iloc[0]
+    same = layer[:, None] == layer[None, :]
+    sx, sy = np.sign(x[:, None] - x[None, :]) * same, np.sign(y[:, None] - y[None, :]) * same
+    tau_w = (sx * sy).sum() / np.sqrt(np.abs(sx).sum() * np.abs(sy).sum())  # stratified tau-b
+    # one stratum of tau-b: scipy.stats.kendalltau(x[:10], y[:10]) equals its own formula
+    assert tau_w == pytest.approx(res[C.EFFECT])
+    w = within_correlation(x, y, strata=layer, method="kendall", n_perm=499)
+    c33 = 2 / np.pi * np.arcsin(r33(50))  # Greiner: tau = (2 / pi) arcsin(r)
+    assert res[C.P_SMALL_TELESCOPES] == pytest.approx(
+        sps.norm.cdf((np.arctanh(tau_w) - np.arctanh(c33)) / w.se_z))
 
 
 def test_replication_bayes_factor_by_numerical_integration():
@@ -54,9 +99,11 @@ def test_replication_bayes_factor_by_numerical_integration():
     x = rng.normal(size=80)
     y = 0.3 * x + rng.normal(size=80)
     res = replicate_correlation(x, y, original_r=0.35, original_n=60, strata=None,
-                                method="pearson", n_perm=99, n_boot=0)
+                                method="pearson", n_perm=999, n_boot=0)
     r = sps.pearsonr(x, y).statistic
-    zn, se_n, zo, se_o = np.arctanh(r), 1 / np.sqrt(77), np.arctanh(0.35), 1 / np.sqrt(57)
+    se_n = within_correlation(x, y, strata=None, method="pearson", n_perm=999).se_z
+    assert se_n == pytest.approx(1 / np.sqrt(79), rel=0.1)  # the permutation SE, about 1/sqrt(n-1)
+    zn, zo, se_o = np.arctanh(r), np.arctanh(0.35), 1 / np.sqrt(57)
     # BF = int N(zn; zeta, se_n) N(zeta; zo, se_o) dzeta / N(zn; 0, se_n)   (scipy.integrate.quad)
     num = integrate.quad(lambda t: sps.norm.pdf(zn, t, se_n) * sps.norm.pdf(t, zo, se_o), -5, 5)[0]
     assert res["bf_replication"].iloc[0] == pytest.approx(num / sps.norm.pdf(zn, 0, se_n), rel=1e-6)
@@ -96,7 +143,7 @@ def test_difference_test_calibrated_when_effects_are_equal(method, record_proper
         r0 = (sps.pearsonr if method == "pearson" else sps.spearmanr)(*orig.T).statistic
         new = rng.multivariate_normal([0, 0], cov, size=144)
         ps.append(replicate_correlation(new[:, 0], new[:, 1], original_r=float(r0), original_n=96,
-                                        strata=None, method=method, n_perm=9, n_boot=0,
+                                        strata=None, method=method, n_perm=199, n_boot=0,
                                         seed=i)["p_difference"].iloc[0])
     count = rejections(ps)
     record_property("rejections", count)
@@ -111,7 +158,7 @@ def test_small_telescopes_calibrated_at_r33(record_property):
     for i in range(N_DATASETS):
         new = rng.multivariate_normal([0, 0], cov, size=200)
         ps.append(replicate_correlation(new[:, 0], new[:, 1], original_r=0.5, original_n=40,
-                                        strata=None, method="pearson", n_perm=9, n_boot=0,
+                                        strata=None, method="pearson", n_perm=199, n_boot=0,
                                         seed=i)["p_small_telescopes"].iloc[0])
     count = rejections(ps)
     record_property("rejections", count)

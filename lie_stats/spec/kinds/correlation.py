@@ -3,9 +3,12 @@
 Head-level correlations with permutation p-values within strata (layers by default) and
 cluster-bootstrap intervals (:mod:`lie_stats.stats.correlation`), and the replication of an
 original correlation as the field does it (:mod:`lie_stats.stats.replication`): the new
-estimate and interval, the one-sided test in the original direction, the Fisher z test of
-difference from the original, the small-telescopes test against r33 (the effect the original
-had 33 % power to detect) and the replication Bayes factor.
+within-layer estimate and interval, the one-sided test in the original direction, the Fisher
+z test of difference from the original, the small-telescopes test against r33 (the effect
+the original had 33 % power to detect) and the replication Bayes factor, the last three
+with the within-layer permutation null's standard error. A declared bound on a
+``correlation`` prediction is tested (TOST) on the within-layer correlation, as
+``correlation_equivalence`` does.
 """
 
 from __future__ import annotations
@@ -16,17 +19,26 @@ from typing import Any
 import numpy as np
 
 from ...stats import columns as C
-from ...stats.correlation import correlation, partial_correlation
-from ...stats.equivalence import tost_correlation
+from ...stats.correlation import MIN_PERM_SE, correlation, partial_correlation
 from ...stats.replication import replicate_correlation
 from ..parts import spec_error
 from ..registry import RESAMPLING, register_test
 from ..rules import P_EQUIVALENCE, Decision, decide_directional, decide_sign, finite
 from ..tables import TestInput, columns_of
+from .equivalence import (PER_HEAD_REASON, PER_HEAD_WITHOUT_STRATA, correlation_tost,
+                          per_head_unstratified)
 
 __all__ = ["decide_correlation", "decide_replication"]
 
 _CORRELATION_PARAMS = {"method": "spearman", "alternative": "two-sided", **RESAMPLING}
+
+
+def _flag_unstratified(row: Any, data: TestInput, table: Any, *p_columns: str) -> Any:
+    """Per-head units without layer strata: the p-values blanked and the row flagged (the
+    rule then says why it does not decide); the estimates stay for the reader."""
+    if not per_head_unstratified(data, table):
+        return row
+    return row.assign(**{c: np.nan for c in p_columns}, **{PER_HEAD_WITHOUT_STRATA: 1.0})
 
 
 def _run_correlation(data: TestInput) -> Any:
@@ -36,35 +48,37 @@ def _run_correlation(data: TestInput) -> Any:
                       n_perm=p["n_perm"], n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
     bound = data.prediction.bound
     if bound is not None:
-        eq = tost_correlation(float(row[C.EFFECT].iloc[0]), int(row[C.N].iloc[0]),
-                              bound=bound, alpha=p["alpha"], method=p["method"])
+        eq = correlation_tost(data, x, y, table, strata, bound)
         row = row.assign(**{P_EQUIVALENCE: float(eq[C.P_VALUE].iloc[0])})
-    return row
+    return _flag_unstratified(row, data, table, C.P_VALUE)
 
 
 def _run_partial_correlation(data: TestInput) -> Any:
     p = data.params
     table, (x, y, c), strata = columns_of(data, "x", "y", "covar")
-    return partial_correlation(x, y, c, strata=strata, method=p["method"],
-                               alternative=p["alternative"], n_perm=p["n_perm"],
-                               n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
+    row = partial_correlation(x, y, c, strata=strata, method=p["method"],
+                              alternative=p["alternative"], n_perm=p["n_perm"],
+                              n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"])
+    return _flag_unstratified(row, data, table, C.P_VALUE)
 
 
 def _run_replication(data: TestInput) -> Any:
     p, ref = data.params, data.reference
     table, (x, y), strata = columns_of(data, "x", "y")
     r0 = ref["r"] if "r" in ref else ref["rho"]
-    return replicate_correlation(x, y, original_r=float(r0), original_n=int(ref["n"]),
-                                 strata=strata, method=p["method"], n_perm=p["n_perm"],
-                                 n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"],
-                                 alpha=p["alpha"])
+    row = replicate_correlation(x, y, original_r=float(r0), original_n=int(ref["n"]),
+                                strata=strata, method=p["method"], n_perm=p["n_perm"],
+                                n_boot=p["n_boot"], ci=p["ci"], seed=p["seed"],
+                                alpha=p["alpha"])
+    return _flag_unstratified(row, data, table, C.P_VALUE, C.P_ORIGINAL_DIRECTION,
+                              C.P_SMALL_TELESCOPES, C.P_DIFFERENCE)
 
 
 def decide_correlation(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
     """Supported when p < alpha and effect - null_center (the correlation beyond what the
     within-strata permutation null expects) has the predicted sign; refuted when p < alpha
     with the opposite sign, or when the prediction declares a bound and the TOST
-    p_equivalence < alpha; inconclusive otherwise.
+    p_equivalence < alpha; inconclusive otherwise, and on per-head units without layer strata.
 
     When layer means co-vary, the pooled correlation carries the between-layer association;
     its sign is not the sign the within-strata permutation p tests. A prediction about heads
@@ -78,6 +92,8 @@ def decide_correlation(row: Mapping[str, float], ctx: Decision) -> tuple[str, st
     >>> decide_correlation({"p_value": 0.01, "effect": 0.30}, ctx)[0]
     'supported'
     """
+    if row.get(PER_HEAD_WITHOUT_STRATA) == 1.0:
+        return "inconclusive", PER_HEAD_REASON
     center = row.get(C.NULL_CENTER)
     if finite(center):
         return decide_sign(row, ctx, reference=float(center), what="effect - null_center")
@@ -88,10 +104,14 @@ def decide_replication(row: Mapping[str, float], ctx: Decision) -> tuple[str, st
     """Supported when the one-sided test in the original direction has p < alpha and the
     small-telescopes test does not find the effect smaller than r33; refuted when it does
     (p_small_telescopes < alpha, which includes effects of the opposite sign); inconclusive
-    otherwise.
+    otherwise, and on per-head units without layer strata.
 
-    The Fisher z test of difference from the original and the replication Bayes factor are
-    reported beside the verdict (extra columns).
+    Both tests are on the within-layer correlation (``effect``): the one-sided test is the
+    within-layer permutation p; small telescopes compares Fisher's z of the within-layer
+    correlation with r33 (on tau's scale for Kendall) by the within-layer permutation
+    null's standard error, so layer means that co-vary cannot refute. The Fisher z test of
+    difference from the original and the replication Bayes factor are reported beside the
+    verdict (extra columns).
 
     >>> from lie_stats.spec import Prediction
     >>> ctx = Decision(Prediction("negative"), 0.05, {"rho": -0.274, "n": 96}, {})
@@ -100,7 +120,13 @@ def decide_replication(row: Mapping[str, float], ctx: Decision) -> tuple[str, st
     >>> decide_replication({"p_original_direction": 0.4, "p_small_telescopes": 0.01}, ctx)[0]
     'refuted'
     """
+    if row.get(PER_HEAD_WITHOUT_STRATA) == 1.0:
+        return "inconclusive", PER_HEAD_REASON
     p1, pst = row.get(C.P_ORIGINAL_DIRECTION), row.get(C.P_SMALL_TELESCOPES)
+    if finite(p1) and not finite(pst):
+        return "inconclusive", (f"the within-layer permutation null has {row.get(C.N_PERM, 0):.0f} "
+                                f"permutations, under the {MIN_PERM_SE} the small-telescopes "
+                                f"standard error needs")
     if not finite(p1, pst):
         return "inconclusive", "the replication tests gave no p-values on these data"
     a = ctx.alpha
@@ -141,5 +167,5 @@ register_test("partial_correlation", _run_partial_correlation, decide_correlatio
 register_test("replication", _run_replication, decide_replication, roles=("x", "y"),
               params={"method": "spearman", **RESAMPLING}, directions=("positive", "negative"),
               reference=("r|rho", "n"), validate=_validate_replication,
-              description="replication of a correlation against the original's r and n "
-                          "(lie_stats.stats.replicate_correlation)")
+              description="replication of a correlation against the original's r and n, on the "
+                          "within-layer correlation (lie_stats.stats.replicate_correlation)")

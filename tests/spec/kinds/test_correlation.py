@@ -45,3 +45,23 @@ def test_partial_correlation_supported(planted_root):
                                              "y": Select("change_from_init"), "covar": Select("ov_norm")}),
                      planted_root)
     assert r.verdict == "supported" and r.effect < -0.4
+
+
+def test_per_head_units_without_layer_strata_are_undecided(planted_root):
+    # strata "none" / "model" on per-head data: no calibrated test (heads share their layer)
+    for kind, extra in (("correlation", {}), ("replication", {"reference": B5_REFERENCE}),
+                        ("correlation_equivalence", {"prediction": Prediction("equivalent", bound=0.3)})):
+        for strata in ("none", "model"):
+            s = planted_spec(test=kind, params={"n_perm": 199, "n_boot": 0, "strata": strata}, **extra)
+            r = evaluate_one(s, planted_root)
+            assert r.verdict == "inconclusive" and "without layer strata" in r.reason, (kind, r.reason)
+    s = planted_spec(test="partial_correlation", params={"n_perm": 199, "n_boot": 0, "strata": "none"},
+                     selection={"x": Select("head_contribution", step="first"),
+                                "y": Select("change_from_init"), "covar": Select("value_norm")})
+    assert "without layer strata" in evaluate_one(s, planted_root).reason
+
+
+def test_replication_with_too_few_permutations_for_a_standard_error(planted_root):
+    s = planted_spec(test="replication", reference=B5_REFERENCE, params={"n_perm": 50, "n_boot": 0})
+    r = evaluate_one(s, planted_root)
+    assert r.verdict == "inconclusive" and "50 permutations, under the 99" in r.reason, r.reason
