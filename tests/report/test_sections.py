@@ -146,6 +146,7 @@ def test_write_reports_adds_the_a10_section_to_md_and_html(compressed, tmp_path)
     assert "<h2>A10: the projection-artifact control, read together</h2>" in page
     assert '<img src="figures/A10.png" alt="A10">' in page and "<td>T-commutator_var</td>" in page
     assert (tmp_path / "r" / "figures" / "A10.png").read_bytes()[:4] == b"\x89PNG"
-    other = res.row() | {"id": "B1"}
+    row = res.row()
+    other = row | {"id": "B1", "multiplicity": row["multiplicity"] | {"family": "B1"}}
     out = write_reports([other], tmp_path / "r2", datasets_dir=empty)
     assert "A10" not in out["markdown"].read_text()
