@@ -15,7 +15,7 @@ within-layer figures nearly agree here.
 Each seed of the bundled 96-head run is one replication attempt (specification curve).
 """
 
-from lie_stats.spec import HypothesisSpec, Prediction, Select
+from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
 from ._common import ANCHORS, P96
 
@@ -26,9 +26,15 @@ B5 = HypothesisSpec(
     selection={"x": Select("head_contribution", step="first", models=("p96_s0",)),
                "y": Select("change_from_init", step="last", models=("p96_s0",))},
     test="replication", params={"method": "spearman", "n_perm": 9999, "seed": 0},
-    prediction=Prediction("negative"), reference={"rho": -0.274, "p": 0.007, "n": 96},
+    prediction=Prediction("negative", magnitude=Magnitude(
+        -0.274, -0.450, -0.078, scale="absolute",
+        justification=("the original's own 95 % interval: Fisher z of rho -0.274 at n 96, "
+                       "tanh(atanh(-0.274) -/+ 1.96 / sqrt(93)) = [-0.450, -0.078]"))),
+    reference={"rho": -0.274, "p": 0.007, "n": 96},
     gate="pinned", choices={"models": [(m,) for m in P96]},
     notes=("The original's model (12 layers x 8 heads, trained on sudoku puzzles) is not "
            "available; the bundled 96-head GPT-NeoX runs match its head count and depth. "
-           "Pinned, not a replication gate: the data are a stand-in, not the original's."),
+           "Pinned, not a replication gate: the data are a stand-in, not the original's. "
+           "Changed 2026-12-02: the magnitude band (the original's 95 % interval) is declared "
+           "beside the direction, so that rho's size is tested, not only its sign."),
 )
