@@ -441,7 +441,8 @@ def test_a_real_bundled_hypothesis_exports_what_the_run_reports(tmp_path):
         assert same(arrays[f"nc/{role}"], expected.values)
         assert meta["nc_vars"][role]["attrs"]["definition"] == schema.VARIABLES[sel.metric].definition
     prov = json.loads(meta["nc_attrs"]["provenance"])
-    assert [(p["model"], p["step"]) for p in prov] == [("p96_s0", int(select(B6.selection["x"], cube)["step"]))]
+    steps = sorted({int(select(sel, cube)["step"]) for sel in B6.selection.values()})  # x at init, y at the end
+    assert [(p["model"], p["step"]) for p in prov] == [("p96_s0", s) for s in steps]
     files = json.loads(meta["nc_attrs"]["dataset_cubes"])
     assert [f["cube"] for f in files] == ["datasets/pico_pythia/pico_pythia.nc", "datasets/pico_pythia/pico_sweep.nc"]
 
