@@ -637,18 +637,22 @@ def code_fingerprint(test: str) -> str:
     binding and decision rule, the ``lie_stats.stats`` modules its kind module uses, and this
     module (the designs). A cached diagnosis is valid only for the same code, so a changed
     rule or statistic is diagnosed again rather than shown with the old figures."""
+    import importlib
     import inspect
     import sys
 
     from .spec.registry import get_kind
 
+    def module(name: str):
+        return sys.modules.get(name) or importlib.import_module(name)
+
     kind = get_kind(test)
-    names = {kind.fn.__module__, kind.decide.__module__, __name__}
-    for value in vars(sys.modules[kind.fn.__module__]).values():
-        module = getattr(value, "__module__", None) or ""
-        if callable(value) and module.startswith("lie_stats.stats"):
-            names.add(module)
-    sources = [inspect.getsource(sys.modules[n]) for n in sorted(names)]
+    names = {kind.fn.__module__, kind.decide.__module__, "lie_stats.diagnosis"}
+    for value in vars(module(kind.fn.__module__)).values():
+        name = getattr(value, "__module__", None) or ""
+        if callable(value) and name.startswith("lie_stats.stats"):
+            names.add(name)
+    sources = [inspect.getsource(module(n)) for n in sorted(names)]
     return text_sha256("\n".join(sources))
 
 

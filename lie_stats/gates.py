@@ -26,7 +26,10 @@ its hash and gate, passes the ``pinned`` gate and still fails a replication that
 supported.
 
 The registry (``verdicts.json`` beside the hypothesis modules) is a JSON object
-``{"<id>::<dataset>": {"verdict", "spec_hash", "gate"}}``, written sorted and indented, each
+``{"<id>::<dataset>": {"verdict", "spec_hash", "gate"[, "previous"]}}``; ``previous`` is the
+pin that the last re-pinning replaced, ``{"verdict", "spec_hash"}``, when that re-pinning
+changed the verdict or the declaration (kept until the next such change, so that the report
+can say what the current version changed), written sorted and indented, each
 write atomic (:func:`lie_stats._io.write_text_atomic`); re-pinning (:func:`update_registry`)
 reads and writes it under a lock file beside it, so concurrent runs do not lose pins.
 """
@@ -50,6 +53,7 @@ __all__ = [
     "write_registry",
     "update_registry",
     "pin_entry",
+    "with_previous",
     "declaration_changed",
     "GateOutcome",
     "check",
@@ -121,6 +125,11 @@ def read_registry(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
         if not isinstance(entry.get("spec_hash"), str):
             raise SpecError(f"{where}, field 'spec_hash': expected the declaration's hash (a "
                             f"string), got {entry.get('spec_hash')!r}.")
+        prev = entry.get("previous")
+        if prev is not None and not (isinstance(prev, dict) and prev.get("verdict") in schema.VERDICTS
+                                     and isinstance(prev.get("spec_hash"), str)):
+            raise SpecError(f"{where}, field 'previous': expected the replaced pin "
+                            f"{{verdict, spec_hash}}, got {prev!r}.")
     return data
 
 
@@ -170,9 +179,34 @@ def update_registry(path: str | os.PathLike, pins: Mapping[str, Mapping[str, Any
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with file_lock(path):
         data = read_registry(path)
-        data.update({k: dict(v) for k, v in pins.items()})
+        data.update({k: with_previous(data.get(k), v) for k, v in pins.items()})
         write_registry(path, data)
     return data
+
+
+def with_previous(old: Mapping[str, Any] | None, pin: Mapping[str, Any]) -> dict[str, Any]:
+    """``pin`` with the pin it replaces as ``previous`` when the verdict or the declaration's
+    hash changed; an unchanged re-pin keeps the earlier ``previous``.
+
+    Examples
+    --------
+    >>> old = {"verdict": "supported", "spec_hash": "ab", "gate": "pinned"}
+    >>> with_previous(old, {"verdict": "refuted", "spec_hash": "ab", "gate": "pinned"})["previous"]
+    {'verdict': 'supported', 'spec_hash': 'ab'}
+    >>> new = with_previous(old, {"verdict": "refuted", "spec_hash": "ab", "gate": "pinned"})
+    >>> with_previous(new, {"verdict": "refuted", "spec_hash": "ab", "gate": "pinned"})["previous"]["verdict"]
+    'supported'
+    >>> "previous" in with_previous(None, old)
+    False
+    """
+    out = {k: v for k, v in pin.items() if k != "previous"}
+    if old is None:
+        return out
+    if (old.get("verdict"), old.get("spec_hash")) != (out.get("verdict"), out.get("spec_hash")):
+        out["previous"] = {"verdict": old.get("verdict"), "spec_hash": old.get("spec_hash")}
+    elif old.get("previous"):
+        out["previous"] = dict(old["previous"])
+    return out
 
 
 def pin_entry(result: Any) -> dict[str, Any]:
@@ -219,6 +253,9 @@ class GateOutcome:
         re-pinned: the flag a run shows.
     pin : dict or None
         The entry to write to the registry (re-pinning a result that was not skipped).
+    previous_pin : dict or None
+        The pin the last re-pinning replaced (``{"verdict", "spec_hash"}``), if it changed
+        the verdict or the declaration.
     """
 
     outcome: str
@@ -228,6 +265,7 @@ class GateOutcome:
     declaration_changed: bool = False
     changed: tuple[str, str] | None = None
     pin: dict[str, Any] | None = None
+    previous_pin: dict[str, Any] | None = None
 
     @property
     def failed(self) -> bool:
@@ -239,6 +277,7 @@ class GateOutcome:
         result.pinned_verdict = self.pinned_verdict
         result.pinned_hash = self.pinned_hash
         result.declaration_changed = self.declaration_changed
+        result.previous_pin = self.previous_pin
         return result
 
 
@@ -283,7 +322,8 @@ def check(result: Any, pinned: Mapping[str, Any] | None, *, update: bool = False
     fields = dict(pinned_verdict=pinned.get("verdict") if pinned else None,
                   pinned_hash=pinned.get("spec_hash") if pinned else None,
                   declaration_changed=changed,
-                  changed=(pinned.get("spec_hash"), spec_hash) if changed and not update else None)
+                  changed=(pinned.get("spec_hash"), spec_hash) if changed and not update else None,
+                  previous_pin=_previous_pin(pinned, result, update))
     if result.verdict == _SKIPPED:
         build = f" Build it with: {result.build}" if getattr(result, "build", "") else ""
         return GateOutcome("skipped", f"{key}: {result.reason}.{build}", **fields)
@@ -305,6 +345,16 @@ def check(result: Any, pinned: Mapping[str, Any] | None, *, update: bool = False
                                          f"{spec_hash[:12]}); review and re-pin with "
                                          f"--update-verdicts", **fields)
     return GateOutcome("passed", **fields)
+
+
+def _previous_pin(pinned: Mapping[str, Any] | None, result: Any, update: bool) -> dict[str, Any] | None:
+    """The pin this version replaced: the registry's ``previous``, or, while re-pinning, the
+    pin being replaced when the verdict or the hash changes (what :func:`with_previous` writes)."""
+    if not pinned:
+        return None
+    if update:
+        return with_previous(pinned, pin_entry(result)).get("previous")
+    return dict(pinned["previous"]) if pinned.get("previous") else None
 
 
 class SelectionError(SpecError):

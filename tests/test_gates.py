@@ -103,6 +103,27 @@ def test_annotate_copies_the_pin_onto_the_result():
     assert res.row()["declaration_changed"] is True
 
 
+def test_re_pinning_records_the_pin_it_replaces_until_the_next_change(tmp_path):
+    path = tmp_path / "verdicts.json"
+    key = "P1::toy"
+    gates.update_registry(path, {key: gates.pin_entry(result("supported"))})
+    assert "previous" not in gates.read_registry(path)[key]  # a first pin replaces nothing
+    # a new verdict under the same declaration (a rule changed): the old pin is kept as previous
+    res = result("refuted")
+    out = gates.check(res, gates.read_registry(path)[key], update=True)
+    assert out.previous_pin == {"verdict": "supported", "spec_hash": HASH}
+    gates.update_registry(path, {key: out.pin})
+    assert gates.read_registry(path)[key]["previous"] == {"verdict": "supported", "spec_hash": HASH}
+    # an unchanged re-pin keeps it; a check (no update) reports it on the result
+    gates.update_registry(path, {key: gates.pin_entry(res)})
+    got = gates.check(res, gates.read_registry(path)[key])
+    assert got.outcome == "passed" and got.annotate(res).row()["previous_pin"]["verdict"] == "supported"
+    # a changed declaration with the same verdict replaces it
+    new = result("refuted", spec_hash=OTHER)
+    gates.update_registry(path, {key: gates.pin_entry(new)})
+    assert gates.read_registry(path)[key]["previous"] == {"verdict": "refuted", "spec_hash": HASH}
+
+
 def test_declaration_changed_compares_the_pinned_hash():
     assert gates.declaration_changed(pin(), OTHER) and not gates.declaration_changed(pin(), HASH)
     assert not gates.declaration_changed(None, HASH) and not gates.declaration_changed({}, HASH)
@@ -122,6 +143,8 @@ def test_read_missing_registry_is_empty(tmp_path):
     ('{"P1::toy": {"spec_hash": "ab"}}', "entry 'P1::toy', field 'verdict': None is not a verdict"),
     ('{"P1::toy": {"verdict": "refute", "spec_hash": "ab"}}', "'refute' is not a verdict; expected one of"),
     ('{"P1::toy": {"verdict": "refuted", "spec_hash": 12}}', "field 'spec_hash': expected the declaration's hash"),
+    ('{"P1::toy": {"verdict": "refuted", "spec_hash": "ab", "previous": "supported"}}',
+     "field 'previous': expected the replaced pin"),
 ])
 def test_malformed_registries_are_errors_naming_the_file_and_entry(tmp_path, text, message):
     path = tmp_path / "verdicts.json"
@@ -139,7 +162,8 @@ def test_write_and_update_keep_other_pins_in_a_stable_layout(tmp_path):
     assert text == json.dumps({"A::d": pin(), "B::d": pin("supported")}, indent=2, sort_keys=True) + "\n"
     data = gates.update_registry(path, {"B::d": pin("refuted", OTHER), "C::d": pin("inconclusive")})
     assert gates.read_registry(path) == data
-    assert data == {"A::d": pin(), "B::d": pin("refuted", OTHER), "C::d": pin("inconclusive")}
+    replaced = {"previous": {"verdict": "supported", "spec_hash": HASH}}  # B's old pin
+    assert data == {"A::d": pin(), "B::d": pin("refuted", OTHER) | replaced, "C::d": pin("inconclusive")}
 
 
 def test_registry_writes_are_atomic_and_shared(tmp_path, monkeypatch):

@@ -115,6 +115,8 @@ def _table_rows(records: Sequence[Mapping[str, Any]], outcomes: Mapping[str, str
     for r in records:
         share = r.get("spec_curve_share")
         flags = ["declaration changed"] if r.get("declaration_changed") else []
+        if r.get("previous_pin") and not r.get("declaration_changed"):
+            flags.append(f"was {r['previous_pin'].get('verdict')}")
         if outside_interval(r.get("effect"), r.get("ci_low"), r.get("ci_high")):
             flags.append("estimate outside its interval")
         outcome = (outcomes or {}).get(f"{r['id']}::{r['dataset']}", r.get("outcome") or "")

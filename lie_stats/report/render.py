@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .text import md_text
-from .view import GATE_LEGEND, P_LEGEND, VERDICT_ORDER, claim_views, summary_counts
+from .view import GATE_LEGEND, P_LEGEND, VERDICT_ORDER, change_views, claim_views, summary_counts
 
 __all__ = ["render_html", "render_markdown", "TEMPLATES"]
 
@@ -51,6 +51,7 @@ def _environment(kind: str) -> Any:
 def _context(records: Sequence[Mapping[str, Any]], data: Sequence[Sequence[str]],
              magnitude_figure: str | None) -> dict[str, Any]:
     return {"counts": summary_counts(records), "claims": claim_views(records), "data": list(data),
+            "changes": change_views(records),
             "magnitude_figure": magnitude_figure, "p_legend": P_LEGEND, "gate_legend": GATE_LEGEND}
 
 

@@ -249,12 +249,24 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
         "magnitude": str(mag.get("status") or "-"), "magnitude_text": _magnitude_text(mag),
         "power": fmt(diag.get("power")) if diag else "-",
         "finding": str(r.get("finding") or ""),
-        "flag": "declaration changed after its verdict was pinned" if r.get("declaration_changed") else "",
+        "flag": _flag(r),
         "facts": facts, "numbers": numbers, "curve": curve,
         "curve_text": _curve_text(r, share, sup) if curve else "",
         "curve_outside": sum(c["outside"] for c in curve),
         "figure": r.get("figure"),
     }
+
+
+def _flag(r: Mapping[str, Any]) -> str:
+    """The result's flag: a declaration changed since its pin, or the pin replaced at the last
+    re-pinning (was -> now)."""
+    if r.get("declaration_changed"):
+        return "declaration changed after its verdict was pinned"
+    prev = r.get("previous_pin")
+    if prev:
+        what = "declaration" if prev.get("spec_hash") != r.get("spec_hash") else "rule or data"
+        return f"changed at the last re-pinning ({what}): was {prev.get('verdict')}"
+    return ""
 
 
 def _curve_text(r: Mapping[str, Any], share: Any, sup: Any) -> str:
@@ -306,6 +318,32 @@ def claim_views(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         out.append({"key": key, "anchor": "claim-" + anchor(key), "main": main, "results": mine,
                     "others": f"+{len(mine) - 1}: {others}" if len(mine) > 1 else ""})
     return out
+
+
+def change_views(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The results whose pin the last re-pinning replaced (``previous_pin``): what was pinned,
+    what is pinned now, whether the declaration changed (its hash) or only the verdict (a rule
+    or the data changed), and the declaration's own note of the change ("Changed ...").
+
+    >>> change_views([{"id": "A1", "dataset": "d", "verdict": "refuted", "spec_hash": "h2",
+    ...                "previous_pin": {"verdict": "supported", "spec_hash": "h1"},
+    ...                "notes": "Pinned. Changed 2026-12-02: the band is declared."}])[0]["why"]
+    'declaration changed: Changed 2026-12-02: the band is declared.'
+    """
+    out = []
+    for r in records:
+        prev = r.get("previous_pin")
+        if not prev:
+            continue
+        declared = prev.get("spec_hash") != r.get("spec_hash")
+        note = re.search(r"Changed [^:]*:.*", str(r.get("notes") or ""))
+        why = ("declaration changed" if declared else
+               "same declaration: the test's rule, its statistic or the data changed")
+        out.append({"title": f"{r.get('id')} on {r.get('dataset')}",
+                    "anchor": "r-" + anchor(f"{r.get('id')}::{r.get('dataset')}"),
+                    "was": str(prev.get("verdict")), "now": str(r.get("verdict")),
+                    "why": why + (f": {note.group(0)}" if declared and note else "")})
+    return sorted(out, key=lambda c: natural_key(c["title"]))
 
 
 def summary_counts(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -55,7 +55,8 @@ class Result:
     ``build`` (the command that builds missing data), ``extra`` (the test's other numeric
     columns), the declared ``selection``, ``params`` and ``prediction``, the specification
     curve (one entry per analysis choice), the pinned verdict and hash with the flag
-    ``declaration_changed`` and the pytest ``outcome`` (filled in by the plugin), and
+    ``declaration_changed``, the pin the last re-pinning replaced (``previous_pin``) and the
+    pytest ``outcome`` (filled in by the plugin), and
     ``data`` (the selected values, for figures; not serialized).
     """
 
@@ -91,6 +92,7 @@ class Result:
     pinned_verdict: str | None = None
     pinned_hash: str | None = None
     declaration_changed: bool = False
+    previous_pin: dict[str, Any] | None = None
     outcome: str = ""
     data: Any = field(default=None, repr=False)
     undefined: bool = field(default=False, repr=False)
