@@ -248,6 +248,7 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
         "essay": reference_text(r.get("reference") or {}),
         "magnitude": str(mag.get("status") or "-"), "magnitude_text": _magnitude_text(mag),
         "power": fmt(diag.get("power")) if diag else "-",
+        "power_warning": power_warning(diag),
         "finding": str(r.get("finding") or ""),
         "flag": _flag(r),
         "facts": facts, "numbers": numbers, "curve": curve,
@@ -255,6 +256,27 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
         "curve_outside": sum(c["outside"] for c in curve),
         "figure": r.get("figure"),
     }
+
+
+#: Below this simulated power the report says in words that the design is weak.
+LOW_POWER = 0.5
+
+
+def power_warning(diag: Mapping[str, Any] | None) -> str:
+    """A sentence when the diagnosis's power to detect the reference effect is under
+    :data:`LOW_POWER`, else ``""``.
+
+    >>> power_warning({"power": 0.3, "n_sims": 200})
+    'Low power: with the reference effect planted, this design supports the claim in 30 % of 200 simulations; a verdict other than supported says little about the claim.'
+    >>> power_warning({"power": 0.8}), power_warning({"power": None}), power_warning(None)
+    ('', '', '')
+    """
+    power = _number((diag or {}).get("power"))
+    if power is None or power >= LOW_POWER:
+        return ""
+    return (f"Low power: with the reference effect planted, this design supports the claim in "
+            f"{fmt(100 * power)} % of {diag.get('n_sims')} simulations; a verdict other than "
+            f"supported says little about the claim.")
 
 
 def _flag(r: Mapping[str, Any]) -> str:

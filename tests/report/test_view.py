@@ -96,6 +96,28 @@ def test_added_fields_are_shown_when_present_and_dash_when_absent():
     assert groups[0]["main"]["power"] == "0.81" and groups[1]["main"]["power"] == "-"
 
 
+def test_a_design_with_power_under_half_says_so_in_words():
+    weak = dict(ADDED, diagnosis={**ADDED["diagnosis"], "power": 0.3})
+    rows = [row("A3", **weak), row("A5", **ADDED)]
+    md, html = render_markdown(rows), render_html(rows)
+    words = ("Low power: with the reference effect planted, this design supports the claim in 30 % of "
+             "1000 simulations")
+    assert md.count(words) == 1 and html.count(words) == 1  # A3 only: A5's power is 0.81
+
+
+def test_results_changed_at_the_last_re_pinning_are_listed_with_why():
+    rows = [row("A3", previous_pin={"verdict": "supported", "spec_hash": "old"}, spec_hash="new",
+                notes="Pinned. Changed 2026-12-02: the band is declared."),
+            row("A5", previous_pin={"verdict": "refuted", "spec_hash": "same"}, spec_hash="same"),
+            row("B1")]
+    md, html = render_markdown(rows), render_html(rows)
+    assert "## Changed in this version" in md and '<h2 id="changes">Changed in this version</h2>' in html
+    assert "declaration changed: Changed 2026-12-02: the band is declared." in md
+    assert "same declaration: the test's rule, its statistic or the data changed" in md
+    assert md.count("changed at the last re-pinning (") == 2  # the flags of A3 and A5, not B1
+    assert "## Changed in this version" not in render_markdown([row("B1")])
+
+
 def test_strings_from_files_are_escaped():
     evil = '<script>alert(1)</script> <img src=x onerror="alert(2)"> [x](javascript:alert(3))'
     rows = [row("A1", claim=evil, finding=evil, notes=evil, reason=evil, reference={"note": evil}, dataset="d<i>")]
