@@ -63,6 +63,17 @@ def level(value: Any, *, name: str, where: str) -> float:
     return v
 
 
+def positive_finite(value: Any, *, name: str, where: str, what: str = "a positive finite number") -> float:
+    """Check a positive finite number (an equivalence bound); ``what`` names it in the message."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = float("nan")
+    if not (v > 0 and np.isfinite(v)):
+        raise StatsInputError(f"{where}: {name} must be {what}, got {v!r}.")
+    return v
+
+
 def vector(x: ArrayLike, *, name: str, where: str) -> np.ndarray:
     """Convert to a 1-D float64 array (NaN allowed; +-inf refused)."""
     try:

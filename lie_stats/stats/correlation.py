@@ -169,24 +169,31 @@ class _Kernel:
                 out.append(g.astype(w.dtype) @ w)
         return np.concatenate(out).astype(np.float64) / denom
 
+    def _kendall(self, idx: np.ndarray, codes: np.ndarray | None) -> np.ndarray:
+        """Kendall's tau-b of each resample (rows of ``idx``), over the ordered pairs of heads
+        (both ways); with ``codes``, only the pairs within one stratum (the stratified tau)."""
+        out = np.empty(idx.shape[0])
+        n = self.x.size
+        for a, b in v.chunks(idx.shape[0], n * n):
+            i = idx[a:b]
+            gx, gy = _greater(self.rx[i]), _greater(self.ry[i])
+            if codes is not None:
+                same = codes[a:b, :, None] == codes[a:b, None, :]
+                gx, gy = gx & same, gy & same
+            conc = np.count_nonzero(gx & gy, axis=(1, 2))
+            disc = np.count_nonzero(gx & gy.transpose(0, 2, 1), axis=(1, 2))
+            den = (np.count_nonzero(gx, axis=(1, 2)).astype(np.float64)
+                   * np.count_nonzero(gy, axis=(1, 2)))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[a:b] = (conc - disc) / np.sqrt(den)
+        return out
+
     def boot_within(self, idx: np.ndarray) -> np.ndarray:
         """The within-strata correlation (:meth:`within`) of each bootstrap resample
         ``idx`` [c, n]; a stratum drawn twice counts as one stratum."""
         codes = np.zeros(idx.shape, dtype=np.intp) if self.codes is None else self.codes[idx]
         if self.method == "kendall":
-            out = np.empty(idx.shape[0])
-            n = self.x.size
-            for a, b in v.chunks(idx.shape[0], n * n):
-                i = idx[a:b]
-                same = codes[a:b, :, None] == codes[a:b, None, :]
-                gx, gy = _greater(self.rx[i]) & same, _greater(self.ry[i]) & same
-                conc = np.count_nonzero(gx & gy, axis=(1, 2))
-                disc = np.count_nonzero(gx & gy.transpose(0, 2, 1), axis=(1, 2))
-                den = (np.count_nonzero(gx, axis=(1, 2)).astype(np.float64)
-                       * np.count_nonzero(gy, axis=(1, 2)))
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    out[a:b] = (conc - disc) / np.sqrt(den)
-            return out
+            return self._kendall(idx, codes)
         xb, yb = self.x[idx], self.y[idx]
         if self.method == "spearman":
             xb, yb = sps.rankdata(xb, axis=1), sps.rankdata(yb, axis=1)
@@ -196,18 +203,7 @@ class _Kernel:
 
     def boot(self, idx: np.ndarray) -> np.ndarray:
         if self.method == "kendall":
-            out = np.empty(idx.shape[0])
-            n = self.x.size
-            for a, b in v.chunks(idx.shape[0], n * n):
-                i = idx[a:b]
-                gx, gy = _greater(self.rx[i]), _greater(self.ry[i])
-                conc = np.count_nonzero(gx & gy, axis=(1, 2))  # ordered pairs, both ways
-                disc = np.count_nonzero(gx & gy.transpose(0, 2, 1), axis=(1, 2))
-                den = (np.count_nonzero(gx, axis=(1, 2)).astype(np.float64)
-                       * np.count_nonzero(gy, axis=(1, 2)))
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    out[a:b] = (conc - disc) / np.sqrt(den)
-            return out
+            return self._kendall(idx, None)
         xb, yb = self.x[idx], self.y[idx]
         if self.method == "spearman":
             xb, yb = sps.rankdata(xb, axis=1), sps.rankdata(yb, axis=1)

@@ -192,12 +192,7 @@ def tost_relative(
     """
     where = "tost_relative"
     alpha = v.level(alpha, name="alpha", where=where)
-    try:
-        bound = float(bound)
-    except (TypeError, ValueError):
-        bound = float("nan")
-    if not bound > 0 or not np.isfinite(bound):
-        raise StatsInputError(f"{where}: bound must be a positive relative change, got {bound!r}.")
+    bound = v.positive_finite(bound, name="bound", where=where, what="a positive relative change")
     b = v.vector(base, name="base", where=where)
     t = v.vector(tuned, name="tuned", where=where)
     v.same_length(("base", b), ("tuned", t), where=where)
@@ -276,12 +271,7 @@ def tost_paired(a: ArrayLike, b: ArrayLike, *, bound: float, alpha: float = 0.05
     """
     where = "tost_paired"
     alpha = v.level(alpha, name="alpha", where=where)
-    try:
-        bound = float(bound)
-    except (TypeError, ValueError):
-        bound = float("nan")
-    if not (bound > 0 and np.isfinite(bound)):
-        raise StatsInputError(f"{where}: bound must be a positive finite number, got {bound!r}.")
+    bound = v.positive_finite(bound, name="bound", where=where)
     x = v.vector(a, name="a", where=where)
     y = v.vector(b, name="b", where=where)
     v.same_length(("a", x), ("b", y), where=where)

@@ -59,12 +59,7 @@ def _units(changes: ArrayLike, cells: ArrayLike, noise: ArrayLike | None,
     """The columns of :func:`unit_equivalence` as arrays (and ``replicates``, R)."""
     where = "iut_equivalence"
     alpha = v.level(alpha, name="alpha", where=where)
-    try:
-        bound = float(bound)
-    except (TypeError, ValueError):
-        bound = float("nan")
-    if not (bound > 0 and np.isfinite(bound)):
-        raise StatsInputError(f"{where}: bound must be a positive relative change, got {bound!r}.")
+    bound = v.positive_finite(bound, name="bound", where=where, what="a positive relative change")
     d = np.asarray(changes, dtype=float)
     if d.ndim == 1:
         d = d[:, None]
