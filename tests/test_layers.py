@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("lie_stats.executors",),
     ("lie_stats.extraction", "lie_stats.datasets"),
     ("lie_stats.spec", "lie_stats.spec."),
-    ("lie_stats.collect", "lie_stats.gates", "lie_stats.diagnosis"),
+    ("lie_stats.collect", "lie_stats.gates", "lie_stats.diagnosis", "lie_stats.diagnosis."),
     ("lie_stats.report", "lie_stats.report."),
     ("lie_stats.export",),
     ("lie_stats.pytest_plugin",),

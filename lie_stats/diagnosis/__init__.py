@@ -49,9 +49,12 @@ from typing import Any
 
 import numpy as np
 
-from ._io import file_sha256, text_sha256, write_text_atomic
-from .errors import LieStatsError, SpecError, StatsInputError
-from .stats import columns as C
+from .._io import file_sha256, text_sha256, write_text_atomic
+from ..errors import LieStatsError, SpecError, StatsInputError
+from ..stats import columns as C
+from .designs import DESIGNS, design_for
+from .simulate import (Arrays, Design, NotPlantable, flip_differences, permute_heads,
+                       plant_correlation, swap_layers)
 
 __all__ = [
     "DIAGNOSIS_FILE",
@@ -68,6 +71,10 @@ __all__ = [
     "read_cache",
     "write_cache",
     "cube_hashes",
+    "flip_differences",
+    "permute_heads",
+    "plant_correlation",
+    "swap_layers",
 ]
 
 #: Name of the cache file beside the hypothesis modules.
@@ -82,9 +89,6 @@ DESIGN_VERSION = 1
 #: What ``lie-stats run`` attaches to a result the cache does not hold.
 NOT_DIAGNOSED = "not diagnosed: run lie-stats diagnose"
 
-
-class NotPlantable(Exception):
-    """The reference effect cannot be planted into these data (the message says why)."""
 
 
 @dataclass(frozen=True)
@@ -112,330 +116,6 @@ class Settings:
                 "n_boot": self.n_boot, "design_version": DESIGN_VERSION}
 
 
-Arrays = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Design:
-    """How one kind's selected data are simulated.
-
-    Attributes
-    ----------
-    null : callable
-        ``null(arrays, spec, rng) -> arrays``: the selection with the tested association
-        broken and the layer structure kept.
-    plant : callable, optional
-        ``plant(arrays, spec, rng) -> (arrays, planted)``: the null selection with the
-        spec's reference effect planted, and the planted value in the units of the kind's
-        ``effect``; raises :class:`NotPlantable` when the spec's reference gives no such
-        effect. None: the kind has no defined way to plant an effect.
-    null_value : callable
-        ``null_value(row, spec) -> float``: the value of ``effect`` under the null (the side
-        a type-S error is judged from).
-    what : str
-        The null and the planted effect in words.
-    sign : bool
-        Whether a significant estimate has a sign to get wrong (type S); not for
-        equivalence, whose "significant" means "within the bound".
-    """
-
-    null: Callable[[Arrays, Any, np.random.Generator], Arrays]
-    plant: Callable[[Arrays, Any, np.random.Generator], tuple[Arrays, float]] | None
-    null_value: Callable[[Mapping[str, float], Any], float]
-    what: str
-    sign: bool = True
-
-
-# ----------------------------------------------------------------------------- array helpers
-
-
-def _dims_last(da: Any, dims: Sequence[str]) -> Any:
-    """``da`` with the given dims last, in that order (the others first, as they were)."""
-    rest = [d for d in da.dims if d not in dims]
-    return da.transpose(*rest, *dims)
-
-
-def _layer_slices(da: Any, *, heads: bool = True) -> tuple[Any, np.ndarray, list[tuple[int, ...]]]:
-    """``da`` as (model?, layer) first, then head (when ``heads``) and the rest; its values;
-    the (model, layer) index tuples."""
-    if "layer" not in da.dims or (heads and "head" not in da.dims):
-        raise NotPlantable(f"the selection of {da.name!r} has no layer"
-                           f"{' and head dimensions' if heads else ' dimension'}")
-    if heads and "head_j" in da.dims:
-        raise NotPlantable("pairwise (head, head_j) selections have no head permutation here")
-    lead = [d for d in ("model", "layer") if d in da.dims]
-    rest = [d for d in da.dims if d not in (*lead, "head")]
-    da = da.transpose(*lead, *(["head"] if "head" in da.dims else []), *rest)
-    values = np.array(da.values, dtype=float)
-    index = list(np.ndindex(*values.shape[: len(lead)]))
-    return da, values, index
-
-
-def permute_heads(da: Any, rng: np.random.Generator) -> Any:
-    """``da`` with its heads permuted within each (model, layer): one permutation per layer,
-    the same at every checkpoint and coordinate, among the heads that have data (padding
-    stays where it is).
-
-    >>> import xarray as xr
-    >>> da = xr.DataArray(np.arange(6.0).reshape(2, 3), dims=("layer", "head"))
-    >>> out = permute_heads(da, np.random.default_rng(0))
-    >>> sorted(out.values[0].tolist()), sorted(out.values[1].tolist())
-    ([0.0, 1.0, 2.0], [3.0, 4.0, 5.0])
-    """
-    arranged, values, index = _layer_slices(da)
-    for ix in index:
-        block = values[ix]  # [head, rest...]
-        have = np.flatnonzero(np.isfinite(block.reshape(block.shape[0], -1)).any(axis=1))
-        block[have] = block[rng.permutation(have)]
-    return arranged.copy(data=values).transpose(*da.dims)
-
-
-def _normal_scores(v: np.ndarray) -> np.ndarray:
-    from scipy.stats import norm, rankdata
-
-    return norm.ppf((rankdata(v) - 0.5) / len(v))
-
-
-def _pearson_for(rho: float, method: str) -> float:
-    """The Pearson correlation of a bivariate normal whose Spearman (or Kendall) is ``rho``."""
-    if method == "spearman":
-        return 2.0 * math.sin(math.pi * rho / 6.0)
-    if method == "kendall":
-        return math.sin(math.pi * rho / 2.0)
-    return rho
-
-
-def _aligned_xy(arrays: Arrays) -> tuple[Any, Any]:
-    import xarray as xr
-
-    x, y = (arrays[r].reset_coords(drop=True) for r in ("x", "y"))
-    x, y = xr.align(x, y, join="inner")
-    if set(x.dims) != set(y.dims):
-        raise NotPlantable(f"x and y have different dimensions ({x.dims} vs {y.dims})")
-    return x, y.transpose(*x.dims)
-
-
-def plant_correlation(arrays: Arrays, rho: float, method: str, rng: np.random.Generator) -> Arrays:
-    """``y`` rebuilt within each (model, layer) as ``mean + sd * (c z(x) + sqrt(1 - c^2) z(y))``
-    (normal scores of the ranks), so that its within-layer correlation with ``x`` is ``rho``
-    on the kind's scale, with each layer's mean and spread of ``y`` kept."""
-    x, y = _aligned_xy(arrays)
-    c = _pearson_for(rho, method)
-    xa, xv, index = _layer_slices(x)
-    ya, yv, _ = _layer_slices(y)
-    if xv.shape != yv.shape:
-        raise NotPlantable("x and y do not align head by head")
-    out = yv.copy()
-    for ix in index:
-        xb, yb = xv[ix].reshape(-1), yv[ix].reshape(-1)
-        ok = np.isfinite(xb) & np.isfinite(yb)
-        if ok.sum() < 3:
-            continue
-        zx, zy = _normal_scores(xb[ok]), _normal_scores(yb[ok])
-        mixed = c * zx + math.sqrt(max(0.0, 1.0 - c * c)) * zy
-        mixed = (mixed - mixed.mean()) / (mixed.std() or 1.0)
-        sd = float(np.std(yb[ok])) or 1.0
-        block = out[ix].reshape(-1)
-        block[ok] = float(np.mean(yb[ok])) + sd * mixed
-        out[ix] = block.reshape(out[ix].shape)
-    new = dict(arrays)
-    new["x"] = x
-    new["y"] = ya.copy(data=out).transpose(*y.dims)
-    return new
-
-
-def swap_layers(first: Any, last: Any, rng: np.random.Generator) -> tuple[Any, Any]:
-    """``first`` and ``last`` with the values of whole (model, layer) clusters swapped, each
-    with probability 1/2 (exchangeable under no change)."""
-    import xarray as xr
-
-    f, g = xr.align(first.reset_coords(drop=True), last.reset_coords(drop=True), join="inner")
-    g = g.transpose(*f.dims)
-    fa, fv, index = _layer_slices(f, heads=False)
-    ga, gv, _ = _layer_slices(g, heads=False)
-    for ix in index:
-        if rng.random() < 0.5:
-            fv[ix], gv[ix] = gv[ix].copy(), fv[ix].copy()
-    return fa.copy(data=fv).transpose(*f.dims), ga.copy(data=gv).transpose(*g.dims)
-
-
-def _aligned(arrays: Arrays, first: str, second: str) -> tuple[Any, Any]:
-    import xarray as xr
-
-    a, b = xr.align(arrays[first].reset_coords(drop=True), arrays[second].reset_coords(drop=True),
-                    join="inner")
-    if set(a.dims) != set(b.dims):
-        raise NotPlantable(f"{first} and {second} have different dimensions ({a.dims} vs {b.dims})")
-    return a, b.transpose(*a.dims)
-
-
-def flip_differences(a: Any, b: Any, shift: float, rng: np.random.Generator) -> Any:
-    """``b`` rebuilt as ``a + s * (d - mean d) + shift``, ``d = b - a``, with one random sign
-    ``s`` per (model, layer) cluster: paired differences whose expected mean is ``shift``
-    and whose spread and within-layer pattern are the real ones (the sample mean varies
-    from draw to draw as the flips fall).
-
-    >>> import xarray as xr
-    >>> a = xr.DataArray(np.zeros((4, 2)), dims=("layer", "head"))
-    >>> b = xr.DataArray(np.array([[1.0, 2], [3, 4], [5, 6], [7, 8]]), dims=("layer", "head"))
-    >>> out = flip_differences(a, b, 0.5, np.random.default_rng(0))
-    >>> sorted(np.abs((out - a - 0.5).values.ravel()).tolist())
-    [0.5, 0.5, 1.5, 1.5, 2.5, 2.5, 3.5, 3.5]
-    """
-    d = (b - a).values
-    resid = b.copy(data=d - np.nanmean(d))
-    arranged, values, index = _layer_slices(resid, heads=False)
-    for ix in index:
-        values[ix] = values[ix] * rng.choice((-1.0, 1.0))
-    return a + arranged.copy(data=values + shift).transpose(*a.dims)
-
-
-# ----------------------------------------------------------------------------- the designs
-
-
-def _reference_number(spec: Any, keys: Sequence[str], what: str) -> float:
-    for key in keys:
-        value = spec.reference.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            return float(value)
-    raise NotPlantable(f"the reference {dict(spec.reference)!r} gives no {what} "
-                       f"({' or '.join(keys)}) to plant")
-
-
-def _null_permute(role: str) -> Callable[[Arrays, Any, np.random.Generator], Arrays]:
-    def null(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
-        return {**arrays, role: permute_heads(arrays[role], rng)}
-
-    null.__doc__ = f"selection[{role!r}] permuted over heads within layers"
-    return null
-
-
-def _plant_rho(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[Arrays, float]:
-    rho = _reference_number(spec, ("rho", "r"), "correlation")
-    method = str(spec.resolved_params().get("method", "spearman"))
-    return plant_correlation(arrays, rho, method, rng), rho
-
-
-def _null_swap(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
-    first, last = swap_layers(arrays["first"], arrays["last"], rng)
-    return {**arrays, "first": first, "last": last}
-
-
-def _plant_ratio(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[Arrays, float]:
-    ratio = _reference_number(spec, ("ratio",), "ratio last / first")
-    if ratio <= 0:
-        raise NotPlantable(f"the reference ratio {ratio} is not positive")
-    return {**arrays, "last": arrays["last"] * ratio}, ratio
-
-
-def _bound_of(spec: Any) -> float:
-    bound = spec.prediction.bound if spec.prediction.bound is not None else spec.resolved_params().get("bound")
-    if not isinstance(bound, (int, float)) or not bound > 0:
-        raise NotPlantable(f"no positive equivalence bound (got {bound!r})")
-    return float(bound)
-
-
-def _null_at_bound(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
-    a, b = _aligned(arrays, "a", "b")
-    shift = _bound_of(spec) * rng.choice((-1.0, 1.0))
-    return {**arrays, "a": a, "b": flip_differences(a, b, shift, rng)}
-
-
-def _plant_equal(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[Arrays, float]:
-    a, b = _aligned(arrays, "a", "b")
-    return {**arrays, "a": a, "b": flip_differences(a, b, 0.0, rng)}, 0.0
-
-
-def _log_pair(arrays: Arrays) -> tuple[Any, Any]:
-    """log(base), log(tuned) aligned unit by unit, each without its (one) model."""
-    import xarray as xr
-
-    logs = []
-    for role in ("base", "tuned"):
-        da = arrays[role].reset_coords(drop=True)
-        if "model" in da.dims:
-            if da.sizes["model"] != 1:
-                raise NotPlantable(f"selection[{role!r}] holds {da.sizes['model']} models, not one")
-            da = da.isel(model=0, drop=True)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            logs.append(np.log(da.where(da > 0)))
-    base, tuned = xr.align(*logs, join="inner")
-    return base, tuned.transpose(*base.dims)
-
-
-def _relative(arrays: Arrays, shift: float, rng: np.random.Generator) -> Arrays:
-    base, tuned = _log_pair(arrays)
-    return {**arrays, "base": np.exp(base), "tuned": np.exp(flip_differences(base, tuned, shift, rng))}
-
-
-def _null_relative_at_bound(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
-    return _relative(arrays, math.log1p(_bound_of(spec)) * rng.choice((-1.0, 1.0)), rng)
-
-
-def _plant_unchanged(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[Arrays, float]:
-    return _relative(arrays, 0.0, rng), 0.0
-
-
-def _zero(row: Mapping[str, float], spec: Any) -> float:
-    center = row.get(C.NULL_CENTER)
-    return float(center) if center is not None and math.isfinite(center) else 0.0
-
-
-def _one(row: Mapping[str, float], spec: Any) -> float:
-    return 1.0
-
-
-def _prediction_value(row: Mapping[str, float], spec: Any) -> float:
-    value = spec.prediction.value
-    return float(value) if value is not None else 0.0
-
-
-_CORRELATION = Design(
-    null=_null_permute("y"), plant=_plant_rho, null_value=_zero,
-    what="null: y permuted over heads within layers; planted: the reference rho within layers")
-_ENRICHMENT = Design(
-    null=_null_swap, plant=_plant_ratio, null_value=_one,
-    what="null: first and last swapped by whole layers; planted: last x the reference ratio")
-
-
-_PAIRED_EQUIVALENCE = Design(
-    null=_null_at_bound, plant=_plant_equal, null_value=_zero, sign=False,
-    what="null: paired differences b - a re-centred at +bound or -bound, their residuals "
-         "sign-flipped by (model, layer); planted: the same re-centred at 0 (b equals a)")
-
-
-_RELATIVE_EQUIVALENCE = Design(
-    null=_null_relative_at_bound, plant=_plant_unchanged, null_value=_zero, sign=False,
-    what="null: log(tuned / base) re-centred at +log(1 + bound) or -log(1 + bound), its "
-         "residuals sign-flipped by layer; planted: the same re-centred at 0 (no change)")
-
-
-def _label_design(role: str) -> Design:
-    return Design(null=_null_permute(role), plant=None, null_value=_prediction_value,
-                  what=f"null: {role} permuted over heads within layers; no planted effect "
-                       f"(no way to plant one is defined for a label comparison)")
-
-
-#: The built-in designs, by kind name.
-DESIGNS: dict[str, Design] = {
-    "correlation": _CORRELATION,
-    "partial_correlation": _CORRELATION,
-    "replication": _CORRELATION,
-    "enrichment": _ENRICHMENT,
-    "tost_paired": _PAIRED_EQUIVALENCE,
-    "tost_relative": _RELATIVE_EQUIVALENCE,
-    "group_difference": _label_design("group"),
-    "class_auc": _label_design("label"),
-    "threshold_agreement": _label_design("label"),
-    "stabilization_time": _label_design("group"),
-    "class_interaction": _label_design("group"),
-}
-
-
-def design_for(kind: Any) -> Design | None:
-    """The kind's own design (``register_test(design=...)``), else the built-in one, else None."""
-    return getattr(kind, "design", None) or DESIGNS.get(kind.name)
-
 
 # ----------------------------------------------------------------------------- diagnosis
 
@@ -449,7 +129,7 @@ def empty_diagnosis(reason: str, settings: Settings | None = None) -> dict[str, 
 
 def _evaluate(spec: Any, arrays: Arrays, params: dict[str, Any]) -> tuple[str, dict[str, float]]:
     """Verdict and result row of the spec's kind on ``arrays`` (as the main analysis runs it)."""
-    from .spec import Decision, TestInput
+    from ..spec import Decision, TestInput
 
     kind = spec.kind
     data = TestInput(arrays=arrays, params=params, prediction=spec.prediction,
@@ -549,8 +229,8 @@ def diagnose_spec(spec: Any, dataset: str, datasets_dir: str | os.PathLike = "da
     """Diagnose ``spec`` on ``dataset``: select its data from the dataset's cube, then
     :func:`diagnose_arrays`. Absent data or a selection that skips give null figures with
     the reason."""
-    from .datasets import card_cubes, find_dataset
-    from .spec import Skip, select
+    from ..datasets import card_cubes, find_dataset
+    from ..spec import Skip, select
 
     card = find_dataset(dataset, datasets_dir)
     if card.missing:
@@ -579,7 +259,7 @@ _HASHES: dict[tuple, str] = {}
 def cube_hashes(dataset: str, datasets_dir: str | os.PathLike = "datasets") -> dict[str, str] | None:
     """sha256 of each cube file of ``dataset`` by file name (None when a file is absent);
     computed once per file version (path, mtime, size) in a process."""
-    from .datasets import find_dataset
+    from ..datasets import find_dataset
 
     card = find_dataset(dataset, datasets_dir)
     if card.missing:
@@ -634,20 +314,25 @@ def write_cache(path: str | os.PathLike, entries: Mapping[str, Any]) -> Path:
 
 def code_fingerprint(test: str) -> str:
     """sha256 of the source of what decides a result of kind ``test``: the modules of its
-    binding and decision rule, the ``lie_stats.stats`` modules its kind module uses, and this
-    module (the designs). A cached diagnosis is valid only for the same code, so a changed
-    rule or statistic is diagnosed again rather than shown with the old figures."""
+    binding and decision rule, the ``lie_stats.stats`` modules its kind module uses, this
+    module (the simulation loop), :mod:`lie_stats.diagnosis.simulate` and the modules of the
+    kind's design. A cached diagnosis is valid only for the same code, so a changed rule,
+    statistic or design is diagnosed again rather than shown with the old figures."""
     import importlib
     import inspect
     import sys
 
-    from .spec.registry import get_kind
+    from ..spec.registry import get_kind
 
     def module(name: str):
         return sys.modules.get(name) or importlib.import_module(name)
 
     kind = get_kind(test)
-    names = {kind.fn.__module__, kind.decide.__module__, "lie_stats.diagnosis"}
+    names = {kind.fn.__module__, kind.decide.__module__, __name__, f"{__name__}.simulate"}
+    design = design_for(kind)
+    if design is not None:
+        names.update(f.__module__ for f in (design.null, design.plant, design.null_value)
+                     if f is not None and f.__module__.startswith("lie_stats"))
     for value in vars(module(kind.fn.__module__)).values():
         name = getattr(value, "__module__", None) or ""
         if callable(value) and name.startswith("lie_stats.stats"):
@@ -755,7 +440,7 @@ def _finite(diag: Mapping[str, Any]) -> dict[str, Any]:
 def diagnosis_table(rows: Sequence[Diagnosed]) -> str:
     """The diagnoses as a plain-text table: key, kind, FPR, power, coverage, type-S, seconds,
     reason."""
-    from ._io import terminal_safe
+    from .._io import terminal_safe
 
     def fmt(v: Any) -> str:
         return "-" if v is None else f"{v:.3f}"
