@@ -2,8 +2,9 @@
 
 The page is generated, never edited by hand: every kind registered by :mod:`lie_stats.spec`
 (:func:`lie_stats.test_kinds`) with its roles, parameters (defaults and allowed words),
-prediction directions, required reference figures, what it computes and its decision rule,
-the same fields ``lie-stats kinds`` prints (:func:`lie_stats.spec.registry.describe_kind`).
+prediction directions, required reference figures, what it computes, its decision rule
+(the fields ``lie-stats kinds`` prints: :func:`lie_stats.spec.registry.describe_kind`) and
+how ``lie-stats diagnose`` simulates it (:func:`lie_stats.diagnosis.design_for`).
 ``tests/test_docs.py`` fails when the committed page differs from what this script writes.
 
 Usage, from the repository's root::
@@ -69,6 +70,13 @@ def _roles(kind: Any) -> str:
     return ", ".join(parts) or "none"
 
 
+def _design_text(kind: Any) -> str:
+    from lie_stats.diagnosis import design_for
+
+    design = design_for(kind)
+    return design.what if design is not None else "no simulator: its results are not diagnosed"
+
+
 def _kind_section(kind: Any) -> list[str]:
     enums = kind.all_enums()
     lines = [f'<a id="{anchor(kind.name)}"></a>', f"## {md_code(kind.name)}", ""]
@@ -76,6 +84,7 @@ def _kind_section(kind: Any) -> list[str]:
               f"**Decision rule:** {md_text(kind.rule or '-')}", "",
               f"**Roles:** {_roles(kind)}", "",
               f"**Prediction directions:** {', '.join(md_code(d) for d in kind.directions)}", ""]
+    lines += [f"**Diagnosis** (`lie-stats diagnose`): {md_text(_design_text(kind))}", ""]
     if kind.reference:
         refs = " and ".join(" or ".join(md_code(k) for k in r.split("|")) for r in kind.reference)
         lines += [f"**Reference figures required:** {refs}", ""]

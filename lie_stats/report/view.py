@@ -166,7 +166,8 @@ def _diagnosis_text(diag: Mapping[str, Any]) -> str:
         return "-"
     keys = ("fpr", "power", "coverage", "type_s", "n_sims", "seed")
     text = ", ".join(f"{k} {fmt(diag.get(k))}" for k in keys if k in diag)
-    return text + (f"; {diag['reason']}" if diag.get("reason") else "")
+    text += f"; {diag['reason']}" if diag.get("reason") else ""
+    return text + (f"; simulated as {diag['design']}" if diag.get("design") else "")
 
 
 def _multiplicity_text(mult: Mapping[str, Any]) -> str:
