@@ -35,7 +35,7 @@ from lie_stats.report import fmt, register_section, result_field
 from lie_stats.spec import AGREE_VERDICT, compression_tag
 
 __all__ = ["A10_METRICS", "COMPRESSIONS", "agreement_rows", "agreement_markdown", "summary_markdown",
-           "a10_figure", "write_a10"]
+           "takeaway_markdown", "a10_figure", "write_a10"]
 
 #: Per-layer metrics of the A10 comparison (METRICS.md §4.2, §4.6).
 A10_METRICS = ("abelian_fraction", "commutator_z_mean", "abelian_fraction_tau")
@@ -249,8 +249,59 @@ def write_a10(results: Sequence[Any], reports_dir: str | Path, datasets_dir: str
             continue
     rel = "figures/A10.png"
     a10_figure(results, cubes, Path(reports_dir) / rel)
-    return ("## A10: the projection-artifact control, read together\n\n" + summary_markdown(results)
+    takeaway = takeaway_markdown(results, cubes.get("panel"))
+    return ("## A10: the projection-artifact control, read together\n\n"
+            + (takeaway + "\n" if takeaway else "") + summary_markdown(results)
             + "\n" + agreement_markdown(results) + f"\n![A10]({rel})\n")
+
+
+#: The calibrated signal the take-away reads (METRICS.md §4.6): more negative is more commuting
+#: than the random-orientation null, 0 is the null's level.
+SIGNAL = "commutator_z_mean"
+
+
+def takeaway_markdown(results: Sequence[Any], cube: Any, *, family: str = "Q",
+                      models: Sequence[str] = FIGURE_MODELS["panel"]) -> str:
+    """A10's take-away in words, computed from the panel's trained weights: the share of the
+    exact operators' calibrated signal (layer mean of ``commutator_z_mean``) each compression
+    keeps, how it depends on k (the models whose adaptive k, their d_head, is not 64), and
+    the A8 verdicts under each compression; "" when the cube lacks the metric.
+
+    Examples
+    --------
+    >>> takeaway_markdown([], None)
+    ''
+    """
+    if cube is None or SIGNAL not in getattr(cube, "data_vars", {}):
+        return ""
+    z = {c: {m: float(np.nanmean(v)) for m, v in _layer_values(cube, SIGNAL, c, "trained", family, models).items()
+             if np.isfinite(v).any()}  # models of fewer layers are NaN-padded
+         for c in COMPRESSIONS}
+    kept = [z[c][m] / z["none"][m] for c in COMPRESSIONS[1:] for m in z[c]
+            if m in z["none"] and z["none"][m] < 0 and math.isfinite(z[c][m])]
+    if not kept:
+        return ""
+    d_head = dict(zip(cube[schema.MODEL].values.tolist(), cube["d_head"].values.tolist())) \
+        if "d_head" in cube.coords else {}
+    contrasts = [f"{m} (d_head {int(d_head[m])}) {fmt(z['adaptive'][m])} under adaptive vs "
+                 f"{fmt(z['fixed:64'][m])} under fixed:64"
+                 for m in models if m in d_head and int(d_head[m]) != 64
+                 and m in z["adaptive"] and m in z["fixed:64"]]
+    text = (f"**Take-away.** On the panel's trained weights (family {family}), the compressed operators "
+            f"keep {min(kept):.0%} to {max(kept):.0%} of the exact operators' calibrated signal (layer "
+            f"mean of {SIGNAL}, model by model), and how much depends on k")
+    text += (": " + "; ".join(contrasts) + "." if contrasts else ".")
+    a8 = [r for r in agreement_rows(results) if str(r["target"]).split("-")[0] == "A8"]
+    flips = [r for r in a8 if len({r.get(c) for c in COMPRESSIONS if r.get(c) not in (None, "-")}) > 1]
+    if flips:
+        text += " That is why A8's verdict changes with the compression (" + "; ".join(
+            f"{r['target']} on {r['dataset']}: " + ", ".join(f"{c} {r[c]}" for c in COMPRESSIONS if c in r)
+            for r in flips) + ")."
+    elif a8:
+        text += (" A8's verdict is the same under every compression here, its estimate is not ("
+                 + "; ".join(f"{r['target']} on {r['dataset']}, {r['verdict']}: " + ", ".join(
+                     f"{c} {fmt(r.get(f'{c} effect'))}" for c in COMPRESSIONS if c in r) for r in a8) + ").")
+    return text + "\n"
 
 
 def summary_markdown(results: Sequence[Any]) -> str:

@@ -18,15 +18,36 @@ late-pretraining drift, what ordinary training does to a layer in 37 steps at th
 learning rate, about the parameter movement of the fine-tune's 128 steps at 1/10 of it;
 2 df): t with 3 df per unit.
 Exact operators only (projection "none"): compressed operators are other estimands (A10).
+
+Magnitude (2026-12-04): the essay's "less than one tenth of one percent" is an upper bound on
+every unit, so its band is [0, 0.1 %] for the largest |unit change| (``exp(|mean log
+change|) - 1`` of the unit with the largest one), with an interval simultaneous over the
+units (each unit's |change| at 1 - alpha / n, Bonferroni; the interval of the maximum from
+the maxima of the ends): "outside" is then the refutation rule's own evidence that some unit
+lies beyond 0.1 %.
 """
 
-from lie_stats.spec import HypothesisSpec, Prediction, Select
+from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
 from ._common import GEOMETRY
 
 CLAIM = ("Post-training (RLHF / instruction tuning) leaves the attention Killing-form metrics "
          "unchanged: < 0.1 % relative difference, every metric, every layer, Q and O families")
 REFERENCE = {"max_relative_difference": 0.001}
+#: The essay's "Less than one tenth of one percent across every metric, every layer, both Q
+#: and O projections": a bound, read on the largest unit's |relative change|.
+BELOW_BOUND = Magnitude(
+    reference=0.001, low=0.0, high=0.001, scale="absolute",
+    estimate="largest_abs_change", interval=("largest_abs_ci_low", "largest_abs_ci_high"),
+    justification=("'Less than one tenth of one percent across every metric, every layer, both Q and "
+                   "O projections': an upper bound on every unit's relative change, not a point "
+                   "figure, so the band is [0, 0.1 %] (no change below the bound is against the "
+                   "claim), compared with the largest |unit change| (exp(|mean log change|) - 1, on "
+                   "the scale of the TOST bound log(1.001)) and its interval simultaneous over the "
+                   "units (Bonferroni: each unit's |change| at 1 - alpha / n; the maximum's interval "
+                   "from the maxima of the ends). Declared 2026-12-04, before this estimate was "
+                   "computed; the direction's estimates (the largest signed change) were public in "
+                   "reports/ and were not read for this declaration."))
 #: The fine-tuned seeds (the runs, replicates of each unit) and their pretraining parents.
 TUNED = ("p96_s0_ft", "p96_s1_ft")
 PARENTS = ("p96_s0", "p96_s1")
@@ -44,7 +65,10 @@ NOTES = ("Stand-in pair: the bundled 96-head runs fine-tuned on the World Englis
          "late-pretraining drift (steps 475 -> 512 of the parents), pooled per unit; dataset "
          "pico_pythia_pair (the fine-tunes and their parents in one cube); exact operators only; no "
          "specification curve over families or compressions (the families are the units now, "
-         "compressions are other estimands).")
+         "compressions are other estimands). "
+         "Changed 2026-12-04: the prediction carries the essay's bound as a magnitude: the "
+         "largest |unit change| with an interval simultaneous over the units (Bonferroni) against "
+         "[0, 0.1 %]; the verdict rule of the test is unchanged.")
 
 
 def _selection() -> dict[str, Select]:
@@ -63,6 +87,6 @@ def _selection() -> dict[str, Select]:
 A1 = HypothesisSpec(
     id="A1", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_pair",),
     selection=_selection(), test="iut_equivalence", params={"pool": "layer"},
-    prediction=Prediction("equivalent", bound=0.001),
+    prediction=Prediction("equivalent", bound=0.001, magnitude=BELOW_BOUND),
     reference=REFERENCE, gate="pinned", notes=NOTES,
 )

@@ -43,6 +43,10 @@ largest head shortfall beyond time reversal: heads fall behind their layer, none
 persistently ahead); inconclusive otherwise. The ratio's interval (it lies above 1 by
 construction) describes the effect only.
 
+Magnitude (2026-12-04): the essay's 119.7x / 4.9x = 24.4 read as at least 8.1 on the
+effect (the geometric mean over layers of ``R_l``) and its layer-bootstrap interval; not
+tested on the fine-tuning phase (B2-ft: the figure is about training from initialization).
+
 Data. Dynamics need intermediate checkpoints: every pretraining run of pico_pythia (the two
 96-head runs pooled in the primary analysis, 24 layers; each run alone, and each operator
 family, in the specification curve; h2 has 2 heads per layer, too few for a row statistic,
@@ -52,7 +56,9 @@ The panel (random twin vs trained, one transition) is not declared: with one tra
 permutation null is degenerate. Declared before any evaluation on the bundled data.
 """
 
-from lie_stats.spec import HypothesisSpec, Prediction, Select
+import math
+
+from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
 from ._common import ANCHORS, FAMILIES, P96, PICO_RUNS
 
@@ -60,30 +66,61 @@ CLAIM = ("Head-level enrichment far exceeds layer-level enrichment (a head at 11
          "at 4.9x)")
 REFERENCE = {"head_enrichment": 119.7, "layer_enrichment": 4.9, "ratio": 24.43, "layer": "L1"}
 
+#: The essay's "heads within L1 are differentiating from each other 119.7x while the layer as
+#: a whole shows only 4.9x enrichment": head over layer enrichment, 119.7 / 4.9 = 24.4.
+_RATIO = 119.7 / 4.9
+_WHY = (
+    "'Some heads within L1 are differentiating from each other 119.7x while the layer as a whole "
+    "shows only 4.9x enrichment': the head's enrichment over its layer's, 119.7 / 4.9 = 24.4, in "
+    "one layer of one run, given as the example of a general 'the layer-level average hides a "
+    "revolution happening at the head level'. Compared with the kind's effect, the geometric "
+    "mean over layers of max head enrichment / layer enrichment (the typical layer's ratio, "
+    "layer-bootstrap interval): a maximum over layers has no sound bootstrap interval. Read as "
+    "at least 24.4 / 3 = 8.1 with no upper limit: the factor 3 of the essays' other point figures "
+    "of one run, which also leaves room for L1 being the essay's most striking layer rather than "
+    "a typical one, and no upper limit because more head excess is not against 'far exceeds' "
+    "(as B1's '5-7x' reads 'at least 3'). Declared 2026-12-04 before the magnitude was computed; "
+    "the declaring author had in view this module's note of an earlier kind's figures (ratio "
+    "1.28, null 1.57; a superseded null), and the band comes from the essay's figure alone.")
+FT_REASON = ("the essay's 119.7x and 4.9x are enrichment over training from initialization, not over "
+             "fine-tuning")
+
+
+def _magnitude(not_on: dict[str, str] | None = None) -> Magnitude:
+    return Magnitude(reference=_RATIO, low=_RATIO / 3.0, high=math.inf, scale="ratio",
+                     justification=_WHY, not_on=not_on or {})
+
+
+CHANGED = (" Changed 2026-12-04: the prediction carries the essay's 119.7x / 4.9x = 24.4 as a "
+           "magnitude band (at least 8.1) on the geometric-mean ratio and its interval; the "
+           "direction rule (the time-reversal p) is unchanged.")
+
 B2 = HypothesisSpec(
     id="B2", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
     selection={"values": Select("killing_norm", step="all", family="Q", projection="none",
                                 models=P96)},
     test="head_enrichment_excess", params={"layer_summary": "cv"},
-    prediction=Prediction("above", value=1.0), reference=REFERENCE, gate="pinned",
-    choices={"models": [(m,) for m in PICO_RUNS], "family": FAMILIES},
+    prediction=Prediction("above", value=1.0, magnitude=_magnitude()), reference=REFERENCE,
+    gate="pinned", choices={"models": [(m,) for m in PICO_RUNS], "family": FAMILIES},
     notes="Primary: family Q, exact operators, the two 96-head runs pooled (24 layers). The "
           "curve: each run alone x each family. Changed 2026-12-02 (the kind, not this "
           "declaration's fields): the null is time reversal of the heads' departures from their "
           "layer, keeping each head's temporal dependence; the first null shuffled increments "
           "across transitions independently and refuted every null cube (the earlier "
           "'refuted', null ratio 1.57 vs 1.28, had that signature). The p decides; the "
-          "interval describes.",
+          "interval describes." + CHANGED,
 )
 
 B2_ft = HypothesisSpec(
     id="B2-ft", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia_ft",),
     selection={"values": Select("killing_norm", step="all", family="Q", projection="none")},
     test="head_enrichment_excess", params={"layer_summary": "cv"},
-    prediction=Prediction("above", value=1.0), reference=REFERENCE, gate="pinned",
+    prediction=Prediction("above", value=1.0, magnitude=_magnitude({"pico_pythia_ft": FT_REASON})),
+    reference=REFERENCE, gate="pinned",
     choices={"models": [("p96_s0_ft",), ("p96_s1_ft",)], "family": FAMILIES},
     notes="The post-training phase (15 checkpoints from the pretrained weights): both runs pooled. "
-          "Changed 2026-12-02: the kind's null is time reversal, as for B2.",
+          "Changed 2026-12-02: the kind's null is time reversal, as for B2." + CHANGED
+          + " Not tested on the fine-tuning phase (the figure is about training from init).",
 )
 
 B2_pythia = HypothesisSpec(
@@ -91,8 +128,9 @@ B2_pythia = HypothesisSpec(
     selection={"values": Select("killing_norm", step="all", family="Q", projection="adaptive",
                                 models=("EleutherAI/pythia-160m",))},
     test="head_enrichment_excess", params={"layer_summary": "cv"},
-    prediction=Prediction("above", value=1.0), reference=REFERENCE, gate="replication",
+    prediction=Prediction("above", value=1.0, magnitude=_magnitude()), reference=REFERENCE,
+    gate="replication",
     choices={"family": FAMILIES},
     notes="The essay's model is not named; Pythia-160m has its 12 layers. Adaptive compression "
-          "(k = d_head), the essays' method.",
+          "(k = d_head), the essays' method." + CHANGED,
 )

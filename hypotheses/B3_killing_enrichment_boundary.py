@@ -27,8 +27,10 @@ one is dropped from the specification curve with that reason (lie_stats.spec.eva
 as are the h2 runs (one pair per layer: the test is undefined).
 
 Magnitude (2026-12-02): the essay's L0 76.5x as a band x/÷3 on the first layer's enrichment;
-not tested while the kind gives that enrichment no interval, nor on the panel (random-twin
-init) and the fine-tuning phase (the figure is about training from initialization).
+not tested on the panel (random-twin init) and the fine-tuning phase (the figure is about
+training from initialization). Since 2026-12-04 its interval is the percentile interval of
+``E_0`` over the same bootstrap replicates as the boundary ratio's (heads resampled within
+layers); the band is unchanged.
 
 Data. pico_pythia: run p96_s0 primary; the specification curve sweeps every pretraining run
 x operator family x compression. panel (B3-panel): each real model's trained weights against
@@ -47,19 +49,24 @@ PANEL_MODELS = ("mpnet", "minilm_l6", "minilm_l3", "smollm2_135m", "gemma3_270m"
 _L0 = ("The essay's 'L0 at 76.5x enrichment' (and 'L11 at 42.1x'): a point figure of one run; "
        "x/÷3 around 76.5 ([25.5, 230]) as for the other '...x' figures. The boundary ratio the "
        "test decides on has no figure in the essay (it gives no interior layer), so the magnitude "
-       "reads the first layer's enrichment; the kind reports no interval for it, so the magnitude "
-       "is reported not tested with that reason until one exists.")
+       "reads the first layer's enrichment, with the percentile interval of E_0 over the boundary "
+       "ratio's bootstrap replicates (heads resampled within layers; interval added 2026-12-04, "
+       "band unchanged, declared before this interval was computed).")
 CHANGED = (" Changed 2026-12-02: the prediction declares the essay's L0 76.5x as a magnitude band "
            "(first layer's enrichment, x/÷3); the specification curve drops choices inconclusive "
            "by construction (h2: one pair per layer; 4-layer runs: p >= 1/6) and counts exact and "
-           "compressed operators as separate curves.")
+           "compressed operators as separate curves. Changed 2026-12-04: the magnitude reads the "
+           "first layer's enrichment with its bootstrap interval (enrichment_first_layer_ci_low, "
+           "_ci_high; was without one, so not tested); the band x/÷3 around 76.5 is unchanged.")
 FT_REASON = ("the essay's 76.5x is enrichment over training from initialization, not over "
              "fine-tuning")
 
 
 def _magnitude(not_on: dict[str, str] | None = None) -> Magnitude:
     return Magnitude(reference=76.5, low=76.5 / 3, high=76.5 * 3, scale="ratio", justification=_L0,
-                     estimate="enrichment_first_layer", not_on=not_on or {})
+                     estimate="enrichment_first_layer",
+                     interval=("enrichment_first_layer_ci_low", "enrichment_first_layer_ci_high"),
+                     not_on=not_on or {})
 
 
 def _pairs(step: str, model: str, projection: str = "none") -> Select:

@@ -16,6 +16,9 @@ Test design (CLAIMS.md B4, METRICS.md §7.2, §7.4):
   the interval lies below 1 (a sink's value vector is smaller than the head's typical one).
 - ``B4-values-near-zero``: the same, bound 0.5 (less than half the typical value norm, the
   declared reading of "near zero").
+- Magnitude (2026-12-04): the share specs compare the share's interval with 98 % read as
+  [0.90, 1] (``NEARLY_ALL``), the value specs the ratio's interval with "approximately zero"
+  read as [0, 0.5] (``NEAR_ZERO``).
 
 Data: the panel's five real pretrained models at their trained checkpoint (step 1; the 4-bit
 MiniLM copies are MiniLM and left out). pico_pythia's two 96-head runs are recorded as not
@@ -33,7 +36,7 @@ With few layers per model (MiniLM-L3: 3) the per-model percentile intervals are 
 ``tests/stats/test_summaries.py``); the pooled interval has 69 layers.
 """
 
-from lie_stats.spec import HypothesisSpec, OutOfScope, Prediction, Select
+from lie_stats.spec import HypothesisSpec, Magnitude, OutOfScope, Prediction, Select
 
 from ._common import ANCHORS
 from .A8_head_width_not_count import PANEL
@@ -43,14 +46,40 @@ CLAIM = ("Attention sinks: the first token receives the largest attention in mos
 REFERENCE = {"fraction": 0.98, "model": "LLaMA"}
 SINK = 0.5  # a head is a sink head when sink_argmax_fraction > SINK
 
+#: The essay's "In LLaMA, the first token receives maximum attention in 98% of attention heads".
+NEARLY_ALL = Magnitude(
+    reference=0.98, low=0.90, high=1.0, scale="absolute",
+    justification=("'In LLaMA, the first token receives maximum attention in 98% of attention heads': "
+                   "a figure of one model family quoted from the literature, without an interval, "
+                   "applied by the essay to transformers in general; the panel holds other models "
+                   "(no LLaMA). Read as 'nearly all heads', [0.90, 1]: the threshold B4-nearly-all "
+                   "declared (98 % less 8 points) before the panel cube held these variables, up to "
+                   "every head. Compared with the share of sink heads and its cluster-bootstrap "
+                   "interval. Declared 2026-12-04 before the magnitude was computed; the share's "
+                   "earlier estimates were public in reports/ and were not read for this "
+                   "declaration (the disclosure above about SINKS.md still applies)."))
+#: The essay's "Their value vectors are learned to approximately zero" ("~zero-valued").
+NEAR_ZERO = Magnitude(
+    reference=0.0, low=0.0, high=0.5, scale="absolute",
+    justification=("'Their value vectors are learned to approximately zero', '~zero-valued': no "
+                   "figure beyond zero; read as [0, 0.5] on the sink heads' geometric-mean "
+                   "sink_value_ratio (a sink value vector at most half the head's typical value "
+                   "norm), the reading of 'near zero' B4-values-near-zero declared before the panel "
+                   "cube held these variables. Compared with the ratio's cluster-bootstrap interval. "
+                   "Declared 2026-12-04 before the magnitude was computed; the ratio's earlier "
+                   "estimates were public in reports/ and were not read for this declaration."))
+CHANGED = (" Changed 2026-12-04: the prediction carries the essay's figure as a magnitude band "
+           "(the share: 98 % read as [0.90, 1]; the value ratio: 'approximately zero' read as "
+           "[0, 0.5]) beside the direction; the direction rule is unchanged.")
+
 
 def _share(ident: str, dataset: str, models: tuple[str, ...], value: float, notes: str) -> HypothesisSpec:
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
         selection={"values": Select("sink_argmax_fraction", step="last", models=models)},
         test="share_above", params={"threshold": SINK},
-        prediction=Prediction("above", value=value), reference=REFERENCE, gate="pinned",
-        choices={"models": [(m,) for m in models]}, notes=notes,
+        prediction=Prediction("above", value=value, magnitude=NEARLY_ALL), reference=REFERENCE,
+        gate="pinned", choices={"models": [(m,) for m in models]}, notes=notes + CHANGED,
     )
 
 
@@ -60,8 +89,9 @@ def _values(ident: str, dataset: str, models: tuple[str, ...], value: float, not
         selection={"values": Select("sink_value_ratio", step="last", models=models),
                    "mask": Select("sink_argmax_fraction", step="last", models=models)},
         test="head_mean", params={"transform": "log", "mask_above": SINK},
-        prediction=Prediction("below", value=value), reference={"sink_value_ratio": "near 0"},
-        gate="pinned", choices={"models": [(m,) for m in models]}, notes=notes,
+        prediction=Prediction("below", value=value, magnitude=NEAR_ZERO),
+        reference={"sink_value_ratio": "near 0"},
+        gate="pinned", choices={"models": [(m,) for m in models]}, notes=notes + CHANGED,
     )
 
 

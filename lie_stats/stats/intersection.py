@@ -29,7 +29,7 @@ from lie_stats.stats import columns as C
 
 __all__ = ["iut_equivalence", "unit_equivalence", "IUT_COLUMNS", "N_WITHIN", "N_BEYOND", "P_BEYOND",
            "N_REPLICATES", "NOISE_FLOOR", "MEDIAN_ABS_CHANGE", "WORST_UNIT", "LARGEST_UNIT",
-           "RESOLVABLE"]
+           "RESOLVABLE", "LARGEST_ABS_CHANGE", "LARGEST_ABS_CI_LOW", "LARGEST_ABS_CI_HIGH"]
 
 #: Extra columns of :func:`iut_equivalence`.
 N_WITHIN = "n_within"  # units whose own TOST rejects at alpha
@@ -41,9 +41,13 @@ MEDIAN_ABS_CHANGE = "median_abs_change"  # median over units of |relative change
 WORST_UNIT = "worst_unit"  # index of the unit with the largest IUT p (the binding unit)
 LARGEST_UNIT = "largest_unit"  # index of the unit with the largest |change| (the effect's)
 RESOLVABLE = "resolvable"  # 1 when every unit's t interval is narrower than the bound band
+LARGEST_ABS_CHANGE = "largest_abs_change"  # exp(max |mean log change|) - 1, the bound's scale
+LARGEST_ABS_CI_LOW = "largest_abs_ci_low"  # its interval, simultaneous over the units
+LARGEST_ABS_CI_HIGH = "largest_abs_ci_high"
 
 IUT_COLUMNS = (*C.STAT_COLUMNS, C.BOUND, C.DF, N_WITHIN, N_BEYOND, P_BEYOND, N_REPLICATES,
-               NOISE_FLOOR, MEDIAN_ABS_CHANGE, WORST_UNIT, LARGEST_UNIT, RESOLVABLE)
+               NOISE_FLOOR, MEDIAN_ABS_CHANGE, WORST_UNIT, LARGEST_UNIT, RESOLVABLE,
+               LARGEST_ABS_CHANGE, LARGEST_ABS_CI_LOW, LARGEST_ABS_CI_HIGH)
 
 
 def _codes(labels: ArrayLike, name: str, n: int, where: str) -> np.ndarray:
@@ -188,7 +192,17 @@ def iut_equivalence(
     - ``noise_floor``: the largest per-cell noise SD of one run's change, as a relative change;
       ``median_abs_change``: median over units of ``exp(|mean|) - 1``;
     - ``resolvable``: 1 when the bound is wider than ``t_{1-alpha, df} se`` in every unit (a
-      unit with no change at all could be shown within the bound), else 0.
+      unit with no change at all could be shown within the bound), else 0;
+    - ``largest_abs_change``: ``exp(max_u |mean_u|) - 1``, the largest unit's |relative
+      change| on the scale of the bound (``|mean| > log(1 + bound)`` exactly when it exceeds
+      ``bound``); ``largest_abs_ci_low``, ``largest_abs_ci_high``: its interval simultaneous
+      over the units: each unit's ``|mu_u|`` interval at ``1 - alpha / n`` (Bonferroni),
+      ``[max(0, |mean| - t se), |mean| + t se]`` with ``t = t_{1 - alpha / (2n), df}`` (the
+      lower end 0 when the unit's t interval covers 0), and the maximum's interval from the
+      maxima of the two ends (it covers ``max_u |mu_u|`` whenever every unit's covers its
+      own, so with probability at least ``1 - alpha``). Its lower end exceeds
+      ``log(1 + bound)`` exactly when some unit's ``p_beyond`` is below ``alpha / n``: the
+      interval lies above the bound exactly when ``n_beyond > 0``.
 
     Examples
     --------
@@ -213,6 +227,10 @@ def iut_equivalence(
     tcrit = float(sps.t.ppf(1.0 - alpha, df[big]))
     b = float(np.log1p(float(bound)))
     resolvable = bool((sps.t.ppf(1.0 - alpha, df) * se < b).all())
+    half = sps.t.ppf(1.0 - alpha / (2.0 * n), df) * se
+    abs_mean = np.abs(mean)
+    abs_low = np.maximum(0.0, abs_mean - half)
+    abs_high = abs_mean + half
     return v.frame(IUT_COLUMNS, {
         C.N: n, C.STATISTIC: float(stat), C.P_VALUE: float(p_eq.max()),
         C.EFFECT: float(np.expm1(mean[big])),
@@ -223,5 +241,7 @@ def iut_equivalence(
         N_REPLICATES: int(u["replicates"]), NOISE_FLOOR: float(np.expm1(u["noise_sd"].max())),
         MEDIAN_ABS_CHANGE: float(np.expm1(np.median(np.abs(mean)))),
         WORST_UNIT: int(u["unit"][worst]), LARGEST_UNIT: int(u["unit"][big]),
-        RESOLVABLE: int(resolvable),
+        RESOLVABLE: int(resolvable), LARGEST_ABS_CHANGE: float(np.expm1(abs_mean.max())),
+        LARGEST_ABS_CI_LOW: float(np.expm1(abs_low.max())),
+        LARGEST_ABS_CI_HIGH: float(np.expm1(abs_high.max())),
     })

@@ -17,7 +17,7 @@ from lie_stats.errors import StatsInputError, did_you_mean
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
 
-__all__ = ["added_terms_test", "compare_models", "mixed_model"]
+__all__ = ["added_terms_test", "compare_models", "mixed_model", "simple_slope"]
 
 
 def _check_columns(data: pd.DataFrame, names, where: str) -> None:
@@ -164,6 +164,51 @@ def added_terms_test(data: pd.DataFrame, response: str, base: list[str],
         return float("nan"), float("nan"), k, df_den  # collinear, or an exact fit: nothing to test
     f = (small - big) / k / (big / df_den)
     return float(f), float(sps.f.sf(f, k, df_den)), k, df_den
+
+
+def simple_slope(data: pd.DataFrame, response: str, term: str, *, ci: float = 0.95) -> tuple[float, float, float]:
+    """OLS slope of ``response`` on one predictor ``term`` (with an intercept) and its t
+    interval (Student, ``n - 2`` df; exact for normal errors).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        One row per observation; rows with a NaN in either column are dropped.
+    response, term : str
+        The columns.
+    ci : float, default 0.95
+        Two-sided level of the interval.
+
+    Returns
+    -------
+    (slope, low, high)
+        NaN when fewer than 3 complete rows or ``term`` is constant (no slope or no
+        residual degree of freedom); the interval is the point when the fit is exact.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"y": [1.0, 2.1, 2.9, 4.2, 5.1, 5.8], "x": [1, 2, 3, 4, 5, 6]})
+    >>> b, lo, hi = simple_slope(d, "y", "x")
+    >>> round(b, 3), bool(lo < b < hi), bool(lo > 0.8)
+    (0.98, True, True)
+    """
+    from scipy import stats as sps
+
+    where = "simple_slope"
+    ci = v.level(ci, name="ci", where=where)
+    _check_columns(data, [response, term], where)
+    sub = data[[response, term]].dropna().astype(float)
+    nan = float("nan")
+    x, y = sub[term].to_numpy(), sub[response].to_numpy()
+    sxx = float(((x - x.mean()) ** 2).sum())
+    if len(sub) < 3 or not sxx > 0:
+        return nan, nan, nan
+    slope = float(((x - x.mean()) * (y - y.mean())).sum() / sxx)
+    resid = y - y.mean() - slope * (x - x.mean())
+    df = len(sub) - 2
+    se = float(np.sqrt((resid ** 2).sum() / df / sxx))
+    half = float(sps.t.ppf(0.5 + ci / 2.0, df)) * se
+    return slope, slope - half, slope + half
 
 
 #: Relative size under which a column's deviations from its group means count as zero (the

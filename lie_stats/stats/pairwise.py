@@ -56,6 +56,8 @@ __all__ = [
     "MAX_RATIO", "MAX_RATIO_UNIT", "MAX_HEAD_ENRICHMENT", "LAYER_ENRICHMENT_AT_MAX",
     "NULL_RATIO", "P_OPPOSITE", "EXACT_FLIP_UNITS", "N_HEADS", "N_STEPS", "BOOT_FRACTION_UNDEFINED",
     "ENRICHMENT_FIRST_LAYER", "ENRICHMENT_LAST_LAYER", "BOUNDARY_TOP2",
+    "ENRICHMENT_FIRST_LAYER_CI_LOW", "ENRICHMENT_FIRST_LAYER_CI_HIGH",
+    "ENRICHMENT_LAST_LAYER_CI_LOW", "ENRICHMENT_LAST_LAYER_CI_HIGH",
     "RATIO_TOTAL", "RATIO_FUNCTIONAL",
     "HEAD_EXCESS_COLUMNS", "BOUNDARY_ENRICHMENT_COLUMNS", "FUNCTIONAL_SHIFT_COLUMNS",
 ]
@@ -76,6 +78,11 @@ N_STEPS = "n_steps"
 ENRICHMENT_FIRST_LAYER = "enrichment_first_layer"
 ENRICHMENT_LAST_LAYER = "enrichment_last_layer"
 BOUNDARY_TOP2 = "boundary_top2"  # 1 when the first and last layer are the two most enriched
+#: Percentile intervals of the first and last layer's enrichment (the boundary ratio's replicates).
+ENRICHMENT_FIRST_LAYER_CI_LOW = "enrichment_first_layer_ci_low"
+ENRICHMENT_FIRST_LAYER_CI_HIGH = "enrichment_first_layer_ci_high"
+ENRICHMENT_LAST_LAYER_CI_LOW = "enrichment_last_layer_ci_low"
+ENRICHMENT_LAST_LAYER_CI_HIGH = "enrichment_last_layer_ci_high"
 RATIO_TOTAL = "ratio_total"  # boundary ratio of the total form's enrichment
 RATIO_FUNCTIONAL = "ratio_functional"  # boundary ratio of the functional form's enrichment
 
@@ -86,7 +93,8 @@ HEAD_EXCESS_COLUMNS = (
 BOUNDARY_ENRICHMENT_COLUMNS = (
     *STAT_COLUMNS, ENRICHMENT_FIRST_LAYER, ENRICHMENT_LAST_LAYER, MEAN_BOUNDARY, MEAN_INTERIOR,
     BOUNDARY_TOP2, P_OPPOSITE, BOOT_FRACTION_UNDEFINED, N_LAYERS, N_HEADS, N_PERM, EXACT,
-    NULL_CENTER,
+    NULL_CENTER, ENRICHMENT_FIRST_LAYER_CI_LOW, ENRICHMENT_FIRST_LAYER_CI_HIGH,
+    ENRICHMENT_LAST_LAYER_CI_LOW, ENRICHMENT_LAST_LAYER_CI_HIGH,
 )
 FUNCTIONAL_SHIFT_COLUMNS = (
     *STAT_COLUMNS, RATIO_TOTAL, RATIO_FUNCTIONAL, P_OPPOSITE, BOOT_FRACTION_UNDEFINED, N_LAYERS,
@@ -477,6 +485,9 @@ def boundary_enrichment(
       dropped;
     - ``enrichment_first_layer``, ``enrichment_last_layer`` (``E_0``, ``E_{L-1}``, the
       essay's L0 76.5x and L11 42.1x), ``mean_boundary``, ``mean_interior``,
+      ``enrichment_first_layer_ci_low`` / ``_ci_high`` and ``enrichment_last_layer_ci_low`` /
+      ``_ci_high`` (percentile intervals of ``E_0`` and ``E_{L-1}`` over the same
+      replicates as the ratio's, each ignoring the replicates where it is undefined),
       ``boundary_top2`` (1 when ``E_0`` and ``E_{L-1}`` are the two largest), ``p_opposite``
       (the one-sided p in the other direction; NaN when two-sided),
       ``boot_fraction_undefined`` (share of replicates left out), ``n_layers``,
@@ -524,18 +535,23 @@ def boundary_enrichment(
     p = permutation_pvalue(t_obs, t_all[~observed], alternative=alternative, center=center)
     p_opp = _p_opposite(t_obs, t_all[~observed], alternative)
     lo = hi = frac_undef = np.nan
+    ends = {k: (np.nan, np.nan) for k in ("first", "last")}
     if n_boot:
         h = f.shape[-1]
         rng = np.random.default_rng(seed)
-        boot = []
+        boot, boot_e = [], []
         for a, b in v.chunks(n_boot, n_layers * h * h):
             idx = rng.integers(0, h, size=(b - a, n_layers, h))
             s = [_summarize(*_boot_pairs(m, idx), summary, (-2, -1)) for m in (f, l_)]
             with np.errstate(invalid="ignore", divide="ignore"):
-                boot.append(_boundary(s[1] / s[0]))
+                e_b = s[1] / s[0]
+                boot.append(_boundary(e_b))
+            boot_e.append(e_b[..., [0, -1]])
         boot_a = np.concatenate(boot)
         frac_undef = _undefined_share(boot_a)
         lo, hi = v.percentile_ci(boot_a, ci)
+        boot_ends = np.concatenate(boot_e)
+        ends = {"first": v.percentile_ci(boot_ends[:, 0], ci), "last": v.percentile_ci(boot_ends[:, 1], ci)}
     top2 = set(np.argsort(-e, kind="stable")[:2].tolist()) == {0, n_layers - 1}
     return v.frame(BOUNDARY_ENRICHMENT_COLUMNS, {
         N_: n_layers, STATISTIC: t_obs, P_VALUE: p, EFFECT: ratio, CI_LOW: lo,
@@ -543,6 +559,8 @@ def boundary_enrichment(
         MEAN_BOUNDARY: float((e[0] + e[-1]) / 2), MEAN_INTERIOR: float(e[1:-1].mean()),
         BOUNDARY_TOP2: top2, P_OPPOSITE: p_opp, BOOT_FRACTION_UNDEFINED: frac_undef, N_LAYERS: n_layers, N_HEADS: f.shape[-1],
         N_PERM: pairs.shape[0] - 1, EXACT: True, NULL_CENTER: center,
+        ENRICHMENT_FIRST_LAYER_CI_LOW: ends["first"][0], ENRICHMENT_FIRST_LAYER_CI_HIGH: ends["first"][1],
+        ENRICHMENT_LAST_LAYER_CI_LOW: ends["last"][0], ENRICHMENT_LAST_LAYER_CI_HIGH: ends["last"][1],
     })
 
 

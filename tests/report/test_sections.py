@@ -150,3 +150,31 @@ def test_write_reports_adds_the_a10_section_to_md_and_html(compressed, tmp_path)
     other = row | {"id": "B1", "multiplicity": row["multiplicity"] | {"family": "B1"}}
     out = write_reports([other], tmp_path / "r2", datasets_dir=empty)
     assert "A10" not in out["markdown"].read_text()
+
+
+def test_the_a10_takeaway_is_computed_from_the_panel_and_the_a8_verdicts():
+    import numpy as np
+
+    from hypotheses import A10_report as report_a10
+    from lie_stats.datasets import load_dataset
+
+    panel = load_dataset("panel")
+    z = panel["commutator_z_mean"].sel(family="Q", step=1)
+    mean = {c: {m: float(z.sel(projection=c, model=m).mean(skipna=True)) for m in ("minilm_l6", "gemma3_270m")}
+            for c in ("none", "adaptive", "fixed:64")}
+    flip = {"id": "A10-verdicts-A8-panel", "dataset": "panel", "verdict": "refuted", "reason": "r",
+            "params": {"compressions": ["none", "adaptive", "fixed:64"], "target_id": "A8-panel"},
+            "extra": {"verdict_none": 0.0, "verdict_adaptive": 1.0, "verdict_fixed_64": 0.0}}
+    text = report_a10.takeaway_markdown([flip], panel)
+    # the numbers come from the cube: Gemma's adaptive (k 256) and fixed:64 signal, MiniLM's
+    for m in ("minilm_l6", "gemma3_270m"):
+        assert f"{m} (d_head" in text
+        assert f"{report_a10.fmt(mean['adaptive'][m])} under adaptive vs {report_a10.fmt(mean['fixed:64'][m])}" in text
+    kept = [mean[c][m] / mean["none"][m] for c in ("adaptive", "fixed:64") for m in mean[c]]
+    assert all(0 < k < 1 for k in kept) and "mpnet (d_head" not in text  # k = 64 twice: no contrast
+    assert "A8-panel on panel: none inconclusive, adaptive supported, fixed:64 inconclusive" in text
+    same = dict(flip, extra={"verdict_none": 0.0, "verdict_adaptive": 0.0, "verdict_fixed_64": 0.0,
+                             "effect_none": 0.3, "effect_adaptive": 0.6, "effect_fixed_64": 0.5})
+    assert "A8's verdict is the same under every compression here" in report_a10.takeaway_markdown([same], panel)
+    assert report_a10.takeaway_markdown([flip], None) == ""
+    assert np.isfinite(kept).all()

@@ -126,3 +126,39 @@ def test_rows_with_a_missing_replicate_are_dropped():
     d = np.array([[1e-4, 2e-4], [np.nan, 1e-4], [0.0, -1e-4]])
     unit = iut.unit_equivalence(d, np.zeros(3), bound=B)
     assert unit["unit"].tolist() == [0, 2]
+
+
+def test_the_largest_abs_change_and_its_simultaneous_interval():
+    rng = np.random.default_rng(3)
+    d = rng.normal(0.0, 2e-4, size=(12, 2))
+    d[5] -= 0.004  # one unit moved by -0.4 %: the largest |change|, on the bound's log scale
+    res = iut.iut_equivalence(d, np.arange(12), rng.normal(0.0, 2e-4, size=24), np.repeat(np.arange(12), 2),
+                              bound=B).iloc[0]
+    mean = d.mean(axis=1)
+    assert res[iut.LARGEST_ABS_CHANGE] == pytest.approx(np.expm1(np.abs(mean).max()))
+    assert res[iut.LARGEST_ABS_CHANGE] > 0 > res[C.EFFECT]  # the effect keeps the sign, the magnitude not
+    assert res[iut.LARGEST_ABS_CI_LOW] <= res[iut.LARGEST_ABS_CHANGE] <= res[iut.LARGEST_ABS_CI_HIGH]
+    assert res[iut.LARGEST_ABS_CI_LOW] > B and res[iut.N_BEYOND] == 1  # 0.4 % is beyond 0.1 %
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_interval_lies_above_the_bound_exactly_when_some_unit_is_beyond_it(seed):
+    rng = np.random.default_rng(seed)
+    d = rng.normal(0.0, 5e-4, size=(8, 2)) + rng.choice([0.0, 0.0, 0.002, -0.003], size=(8, 1))
+    res = iut.iut_equivalence(d, np.arange(8), rng.normal(0.0, 5e-4, size=16), np.repeat(np.arange(8), 2),
+                              bound=B).iloc[0]
+    above = res[iut.LARGEST_ABS_CI_LOW] > B
+    assert above == (res[iut.N_BEYOND] > 0)
+
+
+def test_the_interval_covers_the_largest_true_change_at_its_level():
+    rng = np.random.default_rng(11)
+    mu = np.array([0.0, 5e-4, -8e-4, 2e-4, 0.0, -1e-4])  # max |mu| = 8e-4
+    target = np.expm1(np.abs(mu).max())
+    hits = 0
+    for _ in range(400):
+        d = mu[:, None] + rng.normal(0.0, 4e-4, size=(6, 2))
+        res = iut.iut_equivalence(d, np.arange(6), rng.normal(0.0, 4e-4, size=12), np.repeat(np.arange(6), 2),
+                                  bound=B, alpha=0.05).iloc[0]
+        hits += res[iut.LARGEST_ABS_CI_LOW] <= target <= res[iut.LARGEST_ABS_CI_HIGH]
+    assert hits / 400 >= 0.93  # simultaneous (Bonferroni): at least 1 - alpha, up to Monte Carlo error

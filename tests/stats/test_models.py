@@ -165,3 +165,17 @@ def test_added_terms_test_is_the_partial_f_test():
     # nothing added, or no residual degrees of freedom left: undefined
     assert np.isnan(added_terms_test(d, "y", ["a", "b"], ["a"])[1])
     assert np.isnan(added_terms_test(d.iloc[:3], "y", ["b"], ["a"])[1])
+
+
+def test_simple_slope_is_the_ols_slope_with_its_t_interval():
+    from lie_stats.stats.models import simple_slope
+
+    rng = np.random.default_rng(4)
+    d = pd.DataFrame({"x": np.arange(7.0), "y": 0.3 - 0.05 * np.arange(7.0) + 0.01 * rng.normal(size=7)})
+    d.loc[2, "y"] = np.nan  # dropped
+    fit = smf.ols("y ~ x", data=d.dropna()).fit()
+    b, lo, hi = simple_slope(d, "y", "x", ci=0.9)
+    assert b == pytest.approx(fit.params["x"])
+    np.testing.assert_allclose([lo, hi], fit.conf_int(alpha=0.1).loc["x"].to_numpy())
+    assert all(np.isnan(simple_slope(d.assign(x=1.0), "y", "x")))  # a constant predictor: no slope
+    assert all(np.isnan(simple_slope(d.iloc[:2], "y", "x")))  # two rows: no residual df

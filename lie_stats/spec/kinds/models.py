@@ -18,13 +18,14 @@ from typing import Any
 
 from ...errors import SpecError, did_you_mean
 from ...stats import columns as C
-from ...stats.models import added_terms_test, compare_models, mixed_model
+from ...stats.models import added_terms_test, compare_models, mixed_model, simple_slope
 from ..parts import check_choice, spec_error
 from ..registry import register_test
 from ..rules import Decision, decide_directional, finite
 from ..tables import MODEL_PREDICTORS, TestInput, model_table
 
-__all__ = ["AIC_MARGIN", "P_PREDICTED_ADDS", "P_RIVAL_ADDS", "RIVAL", "decide_model_comparison",
+__all__ = ["AIC_MARGIN", "P_PREDICTED_ADDS", "P_RIVAL_ADDS", "RIVAL", "PREDICTED_SLOPE",
+           "PREDICTED_SLOPE_CI_LOW", "PREDICTED_SLOPE_CI_HIGH", "decide_model_comparison",
            "decide_mixed_model", "encompassing_tests"]
 
 #: Extra result column of ``model_comparison``: AIC of the best other model minus the
@@ -38,6 +39,13 @@ P_PREDICTED_ADDS = "p_predicted_adds"
 P_RIVAL_ADDS = "p_rival_adds"
 #: Number of rival models.
 RIVAL = "n_rivals"
+#: The predicted model's slope on its predictor and its 95 % t interval, when the model has
+#: one predictor (NaN otherwise): the size of the dependence the predicted model describes.
+PREDICTED_SLOPE = "predicted_slope"
+PREDICTED_SLOPE_CI_LOW = "predicted_slope_ci_low"
+PREDICTED_SLOPE_CI_HIGH = "predicted_slope_ci_high"
+#: Level of the slope's interval.
+SLOPE_CI = 0.95
 #: Names a ``mixed_model`` formula may use besides the selection's roles.
 _FORMULA_WORDS = ("I", "np", "log", "log2", "log10", "exp", "sqrt", "center", "standardize", "scale")
 _GROUP_COLUMN = "stratum"
@@ -72,9 +80,16 @@ def _run_model_comparison(data: TestInput) -> Any:
     others = res.drop(index=pred)
     margin = float(others[C.AIC].min() - res.loc[pred, C.AIC]) if len(others) else float("nan")
     tests = encompassing_tests(table, models, pred)
+    nan = float("nan")
+    used = sorted({t for terms in models.values() for t in terms})
+    rows = table[["response", *used]].dropna()  # the rows the models are compared on
+    slope = (simple_slope(rows, "response", models[pred][0], ci=SLOPE_CI)
+             if len(models[pred]) == 1 else (nan, nan, nan))
     # the p that decides "supported": an intersection-union test over the rivals
     return res.loc[[pred]].reset_index(drop=True).assign(
-        **tests, **{C.P_VALUE: tests[P_PREDICTED_ADDS], AIC_MARGIN: margin})
+        **tests, **{C.P_VALUE: tests[P_PREDICTED_ADDS], AIC_MARGIN: margin,
+                    PREDICTED_SLOPE: slope[0], PREDICTED_SLOPE_CI_LOW: slope[1],
+                    PREDICTED_SLOPE_CI_HIGH: slope[2]})
 
 
 def decide_model_comparison(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
@@ -208,7 +223,8 @@ register_test("model_comparison", _run_model_comparison, decide_model_comparison
               description="OLS models of a per-model response (the selection averaged over "
                           "layers and heads) on model-shape predictors (MODEL_PREDICTORS), "
                           "compared by encompassing F tests (the predicted model's predictors "
-                          "beyond each rival's and the reverse; AIC reported) "
+                          "beyond each rival's and the reverse; AIC reported; the predicted "
+                          "model's slope with its 95 % t interval when it has one predictor) "
                           "(lie_stats.stats.models.added_terms_test)")
 register_test("mixed_model", _run_mixed_model, decide_mixed_model, roles=("y", "x"),
               optional_roles=("z", "w"),

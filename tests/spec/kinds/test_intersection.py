@@ -106,3 +106,26 @@ def test_cells_must_hold_the_same_runs():
     with pytest.raises(SpecError, match="cell 'cv_Q' has the runs \\['r0', 'r1'\\], another cell "
                                         "\\['r0'\\]; every cell needs the same runs"):
         evaluate_cube(_spec(sel, pool="cell"), _cube(np.zeros(2 * L), noise=2e-5))
+
+
+def _banded() -> HypothesisSpec:
+    from lie_stats.spec import Magnitude
+
+    bound = Magnitude(B, 0.0, B, scale="absolute", estimate="largest_abs_change",
+                      interval=("largest_abs_ci_low", "largest_abs_ci_high"), justification="< 0.1 %")
+    return HypothesisSpec(id="X-iut", claim="unchanged in every layer", source="s", datasets=("sim",),
+                          selection=_selection(), test="iut_equivalence",
+                          prediction=Prediction("equivalent", bound=B, magnitude=bound), gate="report")
+
+
+def test_the_magnitude_reads_the_largest_abs_change_against_the_bound():
+    tiny = evaluate_cube(_banded(), _cube(np.zeros(2 * L), noise=2e-5))
+    assert tiny.verdict == "supported" and tiny.magnitude["status"] == "within", tiny.magnitude
+    assert tiny.magnitude["interval"][1] < B  # shown below the bound, so also inside the band
+    change = np.zeros(2 * L)
+    change[3], change[8] = 0.01, -0.05  # the largest |change| is the -5 % unit
+    moved = evaluate_cube(_banded(), _cube(change, noise=2e-5))
+    assert moved.verdict == "refuted" and moved.magnitude["status"] == "outside", moved.magnitude
+    assert moved.magnitude["estimate"] == pytest.approx(np.expm1(0.05), rel=0.01)
+    assert moved.effect == pytest.approx(np.expm1(-0.05), rel=0.01)  # the signed effect of the same unit
+    assert "lies entirely above the band [0, 0.00100]" in moved.magnitude["reason"]

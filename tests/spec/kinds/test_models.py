@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lie_stats.errors import SpecError
-from lie_stats.spec import Prediction, Select
+from lie_stats.spec import Magnitude, Prediction, Select
 from tests._spec_cubes import evaluate_one, planted_spec
 
 
@@ -18,6 +18,23 @@ def test_model_comparison_prefers_the_planted_predictor(planted_root):
     assert r.verdict == "supported" and r.n == 12 and r.extra["aic_margin"] > 2
     r = evaluate_one(planted_spec(**mc, params={"models": models, "predicted": "count"}), planted_root)
     assert r.verdict == "refuted"
+
+
+@pytest.mark.parametrize("low, high, status, verdict", [
+    (-0.12, -0.04, "within", "supported"),  # the planted slope, -0.08 per doubling of d_head
+    (-0.03, -0.01, "outside", "refuted"),   # a shallower dependence than planted
+])
+def test_the_predicted_models_slope_against_a_band(planted_root, low, high, status, verdict):
+    mag = Magnitude((low + high) / 2, low, high, scale="absolute", estimate="predicted_slope",
+                    interval=("predicted_slope_ci_low", "predicted_slope_ci_high"), justification="planted")
+    r = evaluate_one(planted_spec(
+        test="model_comparison", datasets=("panel",), prediction=Prediction("preferred", magnitude=mag),
+        selection={"response": Select("abelian_fraction", family="Q", projection="none")},
+        params={"models": {"width": ["log2_d_head"], "count": ["log2_n_heads"]}, "predicted": "width"}),
+        planted_root)
+    assert r.extra["predicted_slope"] == pytest.approx(-0.08, abs=0.005)
+    assert r.extra["predicted_slope_ci_low"] < r.extra["predicted_slope"] < r.extra["predicted_slope_ci_high"]
+    assert r.magnitude["status"] == status and r.verdict == verdict, r.magnitude
 
 
 def test_mixed_model_interaction(planted_root):

@@ -145,6 +145,28 @@ def test_enrichment_profile_planted_supported_null_inconclusive(synth):
     assert null.ci_low < 1.0 < null.ci_high
 
 
+@pytest.mark.parametrize("low, high, status", [(3.0, 15.0, "within"), (76.5 / 3, 76.5 * 3, "outside")])
+def test_the_first_layers_enrichment_has_an_interval_the_magnitude_reads(synth, low, high, status):
+    from lie_stats.spec import Magnitude
+
+    mag = Magnitude((low * high) ** 0.5, low, high, estimate="enrichment_first_layer",
+                    interval=("enrichment_first_layer_ci_low", "enrichment_first_layer_ci_high"),
+                    justification="planted: the first layer's Killing-form CV grows about 7x")
+    res = evaluate_cube(_profile(BOUNDARY_GROWTH, prediction=Prediction("above", value=1.0, magnitude=mag)),
+                        synth, dataset="synth")
+    e0, lo, hi = (res.extra[k] for k in ("enrichment_first_layer", "enrichment_first_layer_ci_low",
+                                         "enrichment_first_layer_ci_high"))
+    # the planted growth (CV about 0.1 / 0.5 at the first checkpoint, 0.4 / mean |N(0.5, 0.4)| at
+    # the last, with the fixed pattern and noise: about 7x), with its own interval
+    assert 5.0 < e0 < 9.0 and lo < e0 < hi
+    assert res.extra["enrichment_last_layer_ci_low"] < res.extra["enrichment_last_layer"] \
+        < res.extra["enrichment_last_layer_ci_high"]
+    assert res.magnitude["status"] == status, res.magnitude
+    assert res.verdict == ("supported" if status == "within" else "refuted")
+    plain = evaluate_cube(_profile(BOUNDARY_GROWTH), synth, dataset="synth")
+    assert (plain.effect, plain.ci_low, plain.ci_high) == (res.effect, res.ci_low, res.ci_high)
+
+
 def test_functional_boundary_shift_planted_supported_null_inconclusive(synth):
     res = evaluate_cube(_shift(BOUNDARY_ANCHORS, params={**FAST, "layer_summary": "mean_abs"}), synth, dataset="synth")
     assert res.verdict == "supported", res.reason

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lie_stats.spec import Prediction, Select
+from lie_stats.spec import Magnitude, Prediction, Select
 from tests._spec_cubes import evaluate_one, planted_spec
 
 FAM = dict(family="Q", projection="none")
@@ -34,6 +34,15 @@ def test_trend_enrichment_crossover_and_boundary_ratio(planted_root):
                              planted_root)
     assert wrong_way.verdict == "refuted" and np.isnan(wrong_way.effect)  # no + to - change
     assert 1000 / 3000 < r.effect < 1 and r.ci_low <= r.effect <= r.ci_high <= 1  # one scale
+    # the crossover's fraction and its interval are what a magnitude band reads: the planted
+    # sign change (interpolated at about 0.37 of the last step) is inside [0.3, 0.5], not at 0.6-0.9
+    for (low, high), status in (((0.3, 0.5), "within"), ((0.6, 0.9), "outside")):
+        mag = Magnitude((low + high) / 2, low, high, scale="absolute", justification="planted")
+        banded = evaluate_one(planted_spec(**{**crossing, "prediction": Prediction("crossing", magnitude=mag)},
+                                           params={"n_boot": 200, "n_perm": 999, "from_sign": "negative"}),
+                              planted_root)
+        assert banded.magnitude["status"] == status, banded.magnitude
+        assert banded.magnitude["interval"] == [r.ci_low, r.ci_high]
     r = evaluate_one(planted_spec(test="boundary_ratio", selection={"values": Select("head_heterogeneity", **FAM)},
                                   params={"n_boot": 200}, prediction=Prediction("above", value=1.0)),
                      planted_root)
