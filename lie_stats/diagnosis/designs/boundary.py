@@ -14,9 +14,10 @@ Nulls, each the null its kind's test is exact under, drawn from the spec's own d
 
 Plants: the reference's figure written into the null data by spreading the values that
 make it (the boundary layers' head values, the boundary layers' pairs at the last
-checkpoint, one head's pairs per layer growing over the run) by the factor that gives the
-figure exactly, solved numerically; where no factor reaches it (a CV over n values is at
-most sqrt(n - 1)), :class:`~lie_stats.diagnosis.simulate.NotPlantable` says so.
+checkpoint, one head's pairs per layer from contracted at the first checkpoint to spread at
+the last) by the factor that gives the figure exactly, solved numerically; where no factor
+reaches it (a CV over n values is at most sqrt(n - 1)),
+:class:`~lie_stats.diagnosis.simulate.NotPlantable` says so.
 """
 
 from __future__ import annotations
@@ -391,8 +392,7 @@ def _plant_excess(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[
         where = f"model {m}, layer {layer}: one head's enrichment over its layer's"
         k = solve_factor(lambda ks: _excess_ratio(_spread_head(sub[0], h, 1.0 / ks, summary),
                                                   _spread_head(sub[-1], h, ks, summary), summary),
-                         ratio, where, FACTORS[FACTORS >= 1.0 - 1e-9],
-                         ceiling=_cv_ceiling(heads.size - 1, summary))
+                         ratio, where, FACTORS[FACTORS >= 1.0 - 1e-9])
         tau = np.linspace(-1.0, 1.0, steps.size)  # from 1 / k at the first checkpoint to k
         new = np.stack([_spread_head(sub[t], h, np.array([k ** tau[t]]), summary)[0]
                         for t in range(steps.size)])
