@@ -286,3 +286,29 @@ def test_relative_equivalence_holds_alpha_at_the_bound_and_detects_no_change():
     assert diag["fpr"] <= hi, diag  # at the bound; the real 5 % change would never be "supported"
     assert diag["power"] >= 0.9, diag  # se of the mean log ratio about 0.002 / sqrt(96)
     assert diag["type_s"] is None
+
+
+def test_a_plant_refused_in_any_simulation_gives_no_power(monkeypatch):
+    """Power from the simulations before a refusal would be that of a selected subset of
+    nulls: a plant refused once leaves power, coverage and type S null, with the reason."""
+    spec = correlation_spec(-0.6)
+    cube = synth_cube()
+    from lie_stats.spec import select
+
+    arrays = {role: select(sel, cube) for role, sel in spec.selection.items()}
+    real = D.design_for(spec.kind)
+    calls = []
+
+    def plant(arrays, spec, rng):
+        calls.append(1)
+        if len(calls) == 3:
+            raise D.NotPlantable("this null draw cannot carry the effect")
+        return real.plant(arrays, spec, rng)
+
+    monkeypatch.setitem(D.DESIGNS, "correlation", D.Design(
+        null=real.null, plant=plant, null_value=real.null_value, what="refuses once"))
+    diag = D.diagnose_arrays(spec, arrays, D.Settings(n_sims=5, n_perm=19, n_boot=19))
+    assert diag["fpr"] is not None
+    assert diag["power"] is None and diag["coverage"] is None and diag["type_s"] is None, diag
+    assert diag["reason"] == ("no planted effect (refused in simulation 3 of 5): this null draw "
+                              "cannot carry the effect")

@@ -190,7 +190,12 @@ def diagnose_arrays(spec: Any, arrays: Arrays, settings: Settings = Settings(), 
             try:
                 planted_arrays, planted = design.plant(null_arrays, spec, rng)
             except NotPlantable as e:
-                plant_reason = f"no planted effect: {e}"
+                # a plant refused in one simulation gives no power at all: the figures of the
+                # simulations before it would be those of a selected subset of nulls
+                plant_reason = (f"no planted effect: {e}" if not plant_verdicts else
+                                f"no planted effect (refused in simulation {i + 1} of "
+                                f"{settings.n_sims}): {e}")
+                plant_verdicts, covered, sign_errors = [], [], []
             else:
                 verdict, row = _evaluate(spec, planted_arrays, params)
                 plant_verdicts.append(verdict)
