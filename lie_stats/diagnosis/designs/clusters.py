@@ -13,8 +13,8 @@ and takes away only the effect tested:
   the room [0, 1] leaves about the value (a symmetric deviation cannot be larger), and drawn
   as a whole number of heads whose expectation is that share; planted: the same about the
   reference fraction.
-- ``trend``: each run detrended (its units' straight line in the checkpoint rank removed),
-  its residual checkpoints resampled in circular blocks (autocorrelation within blocks, the
+- ``trend``: each run detrended (each unit's best monotone fit, rising or falling, removed:
+  the component a rank correlation with step measures), its residual checkpoints resampled in circular blocks (autocorrelation within blocks, the
   same blocks for every unit of the run) and the run reversed in time with probability 1/2,
   so that each run's rank correlation with step is exactly symmetric about 0, the assumption
   of the sign-flip test over runs; planted: the reference rise, linear in the step, added.
@@ -209,32 +209,44 @@ def _block_order(n: int, rng: np.random.Generator) -> np.ndarray:
     return order[::-1] if rng.random() < 0.5 else order
 
 
-def detrend(series: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Residuals of each column of ``series`` ``[step, unit]`` about its least-squares line
-    in ``x`` (over its finite entries), and each column's mean level."""
+def increasing_fit(y: np.ndarray) -> np.ndarray:
+    """Least-squares non-decreasing fit of ``y`` (pool adjacent violators)."""
+    sums: list[float] = []
+    counts: list[int] = []
+    for v in y:
+        sums.append(float(v))
+        counts.append(1)
+        while len(sums) > 1 and sums[-2] * counts[-1] > sums[-1] * counts[-2]:
+            s, c = sums.pop(), counts.pop()
+            sums[-1] += s
+            counts[-1] += c
+    return np.repeat(np.array(sums) / np.array(counts), counts)
+
+
+def detrend(series: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Residuals of each column of ``series`` ``[step, unit]`` (steps in order) about its
+    best monotone fit, rising or falling, whichever fits better (over its finite entries),
+    and each column's mean level: what no monotone trend explains."""
     resid = np.full_like(series, np.nan)
     level = np.full(series.shape[1], np.nan)
     for u in range(series.shape[1]):
         ok = np.isfinite(series[:, u])
         if not ok.any():
             continue
-        y, t = series[ok, u], x[ok]
+        y = series[ok, u]
+        fits = (increasing_fit(y), -increasing_fit(-y))
+        fit = min(fits, key=lambda f: float(((y - f) ** 2).sum()))
         level[u] = y.mean()
-        tc = t - t.mean()
-        slope = float(tc @ (y - level[u]) / (tc @ tc)) if ok.sum() > 1 and tc @ tc > 0 else 0.0
-        resid[ok, u] = y - level[u] - slope * tc
+        resid[ok, u] = y - fit
     return resid, level
 
 
 def _null_trend(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
-    from scipy.stats import rankdata
-
-    da = arrays["values"]
+    da = arrays["values"].sortby(schema.STEP)
     arranged, runs = _runs(da)
-    rank = rankdata(arranged[schema.STEP].values)
     out = np.full_like(runs, np.nan)
     for r in range(runs.shape[0]):
-        resid, level = detrend(runs[r], rank)
+        resid, level = detrend(runs[r])
         order = _block_order(runs.shape[1], rng)
         moved = resid[order]
         moved = np.where(np.isfinite(moved), moved, 0.0) + level[None, :]
@@ -362,7 +374,7 @@ DESIGNS = {
              "number of heads with that expectation; planted: the same at the reference share"),
     "trend": Design(
         null=_null_trend, plant=_plant_trend, null_value=prediction_value,
-        what="null: each run's units detrended (line in checkpoint rank), residual checkpoints "
+        what="null: each run's units detrended (best monotone fit removed), residual checkpoints "
              "resampled in circular blocks and reversed in time with probability 1/2; planted: "
              "the reference rise (last - first), linear in step, added (its own correlation "
              "with step: 1); with fewer than 6 runs the sign-flip test cannot reach alpha / 2 "
