@@ -138,7 +138,10 @@ def test_head_mean_diagnosis_holds_alpha_and_finds_the_magnitude_reference(monke
     values = heads(layered(np.random.default_rng(3), 0.6, 0.1, 0.1))
     spec = spec_of("head_mean", Prediction("above", value=0.0, magnitude=FINAL),
                    reference={"last": 0.2})
-    diag = diagnosed(monkeypatch, spec, {"values": values}, settings(80),
+    # simulation seed 1: seed 0 gives 5 of 80 null sims supported against a limit of 6, a
+    # thin margin by chance (400 sims of seed 5 give 0.0225; the flipped clusters make the
+    # sign-flip test exact here)
+    diag = diagnosed(monkeypatch, spec, {"values": values}, settings(80, seed=1),
                      power=0.95)  # 0.2 against a cluster-mean se about 0.025
     # the percentile interval is too narrow with 18 clusters (the kind's docstring says so)
     assert diag["coverage"] >= 0.6 and diag["type_s"] == 0.0, diag
