@@ -14,10 +14,14 @@ and takes away only the effect tested:
   as a whole number of heads whose expectation is that share; planted: the same about the
   reference fraction.
 - ``trend``: each run detrended (each unit's best monotone fit, rising or falling, removed:
-  the component a rank correlation with step measures), its residual checkpoints resampled in circular blocks (autocorrelation within blocks, the
-  same blocks for every unit of the run) and the run reversed in time with probability 1/2,
-  so that each run's rank correlation with step is exactly symmetric about 0, the assumption
-  of the sign-flip test over runs; planted: the reference rise, linear in the step, added.
+  the component a rank correlation with step measures), its residual checkpoints resampled
+  in circular blocks (autocorrelation within blocks, the same blocks for every unit of the
+  run) and the run reversed in time with probability 1/2, so that each run's rank
+  correlation with step is exactly symmetric about 0, the assumption of the sign-flip test
+  over runs; planted: the reference rise, linear in the step, added. The monotone fit also
+  absorbs part of a wandering (strongly autocorrelated) series, so the null's noise is, if
+  anything, smaller than the real one and the power on the optimistic side; a straight line
+  would instead leave a saturating rise's curvature in the null as noise.
 - ``depth_crossover``: the layer order of each model permuted once and kept at every
   checkpoint (layers keep their trajectories and heads, the depth gradient is gone at every
   checkpoint); planted: a depth gradient of the declared early sign that reverses at the
