@@ -89,12 +89,19 @@ def test_correlation_diagnosis_holds_alpha_and_detects_a_large_planted_rho():
 
 
 def test_a_kind_without_a_simulator_says_so():
-    spec = HypothesisSpec(id="T1", claim="c", source="s", datasets=("synth",),
-                          selection={"values": Select("abelian_fraction", step="all", family="Q",
-                                                      projection="none")},
-                          test="trend", prediction=Prediction("positive"), gate="report")
-    diag = D.diagnose_arrays(spec, {}, D.Settings(n_sims=3))
-    assert diag["reason"] == "no simulator for kind trend"
+    from lie_stats.spec import register_test, unregister_test
+    from lie_stats.spec.rules import decide_one_sided
+
+    register_test("diag_no_design", lambda data: None, decide_one_sided, roles=("values",))
+    try:
+        spec = HypothesisSpec(id="T1", claim="c", source="s", datasets=("synth",),
+                              selection={"values": Select("abelian_fraction", step="all", family="Q",
+                                                          projection="none")},
+                              test="diag_no_design", prediction=Prediction("positive"), gate="report")
+        diag = D.diagnose_arrays(spec, {}, D.Settings(n_sims=3))
+    finally:
+        unregister_test("diag_no_design")
+    assert diag["reason"] == "no simulator for kind diag_no_design"
     assert diag["fpr"] is None and diag["power"] is None and diag["n_sims"] == 3
 
 
@@ -257,12 +264,14 @@ def test_a_kind_brings_its_own_design_through_the_registry():
     own = D.Design(null=lambda arrays, spec, rng: arrays, plant=None, null_value=lambda r, s: 0.0,
                    what="identity")
     register_test("diag_demo_kind", lambda data: None, decide_directional, roles=("x",), design=own)
+    register_test("diag_no_design", lambda data: None, decide_directional, roles=("x",))
     try:
         assert D.design_for(get_kind("diag_demo_kind")) is own
+        assert D.design_for(get_kind("diag_no_design")) is None
     finally:
         unregister_test("diag_demo_kind")
+        unregister_test("diag_no_design")
     assert D.design_for(get_kind("correlation")) is D.DESIGNS["correlation"]
-    assert D.design_for(get_kind("trend")) is None
 
 
 def test_relative_equivalence_holds_alpha_at_the_bound_and_detects_no_change():
