@@ -221,7 +221,8 @@ def diagnose_arrays(spec: Any, arrays: Arrays, settings: Settings = Settings(), 
         if missing:
             why = {"coverage": "no planted simulation gave a finite interval",
                    "type_s": (f"no planted simulation had p < alpha ({alpha})" if design.sign else
-                              "type S is undefined for an equivalence prediction")}
+                              "type S is undefined: this kind's estimate has no sign to get wrong "
+                              "(an equivalence, a location, a code range)")}
             out["reason"] = "; ".join(why[m] for m in missing)
     out["n_perm"], out["n_boot"] = settings.n_perm, settings.n_boot
     out["design"] = design.what
