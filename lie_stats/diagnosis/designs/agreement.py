@@ -148,8 +148,7 @@ def _simulate(real: Arrays, spec: Any, seed: int, removed: int | None) -> _Simul
 
 
 def _null_disagree(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
-    n = len(compression_arrays(arrays))
-    removed = int(rng.integers(n))
+    removed = int(rng.integers(1 + max(_split(role)[1] for role in arrays)))
     return _simulate(arrays, spec, int(rng.integers(2 ** 63)), removed=removed)
 
 

@@ -2,11 +2,13 @@
 ``mixed_model`` (a within-layer slope).
 
 ``model_comparison``: the null gives each run the response the best-fitting rival model
-predicts plus that fit's residuals resampled across runs, so the predicted model's
-predictors explain nothing beyond that rival's (the F test's null); the planted effect adds
-the predicted predictor's slope that the reference's two named models fix (A8: abelian
-fraction 0.083 at pythia-70m's d_head 64, 0 at pythia-1b's 256). A run's response is moved
-by shifting all its layers and heads by one constant, so each run keeps its own layer
+predicts plus that fit's residuals resampled across runs (leverage-adjusted, permuted with
+random signs), so the predicted model's predictors explain nothing beyond that rival's (the
+F test's null) while the runs keep the real residual spread; the planted effect adds the
+predicted predictor's slope that the reference's two named models fix (A8: abelian fraction
+0.083 at pythia-70m's d_head 64, 0 at pythia-1b's 256: -0.0415 per doubling of d_head). A
+reference without such figures (A9's shared ratio 0.125) plants nothing. A run's response is
+moved by shifting all its layers and heads by one constant, so each run keeps its own layer
 profile.
 
 ``mixed_model``: the term's predictor permuted over heads within layers (the layer means of
@@ -278,11 +280,12 @@ def _plant_mixed_model(arrays: Arrays, spec: Any, rng: np.random.Generator) -> t
     if _term_role(spec) != "x" or term != "x":
         raise NotPlantable(f"a slope is planted for the term 'x' only (the spec tests {term!r})")
     ref = spec.reference
-    value = next((float(ref[k]) for k in ("slope", "rho", "r") if isinstance(ref.get(k), (int, float))
-                  and not isinstance(ref.get(k), bool) and math.isfinite(ref[k])), None)
-    if value is None:
+    key = next((k for k in ("slope", "rho", "r") if isinstance(ref.get(k), (int, float))
+                and not isinstance(ref.get(k), bool) and math.isfinite(ref[k])), None)
+    if key is None:
         raise NotPlantable(f"the reference {dict(ref)!r} gives no within-layer slope or rho to plant")
-    if "slope" in ref and isinstance(ref["slope"], (int, float)):
+    value = float(ref[key])
+    if key == "slope":
         slope = value
     else:
         if not -1 < value < 1:
