@@ -20,7 +20,7 @@ from scipy import stats as sps
 from lie_stats import diagnosis as D
 from lie_stats.diagnosis.designs import agreement as AG
 from lie_stats.diagnosis.designs import models as M
-from lie_stats.spec import HypothesisSpec, Prediction, Select, compression_agreement, select
+from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select, compression_agreement, select
 
 from ..calibration._design import layered_pair
 from ..calibration._design_cal_models import panel_template
@@ -48,14 +48,19 @@ SWEEP = {"w16": (16, 4, 64), "w32": (32, 4, 128), "w64": (64, 4, 256), "h8": (16
          "h16": (16, 16, 256)}
 SWEEP_MODELS = {"width": ["log2_d_head"], "count": ["log2_n_heads"], "d_model": ["log2_d_model"]}
 A8_REFERENCE = {"pythia-70m": 0.083, "pythia-1b": 0.0}
+#: A8's declared slope per doubling of d_head: 0.083 at d_head 64, 0 at 256.
+A8_SLOPE = Magnitude(reference=-0.0415, low=-0.1245, high=-0.0138, scale="absolute",
+                     estimate="predicted_slope",
+                     interval=("predicted_slope_ci_low", "predicted_slope_ci_high"),
+                     justification="the two models' figures, x/÷3")
 
 
-def comparison_spec(reference=A8_REFERENCE, models=SWEEP_MODELS) -> HypothesisSpec:
+def comparison_spec(reference=A8_REFERENCE, models=SWEEP_MODELS, magnitude=A8_SLOPE) -> HypothesisSpec:
     return HypothesisSpec(
         id="T-mc", claim="c", source="s", datasets=("sim",), test="model_comparison",
         selection={"response": Select("abelian_fraction", step="last", family="Q", projection="none")},
-        params={"models": models, "predicted": "width"}, prediction=Prediction("preferred"),
-        reference=reference, gate="report")
+        params={"models": models, "predicted": "width"},
+        prediction=Prediction("preferred", magnitude=magnitude), reference=reference, gate="report")
 
 
 def sweep_arrays(run_means: dict[str, float], rng: np.random.Generator, n_layers: int = 4) -> dict:
@@ -108,17 +113,23 @@ def test_rival_null_response_is_the_rival_fit_plus_its_residuals_resampled():
     np.testing.assert_allclose(np.sort(np.abs(drawn)), np.sort(np.abs(adjusted)), atol=1e-12)
 
 
-def test_reference_slope_of_a8_is_fixed_by_pythia_70m_and_1b():
+def test_reference_slope_is_the_declared_magnitude_else_two_models_of_the_selection():
     spec = comparison_spec()
     table = M._table(sweep_arrays({m: 0.5 for m in SWEEP}, np.random.default_rng(0)), spec)
-    slope, names = M.reference_slope(spec, table, "log2_d_head")
-    assert slope == pytest.approx(-0.083 / 2) and names == ["pythia-70m", "pythia-1b"]
-    # the two models share d_head / d_model (0.125): no effect of the ratio to plant
+    assert M.reference_slope(spec, table, "log2_d_head") == (pytest.approx(-0.0415), [])
+    # without a magnitude: the slope through two models of the selection (w16 at d_head 16,
+    # w64 at 64: 0.3 -> 0.1 over two doublings)
+    named = comparison_spec(reference={"w16": 0.3, "w64": 0.1}, magnitude=None)
+    slope, names = M.reference_slope(named, table, "log2_d_head")
+    assert slope == pytest.approx(-0.1) and names == ["w16", "w64"]
+    # w16 and w32 share d_head / d_model (0.25): no effect of the ratio to plant
+    shared = comparison_spec(reference={"w16": 0.3, "w32": 0.1}, magnitude=None)
     with pytest.raises(D.NotPlantable, match="share d_head_over_d_model"):
-        M.reference_slope(spec, table, "d_head_over_d_model")
-    a9 = comparison_spec(reference={"ratio_70m_1b": 0.125})
-    with pytest.raises(D.NotPlantable, match="no response of two named models"):
-        M.reference_slope(a9, table, "log2_d_head")
+        M.reference_slope(shared, table, "d_head_over_d_model")
+    # models the selection does not hold give no shape, hence no slope (A9's reference)
+    for reference in (A8_REFERENCE, {"ratio_70m_1b": 0.125}):
+        with pytest.raises(D.NotPlantable, match="gives an effect size"):
+            M.reference_slope(comparison_spec(reference=reference, magnitude=None), table, "log2_d_head")
 
 
 def test_model_comparison_null_holds_alpha_against_a_strong_width_effect():
@@ -148,7 +159,7 @@ def test_model_comparison_finds_the_a8_slope_over_small_noise():
 
 
 def test_model_comparison_without_an_effect_size_gives_fpr_only():
-    spec = comparison_spec(reference={"ratio_70m_1b": 0.125},
+    spec = comparison_spec(reference={"ratio_70m_1b": 0.125}, magnitude=None,
                            models={"width": ["log2_d_head"], "ratio": ["d_head_over_d_model"]})
     arrays = sweep_arrays({m: 0.5 + 0.01 * i for i, m in enumerate(SWEEP)}, np.random.default_rng(5))
     diag = D.diagnose_arrays(spec, arrays, D.Settings(n_sims=3))

@@ -5,9 +5,9 @@
 predicts plus that fit's residuals resampled across runs (leverage-adjusted, permuted with
 random signs), so the predicted model's predictors explain nothing beyond that rival's (the
 F test's null) while the runs keep the real residual spread; the planted effect adds the
-predicted predictor's slope that the reference's two named models fix (A8: abelian fraction
-0.083 at pythia-70m's d_head 64, 0 at pythia-1b's 256: -0.0415 per doubling of d_head). A
-reference without such figures (A9's shared ratio 0.125) plants nothing. A run's response is
+slope the declaration states for the predicted model's one predictor (its magnitude on
+``predicted_slope``), or else the slope through the reference's figures of two models the
+selection holds. A declaration without either plants nothing, with the reason. A run's response is
 moved by shifting all its layers and heads by one constant, so each run keeps its own layer
 profile.
 
@@ -28,20 +28,8 @@ import numpy as np
 from ..simulate import (Arrays, Design, NotPlantable, aligned_xy, layer_slices, permute_heads,
                         prediction_value, zero_or_null_center)
 
-__all__ = ["REFERENCE_SHAPES", "DESIGNS", "shift_run_means", "rival_null_response",
+__all__ = ["DESIGNS", "shift_run_means", "rival_null_response",
            "reference_slope", "add_within_slope"]
-
-#: Shapes of the models a reference may name by name (Biderman et al. 2023, Table 1; as in
-#: datasets/pythia/README.md), for a reference figure given per model rather than per shape.
-REFERENCE_SHAPES: dict[str, dict[str, float]] = {
-    "pythia-70m": {"n_layers": 6, "n_heads": 8, "d_head": 64, "d_model": 512},
-    "pythia-160m": {"n_layers": 12, "n_heads": 12, "d_head": 64, "d_model": 768},
-    "pythia-410m": {"n_layers": 24, "n_heads": 16, "d_head": 64, "d_model": 1024},
-    "pythia-1b": {"n_layers": 16, "n_heads": 8, "d_head": 256, "d_model": 2048},
-    "pythia-1.4b": {"n_layers": 24, "n_heads": 16, "d_head": 128, "d_model": 2048},
-    "pythia-2.8b": {"n_layers": 32, "n_heads": 32, "d_head": 80, "d_model": 2560},
-}
-
 
 # ----------------------------------------------------------------------------- model_comparison
 
@@ -152,27 +140,32 @@ def _predictor_of(shape: Mapping[str, float], name: str) -> float:
 
 
 def _shape_of(model: str, table: Any) -> Mapping[str, float] | None:
-    """The shape of a model the reference names: from the selection's runs when it holds
-    that model, else :data:`REFERENCE_SHAPES`."""
+    """The shape of a model the reference names, when the selection's runs hold that model."""
     if model in table.index:
         return {c: float(table.loc[model, c]) for c in table.columns if c != "response"}
-    return REFERENCE_SHAPES.get(model)
+    return None
 
 
 def reference_slope(spec: Any, table: Any, predictor: str) -> tuple[float, list[str]]:
-    """The slope of the response on ``predictor`` that the reference's per-model figures fix
-    (two named models with known shapes and different values of ``predictor``).
+    """The slope of the response on ``predictor`` to plant: the declared magnitude's
+    reference when the prediction states one on the slope of the predicted model's predictor
+    (``Magnitude(estimate="predicted_slope")``), else the slope fixed by the reference's
+    figures of two named models of the selection with different values of ``predictor``.
 
-    Raises NotPlantable when the reference names fewer than two models of known shape, or
-    when they share the predictor's value (then it gives no effect of that predictor).
+    Raises NotPlantable when neither gives a slope.
     """
+    mag = spec.prediction.magnitude
+    if mag is not None and getattr(mag, "estimate", None) == "predicted_slope" and math.isfinite(
+            float(mag.reference)):
+        return float(mag.reference), []
     named = {k: float(v) for k, v in spec.reference.items()
              if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
              and _shape_of(str(k), table) is not None}
     if len(named) < 2:
         raise NotPlantable(
-            f"the reference {dict(spec.reference)!r} gives no response of two named models of known "
-            f"shape, so no effect size of {predictor!r}")
+            f"neither a declared magnitude on the predicted model's slope nor the reference "
+            f"{dict(spec.reference)!r} (figures of two models of the selection) gives an effect "
+            f"size of {predictor!r}")
     points = sorted(((_predictor_of(_shape_of(k, table), predictor), v, k) for k, v in named.items()))
     xs = np.array([p[0] for p in points])
     if np.ptp(xs) == 0:
@@ -220,8 +213,9 @@ _MODEL_COMPARISON = Design(
     what="null: each run's response (its layers shifted together) set to the best-fitting rival "
          "model's fit plus that fit's leverage-adjusted residuals permuted across runs with "
          "random signs; "
-         "planted: the predicted predictor's slope fixed by the reference's two named models "
-         "added (effect: the predicted model's R^2, no interval)")
+         "planted: the slope the declaration states for the predicted model's predictor (its "
+         "magnitude's reference, else the slope through the reference's figures of two models "
+         "of the selection) added (effect: the predicted model's R^2, no interval)")
 
 
 # ----------------------------------------------------------------------------- mixed_model
