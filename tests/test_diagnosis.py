@@ -321,3 +321,19 @@ def test_a_plant_refused_in_any_simulation_gives_no_power(monkeypatch):
     assert diag["power"] is None and diag["coverage"] is None and diag["type_s"] is None, diag
     assert diag["reason"] == ("no planted effect (refused in simulation 3 of 5): this null draw "
                               "cannot carry the effect")
+
+
+def test_a_kind_that_runs_other_kinds_is_fingerprinted_with_all_of_them(monkeypatch):
+    """A cached verdict_agreement diagnosis must go stale when its target's design or rule
+    changes: its fingerprint covers every kind, statistic and design module."""
+    import importlib
+    import inspect
+
+    before = D.code_fingerprint("verdict_agreement")
+    correlation = D.code_fingerprint("correlation")
+    enrichment = importlib.import_module("lie_stats.diagnosis.designs.enrichment")
+    source = inspect.getsource(enrichment)
+    monkeypatch.setattr(inspect, "getsource", lambda m, _real=inspect.getsource: (
+        source + "\n# changed" if m is enrichment else _real(m)))
+    assert D.code_fingerprint("verdict_agreement") != before
+    assert D.code_fingerprint("correlation") == correlation  # a kind that runs only its own

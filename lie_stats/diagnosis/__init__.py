@@ -147,8 +147,17 @@ def _share(flags: list[bool]) -> float | None:
     return float(np.mean(flags)) if flags else None
 
 
-def _reduced(params: dict[str, Any], settings: Settings) -> dict[str, Any]:
+def _reduced(params: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
+    """``params`` with ``n_perm`` and ``n_boot`` capped by ``settings``, also inside a nested
+    mapping of parameters (another kind's, e.g. ``target_params``).
+
+    >>> _reduced({"n_perm": 9999, "target_params": {"n_boot": 2000, "ci": 0.95}}, Settings())
+    {'n_perm': 199, 'target_params': {'n_boot': 199, 'ci': 0.95}}
+    """
     out = dict(params)
+    for key, value in out.items():
+        if isinstance(value, Mapping) and ({"n_perm", "n_boot"} & set(value)):
+            out[key] = _reduced(value, settings)
     for key, cap in (("n_perm", settings.n_perm), ("n_boot", settings.n_boot)):
         if isinstance(out.get(key), int) and out[key] > cap:
             out[key] = cap
@@ -339,6 +348,15 @@ def code_fingerprint(test: str) -> str:
     if design is not None:
         names.update(f.__module__ for f in (design.null, design.plant, design.null_value)
                      if f is not None and f.__module__.startswith("lie_stats"))
+        if design.runs_other_kinds:  # any kind's rule, statistics or design may run inside
+            import pkgutil
+
+            from .. import stats
+            from ..spec import kinds
+            from . import designs
+
+            for package in (kinds, stats, designs):
+                names.update(f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__))
     for value in vars(module(kind.fn.__module__)).values():
         name = getattr(value, "__module__", None) or ""
         if callable(value) and name.startswith("lie_stats.stats"):

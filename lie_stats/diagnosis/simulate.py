@@ -47,6 +47,9 @@ class Design:
     sign : bool
         Whether a significant estimate has a sign to get wrong (type S); not for
         equivalence, whose "significant" means "within the bound".
+    runs_other_kinds : bool
+        Whether the simulation runs other kinds' designs and rules (a kind over another
+        kind's verdicts): its cached diagnoses then depend on every kind and design.
     """
 
     null: Callable[[Arrays, Any, np.random.Generator], Arrays]
@@ -54,6 +57,8 @@ class Design:
     null_value: Callable[[Mapping[str, float], Any], float]
     what: str
     sign: bool = True
+    runs_other_kinds: bool = False
+
 
 # ----------------------------------------------------------------------------- array helpers
 

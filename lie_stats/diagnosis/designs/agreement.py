@@ -161,6 +161,7 @@ def _plant_agree(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[A
 DESIGNS = {
     "verdict_agreement": Design(
         null=_null_disagree, plant=_plant_agree, null_value=zero_or_null_center, sign=False,
+        runs_other_kinds=True,
         what="null: the target's own design plants its reference effect under every compression "
              "but one, drawn at random, which keeps the target's null (the compressions "
              "disagree); planted: the effect under every compression (they agree); paired draws "
