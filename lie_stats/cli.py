@@ -135,13 +135,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("diagnose", help="each hypothesis's false-positive rate, power, coverage and "
                        "type-S rate on data simulated from its own cube (cached beside the modules)")
-    g.add_argument("paths", nargs="*", default=["hypotheses"], metavar="PATH")
-    g.add_argument("--datasets", default="datasets", metavar="DIR", help="Default: datasets")
+    g.add_argument("paths", nargs="*", metavar="PATH",
+                   help="hypothesis modules or folders. Default: " + _WHERE.format("hypotheses"))
+    g.add_argument("--datasets", default=None, metavar="DIR", help="Default: " + _WHERE.format("datasets"))
     g.add_argument("--only", type=_csv, default=None, metavar="NAME[,NAME]",
                    help="diagnose only on these datasets. Default: each spec's own")
     g.add_argument("--n-sims", type=int, default=200, help="simulations per result (each under the "
                    "null and with the effect planted). Default: 200")
     g.add_argument("--seed", type=int, default=0, help="Default: 0")
+    g.add_argument("--jobs", type=int, default=1, help="results diagnosed at once, each in its own "
+                   "process (the figures do not depend on it). Default: 1")
 
     k = sub.add_parser("kinds", help="the registry of test kinds: roles, parameters, directions, "
                        "decision rule")
@@ -364,7 +367,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     bar = tqdm(total=total, unit="sim", file=sys.stderr) if tqdm is not None else None
     try:
         done = diagnose_declarations(decls, datasets_dir=args.datasets, settings=settings,
-                                     datasets=args.only, progress=bar)
+                                     datasets=args.only, progress=bar, jobs=args.jobs)
     finally:
         if bar is not None:
             bar.close()
@@ -386,7 +389,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.datasets = bundled("datasets")
     if getattr(args, "hypotheses", "") is None:
         args.hypotheses = bundled("hypotheses")
-    if args.verb in ("run", "export") and not args.paths:
+    if args.verb in ("run", "export", "diagnose") and not args.paths:
         args.paths = [bundled("hypotheses")]
     try:
         return _COMMANDS[args.verb](args)

@@ -337,3 +337,32 @@ def test_a_kind_that_runs_other_kinds_is_fingerprinted_with_all_of_them(monkeypa
         source + "\n# changed" if m is enrichment else _real(m)))
     assert D.code_fingerprint("verdict_agreement") != before
     assert D.code_fingerprint("correlation") == correlation  # a kind that runs only its own
+
+
+def test_jobs_give_the_same_figures_and_order_as_one_process(root, tmp_path):
+    """Results diagnosed in worker processes: the same figures (every simulation draws from
+    its own seed), in the declarations' order, written to the same cache."""
+    import sys
+
+    hyp = tmp_path / "hyp_jobs"
+    hyp.mkdir()
+    for i, rho in enumerate((-0.5, -0.3, -0.1)):
+        (hyp / f"diag_jobs{i}.py").write_text(
+            "from lie_stats.spec import HypothesisSpec, Prediction, Select\n"
+            f"J{i} = HypothesisSpec(id='J{i}', claim='c', source='s', datasets=('synth',),\n"
+            "    selection={'x': Select('head_contribution', step='first'),\n"
+            "               'y': Select('change_from_init')},\n"
+            "    test='correlation', params={'n_perm': 99, 'n_boot': 50},\n"
+            f"    prediction=Prediction('negative'), reference={{'rho': {rho}}}, gate='report')\n",
+            encoding="utf-8")
+        sys.modules.pop(f"diag_jobs{i}", None)
+    decls = collect([hyp], datasets_dir=root, dirs=None).declarations
+    settings = D.Settings(n_sims=4, n_perm=19, n_boot=19)
+    serial = D.diagnose_declarations(decls, datasets_dir=root, settings=settings)
+    (hyp / D.DIAGNOSIS_FILE).unlink()
+    parallel = D.diagnose_declarations(decls, datasets_dir=root, settings=settings, jobs=2)
+    assert [d.key for d in parallel] == [d.key for d in serial] == ["J0::synth", "J1::synth", "J2::synth"]
+    assert [d.diagnosis for d in parallel] == [d.diagnosis for d in serial]
+    assert sorted(D.read_cache(hyp / D.DIAGNOSIS_FILE)) == ["J0::synth", "J1::synth", "J2::synth"]
+    with pytest.raises(LieStatsError, match="jobs must be a positive integer"):
+        D.diagnose_declarations(decls, datasets_dir=root, settings=settings, jobs=0)

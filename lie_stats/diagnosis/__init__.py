@@ -408,17 +408,32 @@ class _Work:
     entries: dict[str, Any] = field(default_factory=dict)
 
 
+def _diagnose_timed(spec: Any, dataset: str, datasets_dir: str | os.PathLike,
+                    settings: Settings) -> tuple[dict[str, Any], float]:
+    """:func:`diagnose_spec` and its seconds (the task of a worker process)."""
+    import time
+
+    start = time.perf_counter()
+    diag = diagnose_spec(spec, dataset, datasets_dir, settings)
+    return diag, time.perf_counter() - start
+
+
 def diagnose_declarations(declarations: Iterable[Any], *, datasets_dir: str | os.PathLike = "datasets",
                           settings: Settings = Settings(), datasets: Sequence[str] | None = None,
-                          progress: Any = None) -> list[Diagnosed]:
+                          progress: Any = None, jobs: int = 1) -> list[Diagnosed]:
     """Diagnose collected declarations (:func:`lie_stats.collect.collect`) on their datasets,
     reusing valid cache entries and writing each cache file after every new diagnosis (so
     an interrupted run keeps what it finished).
 
     ``progress``: an object with ``update(n)`` and ``total`` (a tqdm bar), or None.
+    ``jobs``: results diagnosed at once, each in a worker process (forked, so kinds
+    registered in this process are known there); the figures do not depend on it, since
+    every simulation draws from its own seed. Rows come back in the declarations' order.
     """
     import time
 
+    if not isinstance(jobs, int) or jobs < 1:
+        raise LieStatsError(f"diagnose: jobs must be a positive integer, got {jobs!r}.")
     work: list[_Work] = []
     for decl in declarations:
         if decl.out_of_scope:
@@ -427,34 +442,56 @@ def diagnose_declarations(declarations: Iterable[Any], *, datasets_dir: str | os
             if datasets is None or ds in datasets:
                 work.append(_Work(decl.obj, ds, Path(decl.path).parent / DIAGNOSIS_FILE))
     caches = {w.cache: dict(read_cache(w.cache)) for w in work}
-    done = []
-    for w in work:
+    done: dict[int, Diagnosed] = {}
+    todo: list[tuple[int, _Work, dict[str, str] | None, str]] = []
+    for i, w in enumerate(work):
         key = f"{w.spec.id}::{w.dataset}"
         entries = caches[w.cache]
         cubes = cube_hashes(w.dataset, datasets_dir)
         code = code_fingerprint(w.spec.test)
         if _entry_valid(entries.get(key), w.spec.spec_hash(), cubes, settings, code):
-            done.append(Diagnosed(key, dict(entries[key]["diagnosis"]), True, 0.0, w.spec.test))
+            done[i] = Diagnosed(key, dict(entries[key]["diagnosis"]), True, 0.0, w.spec.test)
             if progress is not None:
                 progress.update(settings.n_sims)
-            continue
-        start = time.perf_counter()
-        counted = [0]
+        else:
+            todo.append((i, w, cubes, code))
 
-        def tick(n: int) -> None:
-            counted[0] += n
-            if progress is not None:
-                progress.update(n)
-
-        diag = diagnose_spec(w.spec, w.dataset, datasets_dir, settings, progress=tick)
-        if progress is not None and counted[0] < settings.n_sims:
-            progress.update(settings.n_sims - counted[0])
-        seconds = time.perf_counter() - start
+    def record(i: int, w: _Work, cubes: Any, code: str, diag: Mapping[str, Any], seconds: float) -> None:
+        key = f"{w.spec.id}::{w.dataset}"
+        entries = caches[w.cache]
         entries[key] = {"spec_hash": w.spec.spec_hash(), "cubes": cubes, "code": code,
                         "settings": settings.record(), "diagnosis": _finite(diag)}
         write_cache(w.cache, entries)
-        done.append(Diagnosed(key, entries[key]["diagnosis"], False, seconds, w.spec.test))
-    return done
+        done[i] = Diagnosed(key, entries[key]["diagnosis"], False, seconds, w.spec.test)
+
+    if jobs == 1 or len(todo) <= 1:
+        for i, w, cubes, code in todo:
+            start = time.perf_counter()
+            counted = [0]
+
+            def tick(n: int) -> None:
+                counted[0] += n
+                if progress is not None:
+                    progress.update(n)
+
+            diag = diagnose_spec(w.spec, w.dataset, datasets_dir, settings, progress=tick)
+            if progress is not None and counted[0] < settings.n_sims:
+                progress.update(settings.n_sims - counted[0])
+            record(i, w, cubes, code, diag, time.perf_counter() - start)
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = {pool.submit(_diagnose_timed, w.spec, w.dataset, datasets_dir, settings):
+                       (i, w, cubes, code) for i, w, cubes, code in todo}
+            for future in as_completed(futures):
+                i, w, cubes, code = futures[future]
+                diag, seconds = future.result()
+                record(i, w, cubes, code, diag, seconds)
+                if progress is not None:
+                    progress.update(settings.n_sims)
+    return [done[i] for i in sorted(done)]
 
 
 def _finite(diag: Mapping[str, Any]) -> dict[str, Any]:
