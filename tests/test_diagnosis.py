@@ -366,3 +366,23 @@ def test_jobs_give_the_same_figures_and_order_as_one_process(root, tmp_path):
     assert sorted(D.read_cache(hyp / D.DIAGNOSIS_FILE)) == ["J0::synth", "J1::synth", "J2::synth"]
     with pytest.raises(LieStatsError, match="jobs must be a positive integer"):
         D.diagnose_declarations(decls, datasets_dir=root, settings=settings, jobs=0)
+
+
+def test_a_simulation_is_decided_with_the_declared_magnitude_as_the_main_analysis_is():
+    """Power is the share of planted simulations the main analysis would call supported: a
+    supported direction whose interval lies outside the declared band counts as refuted,
+    except on a dataset the band excludes (not_on)."""
+    from lie_stats.spec import Magnitude, select
+
+    small = Magnitude(reference=-0.03, low=-0.04, high=-0.02, scale="absolute",
+                      justification="a band the planted rho -0.6 lies far outside",
+                      not_on={"elsewhere": "not comparable there"})
+    spec = HypothesisSpec(**planted_fields(reference={"rho": -0.6}, datasets=("synth", "elsewhere"),
+                                           prediction=Prediction("negative", magnitude=small)))
+    cube = synth_cube()
+    arrays = {role: select(sel, cube) for role, sel in spec.selection.items()}
+    settings = D.Settings(n_sims=10, n_perm=99, n_boot=49)
+    outside = D.diagnose_arrays(spec, arrays, settings, dataset="synth")
+    assert outside["power"] == 0.0 and outside["refuted_planted"] >= 0.9, outside
+    excluded = D.diagnose_arrays(spec, arrays, settings, dataset="elsewhere")
+    assert excluded["power"] >= 0.9, excluded  # the direction alone decides there

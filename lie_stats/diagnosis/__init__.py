@@ -127,9 +127,14 @@ def empty_diagnosis(reason: str, settings: Settings | None = None) -> dict[str, 
             "seed": settings.seed if settings else None, "reason": reason}
 
 
-def _evaluate(spec: Any, arrays: Arrays, params: dict[str, Any]) -> tuple[str, dict[str, float]]:
-    """Verdict and result row of the spec's kind on ``arrays`` (as the main analysis runs it)."""
+def _evaluate(spec: Any, arrays: Arrays, params: dict[str, Any],
+              dataset: str = "") -> tuple[str, dict[str, float]]:
+    """Verdict and result row of the spec on ``arrays`` as the main analysis decides it: the
+    kind's rule on the direction, then the declared magnitude on ``dataset``
+    (:func:`lie_stats.spec.magnitude.combine`: a supported direction whose interval lies
+    outside the band is refuted)."""
     from ..spec import Decision, TestInput
+    from ..spec.magnitude import assess_magnitude, combine
 
     kind = spec.kind
     data = TestInput(arrays=arrays, params=params, prediction=spec.prediction,
@@ -138,8 +143,9 @@ def _evaluate(spec: Any, arrays: Arrays, params: dict[str, Any]) -> tuple[str, d
         row = kind.run(data)
     except StatsInputError:
         return "inconclusive", {}
-    verdict, _ = kind.decide(row, Decision(spec.prediction, float(params["alpha"]),
-                                           dict(spec.reference), params))
+    verdict, reason = kind.decide(row, Decision(spec.prediction, float(params["alpha"]),
+                                                dict(spec.reference), params))
+    verdict, _ = combine(verdict, reason, assess_magnitude(spec.prediction.magnitude, row, dataset))
     return verdict, row
 
 
@@ -165,8 +171,14 @@ def _reduced(params: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
 
 
 def diagnose_arrays(spec: Any, arrays: Arrays, settings: Settings = Settings(), *,
-                    progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Diagnose ``spec`` on its selected ``arrays`` (one array per role).
+                    progress: Callable[[int], None] | None = None,
+                    dataset: str = "") -> dict[str, Any]:
+    """Diagnose ``spec`` on its selected ``arrays`` (one array per role) of ``dataset`` (the
+    name the declared magnitude's exclusions, ``not_on``, are read for).
+
+    A simulation's verdict is the main analysis's: the kind's rule, then the declared
+    magnitude band, so that a supported direction whose estimate lies outside the band
+    counts as refuted, under the null and with the effect planted alike.
 
     Simulation ``i`` draws its data with ``numpy.random.default_rng([seed, i])`` and runs
     the test with resampling seed ``seed + i`` (so the simulations' Monte Carlo errors are
@@ -193,7 +205,7 @@ def diagnose_arrays(spec: Any, arrays: Arrays, settings: Settings = Settings(), 
             null_arrays = design.null(arrays, spec, rng)
         except NotPlantable as e:
             return empty_diagnosis(f"no null simulation for these data: {e}", settings)
-        verdict, _ = _evaluate(spec, null_arrays, params)
+        verdict, _ = _evaluate(spec, null_arrays, params, dataset)
         null_verdicts.append(verdict)
         if not plant_reason:
             try:
@@ -206,7 +218,7 @@ def diagnose_arrays(spec: Any, arrays: Arrays, settings: Settings = Settings(), 
                                 f"{settings.n_sims}): {e}")
                 plant_verdicts, covered, sign_errors = [], [], []
             else:
-                verdict, row = _evaluate(spec, planted_arrays, params)
+                verdict, row = _evaluate(spec, planted_arrays, params, dataset)
                 plant_verdicts.append(verdict)
                 lo, hi = row.get(C.CI_LOW, math.nan), row.get(C.CI_HIGH, math.nan)
                 if math.isfinite(lo) and math.isfinite(hi):
@@ -260,7 +272,7 @@ def diagnose_spec(spec: Any, dataset: str, datasets_dir: str | os.PathLike = "da
     except Skip as e:
         return empty_diagnosis(f"skipped: {e}", settings)
     try:
-        return diagnose_arrays(spec, arrays, settings, progress=progress)
+        return diagnose_arrays(spec, arrays, settings, progress=progress, dataset=dataset)
     except SpecError as e:
         return empty_diagnosis(f"the kind rejects its selection: {e}", settings)
 
