@@ -17,7 +17,8 @@ consequences; each is a set of specs below, each of which can fail.
    the comparison is exact vs adaptive only. A7 is not included: its module was not
    committed when this one was declared.
 2. **Equivalence of the null-calibrated per-layer metrics** (``A10-eq-*``): paired TOST
-   (test ``tost_paired``, layers as the paired units) of ``abelian_fraction`` (§4.2) and
+   (test ``tost_paired``; since 2026-12-04 with the run as the unit, ``unit='run'``: each
+   model's mean layer difference is one unit, df = runs - 1) of ``abelian_fraction`` (§4.2) and
    ``commutator_z_mean`` (§4.6) between each pair of compressions, trained weights (last
    checkpoint), family Q (the essay's), every family in the specification curve.
    Bounds, declared before any data were seen:
@@ -91,12 +92,17 @@ BOUNDS = {"abelian_fraction": 0.025, "abelian_fraction_tau": 0.025, "commutator_
 # ------------------------------------------------------------------ 1. verdict agreement
 
 
+_TARGET_RUNS = ("Changed 2026-12-04: the target's declared test now takes the run as the unit of "
+                "resampling (strata='model'); this comparison runs it as declared.")
+
+
 def _agree(target: HypothesisSpec, **kw) -> HypothesisSpec:
     return compression_agreement(
         target, id=f"A10-verdicts-{target.id}", claim=f"{CLAIM}: the verdict of {target.id}",
         source=GEOMETRY, gate="pinned",
         notes=f"{target.id}'s declared test under none / adaptive / fixed:64, on the units every "
-              f"compression has.", **kw)
+              f"compression has." + (f" {_TARGET_RUNS}" if target.params.get("strata") == "model" else ""),
+        **kw)
 
 
 A10_verdicts_A3 = _agree(_a3.A3)
@@ -113,6 +119,11 @@ A10_verdicts_A9_panel = _agree(_a9.A9_panel)
 
 # ------------------------------------------------------------------ 2, 3. equivalence (TOST)
 
+RUNS = ("Changed 2026-12-04: the run is the unit of resampling (params unit='run': the layer "
+        "differences averaged within each model, one unit per run, df = runs - 1: 1 on "
+        "pico_pythia's two runs, models - 1 on the panel), so the interval holds the between-run "
+        "variance; was the (model, layer) pairs as units, df = pairs - 1.")
+
 _SHORT = {"abelian_fraction": "af", "abelian_fraction_tau": "tau", "commutator_z_mean": "zmean",
           "none": "none", "adaptive": "adaptive", "fixed:64": "fixed64"}
 
@@ -125,8 +136,9 @@ def _tost(prefix: str, metric: str, a: str, b: str, *, step: str, dataset: str,
         claim=f"{CLAIM}: {metric} equal under {a} and {b}", source=GEOMETRY, datasets=(dataset,),
         selection={"a": Select(metric, step=step, family="Q", projection=a, models=models),
                    "b": Select(metric, step=step, family="Q", projection=b, models=models)},
-        test="tost_paired", prediction=Prediction("equivalent", bound=BOUNDS[metric]),
-        reference=REFERENCE, gate="pinned", choices={"family": FAMILIES}, notes=notes,
+        test="tost_paired", params={"unit": "run"},
+        prediction=Prediction("equivalent", bound=BOUNDS[metric]),
+        reference=REFERENCE, gate="pinned", choices={"family": FAMILIES}, notes=f"{notes}. {RUNS}",
     )
 
 

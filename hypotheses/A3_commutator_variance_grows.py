@@ -2,7 +2,8 @@
 
 Test design (CLAIMS.md A3, made stricter): the layer enrichment last/first of
 ``commutator_raw_var`` (METRICS.md §4.1, §6.1) as a ratio of means over (model, layer)
-pairs, with a cluster-bootstrap interval over layers; supported when the whole interval lies
+pairs, with a cluster-bootstrap interval over runs (since 2026-12-04, strata='model': runs
+resampled, then layers within them; the swap test swaps whole runs); supported when the whole interval lies
 above 1 (direction on any trained run) and overlaps the essay's 500x within x/÷3 (the
 magnitude, lie_stats.spec.magnitude; not tested on the panel, whose first checkpoint is a
 random twin).
@@ -39,19 +40,23 @@ CHANGED = ("Changed 2026-12-02: the prediction carries the essay's 500x as a mag
            "is refuted. On the panel the magnitude is not tested (the first checkpoint is a "
            "random twin), and the panel's two 4-bit MiniLM copies no longer enter selections "
            "without models= (they are noise-floor controls, not further models).")
+RUNS = ("Changed 2026-12-04: the run is the unit of resampling (strata='model': the swap test "
+        "swaps first and last of whole runs, the bootstrap resamples runs, then layers within "
+        "them), so the interval holds the between-run variance; was layers pooled across runs. "
+        "On pico_pythia (two trained runs) the swap test's smallest p is 1/4.")
 
 A3 = HypothesisSpec(
     id="A3", claim=CLAIM, source=GEOMETRY,
     datasets=("pico_pythia", "panel"),
     selection={"first": Select("commutator_raw_var", step="first", family="Q", projection="none"),
                "last": Select("commutator_raw_var", step="last", family="Q", projection="none")},
-    test="enrichment",
+    test="enrichment", params={"strata": "model"},
     prediction=Prediction("above", value=1.0, magnitude=_magnitude({"panel": RANDOM_TWIN})),
     reference={"ratio": 500.0, "model": "pythia-410m", "checkpoints": 6},
     gate="pinned",
     choices={"family": FAMILIES, "projection": PROJECTIONS},
     notes="Primary: family Q, exact operators, every run of the dataset pooled (layers as "
-          "clusters). panel: trained weights against a seeded random-init twin. " + CHANGED,
+          "clusters). panel: trained weights against a seeded random-init twin. " + CHANGED + " " + RUNS,
 )
 
 A3_normalized = HypothesisSpec(
@@ -59,14 +64,14 @@ A3_normalized = HypothesisSpec(
     datasets=("pico_pythia", "panel"),
     selection={"first": Select("commutator_var", step="first", family="Q", projection="none"),
                "last": Select("commutator_var", step="last", family="Q", projection="none")},
-    test="enrichment",
+    test="enrichment", params={"strata": "model"},
     prediction=Prediction("above", value=1.0, magnitude=_magnitude({"panel": RANDOM_TWIN})),
     reference={"ratio": 500.0, "model": "pythia-410m", "checkpoints": 6},
     gate="pinned",
     choices={"family": FAMILIES, "projection": PROJECTIONS},
     notes="The scale-free variant: variance of the normalized commutator c (METRICS.md §3.2); "
           "the raw variance's ratio also moves with the near-zero scale of the init weights, "
-          "this one does not. " + CHANGED,
+          "this one does not. " + CHANGED + " " + RUNS,
 )
 
 A3_runs = HypothesisSpec(

@@ -1,7 +1,8 @@
 """A5: the Killing eigenvalue spread nearly triples during pretraining.
 
 Test design (CLAIMS.md A5): layer enrichment last/first of ``killing_eig_spread``
-(METRICS.md §4.3, §6.1) with a cluster-bootstrap interval; supported when the interval lies
+(METRICS.md §4.3, §6.1) with a cluster-bootstrap interval over runs (strata='model', since
+2026-12-04); supported when the interval lies
 above 1 and overlaps the essay's x3 read as [2, 4.5] (the magnitude; not tested on the
 panel, whose first checkpoint is a random twin).
 """
@@ -23,11 +24,15 @@ A5 = HypothesisSpec(
     datasets=("pico_pythia", "panel", "pythia"),
     selection={"first": Select("killing_eig_spread", step="first", family="Q", projection="none"),
                "last": Select("killing_eig_spread", step="last", family="Q", projection="none")},
-    test="enrichment", prediction=Prediction("above", value=1.0, magnitude=TRIPLES),
+    test="enrichment", params={"strata": "model"},
+    prediction=Prediction("above", value=1.0, magnitude=TRIPLES),
     reference={"ratio": 3.0, "model": "pythia-410m"}, gate="pinned",
     choices={"family": FAMILIES, "projection": PROJECTIONS},
     notes="Changed 2026-12-02: the prediction carries the essay's x3 as a magnitude band [2, 4.5], "
           "tested beside the direction (a supported direction with the interval outside the band is "
           "refuted); not tested on the panel (random-twin first checkpoint), whose two 4-bit MiniLM "
-          "copies no longer enter the selection (noise-floor controls).",
+          "copies no longer enter the selection (noise-floor controls). "
+          "Changed 2026-12-04: the run is the unit of resampling (strata='model': the swap test "
+          "swaps first and last of whole runs, the bootstrap resamples runs, then layers within "
+          "them), so the interval holds the between-run variance; was layers pooled across runs.",
 )

@@ -10,7 +10,9 @@ metrics"), made precise:
   units and either direction of change compare, and a ratio of them is unit-free.
 * **Ratio.** ``R = mean pretraining change / mean post-training change`` over the same
   units (the 12 layers of both seeds, each parent paired with its own fine-tune).
-* **Interval.** Stratified cluster bootstrap: layers resampled with replacement within each
+* **Interval.** Since 2026-12-04 Fieller's interval with the run as the unit (``unit='run'``:
+  each run's summed changes are one cluster, df = runs - 1). Before: Fieller over layers
+  within runs; at first, a stratified cluster bootstrap: layers resampled with replacement within each
   seed, numerator and denominator from the same resampled layers (the pairing kept); 90 %
   percentile interval (the TOST reading at alpha 0.05).
 * **Verdict (magnitude, not just direction).** Supported when the interval lies inside
@@ -60,7 +62,11 @@ NOTES = ("Pretraining: p96_s0/p96_s1 steps 0 -> 512; post-training: their Bible 
          "the first three kinds; computation, parameters, data and verdicts are unchanged. "
          "Changed 2026-12-02: the prediction carries the same decade band as a magnitude "
          "(lie_stats.spec.magnitude), so every A7 result reports its magnitude; A7-direction, the "
-         "weak reading, is now supported only when its interval also overlaps [50, 5,000].")
+         "weak reading, is now supported only when its interval also overlaps [50, 5,000]. "
+         "Changed 2026-12-04: the run is the unit of resampling (params unit='run': each run's "
+         "summed pretraining and post-training change is one cluster of Fieller's test, df = "
+         "runs - 1 = 1), so the interval holds the between-run variance; was layers as clusters "
+         "within runs (variance within runs only). With two seeds the interval is wide.")
 
 
 def _four(metric: str, **dims: str) -> dict[str, Select]:
@@ -74,7 +80,7 @@ def _spec(metric: str) -> HypothesisSpec:
     return HypothesisSpec(
         id=f"A7-{metric}", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_pair",),
         selection=_four(metric, family="Q", projection="none"), test="ratio_of_changes",
-        params={"ci": 0.90}, prediction=BAND, reference=REFERENCE, gate="pinned",
+        params={"ci": 0.90, "unit": "run"}, prediction=BAND, reference=REFERENCE, gate="pinned",
         choices={"family": FAMILIES, "projection": PROJECTIONS}, notes=NOTES,
     )
 
@@ -87,7 +93,7 @@ A7_commutator_raw_var = _spec("commutator_raw_var")
 A7_direction = HypothesisSpec(
     id="A7-direction", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_pair",),
     selection=_four("killing_cv", family="Q", projection="none"), test="ratio_of_changes",
-    params={"ci": 0.95}, prediction=Prediction("above", value=1.0, magnitude=DECADE), reference=REFERENCE,
+    params={"ci": 0.95, "unit": "run"}, prediction=Prediction("above", value=1.0, magnitude=DECADE), reference=REFERENCE,
     gate="pinned", choices={"family": FAMILIES, "projection": PROJECTIONS},
     notes="The weak reading: pretraining changes the Killing summary more than post-training. " + NOTES,
 )
@@ -96,7 +102,7 @@ A7_params = HypothesisSpec(
     id="A7-params", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_pair",),
     selection={"pre_last": Select("param_delta_layer", step="last", models=P96),
                "post_last": Select("param_delta_layer", step="last", models=FT)},
-    test="ratio_of_changes", params={"ci": 0.90}, prediction=BAND, reference=REFERENCE,
+    test="ratio_of_changes", params={"ci": 0.90, "unit": "run"}, prediction=BAND, reference=REFERENCE,
     gate="pinned", notes="Relative Frobenius change of every per-layer parameter category "
                          "(METRICS.md §6.4) since each run's first checkpoint. " + NOTES,
 )

@@ -157,6 +157,13 @@ class HypothesisSpec:
         """The test's default parameters overridden by the declared ones."""
         return {**self.kind.params, **self.params}
 
+    def hashed_params(self) -> dict[str, Any]:
+        """The resolved parameters the hash covers: all of them, except the defaults of
+        parameters the kind added after declarations of it were pinned
+        (``TestKind.hashed_when_declared``) when this spec does not declare them."""
+        late = self.kind.hashed_when_declared
+        return {k: v for k, v in self.resolved_params().items() if k not in late or k in self.params}
+
     def declaration(self) -> dict[str, Any]:
         """What the pre-registration hash covers, as JSON-ready values.
 
@@ -171,7 +178,7 @@ class HypothesisSpec:
             "datasets": list(self.datasets),
             "selection": {k: v.declaration() for k, v in sorted(self.selection.items())},
             "test": self.test,
-            "params": jsonable(self.resolved_params()),
+            "params": jsonable(self.hashed_params()),
             "prediction": self.prediction.declaration(),
             "reference": jsonable(self.reference),
             "gate": self.gate,

@@ -44,6 +44,7 @@ __all__ = [
     "all_roles",
     "SHARED_ENUMS",
     "RESAMPLING",
+    "UNITS",
     "frame_row",
     "describe_kind",
 ]
@@ -56,6 +57,10 @@ ValidateFn = Callable[[Any, Mapping[str, Any]], None]
 SHARED_ENUMS: Mapping[str, tuple[str, ...]] = {
     "strata": STRATA, "method": METHODS, "alternative": ALTERNATIVES,
 }
+#: What a kind with a ``unit`` parameter treats as its independent unit: the layer (layers
+#: as clusters within runs: the variance within runs) or the run (the cube's model: the
+#: variance between runs, df = runs - 1).
+UNITS: tuple[str, ...] = ("layer", "run")
 #: Resampling parameters and defaults of the permutation / bootstrap kinds.
 RESAMPLING: Mapping[str, Any] = {"n_perm": 9999, "n_boot": 2000, "ci": 0.95, "strata": "layer"}
 
@@ -103,6 +108,11 @@ class TestKind:
     rule : str
         The decision rule in one sentence (default: the first paragraph of ``decide``'s
         docstring).
+    hashed_when_declared : tuple of str
+        Parameters added to the kind after declarations of it were pinned: their default is
+        left out of the pre-registration hash of a spec that does not declare them, so those
+        declarations keep their hashes (a spec that declares one, even at its default, hashes
+        it).
     design : object, optional
         How ``lie-stats diagnose`` simulates this kind's data under the null and with the
         reference effect planted (a :class:`lie_stats.diagnosis.Design`); without one, the
@@ -126,6 +136,7 @@ class TestKind:
     description: str = ""
     rule: str = ""
     design: Any = None
+    hashed_when_declared: tuple[str, ...] = ()
 
     def accepts_role(self, role: str) -> bool:
         """Whether a selection may use ``role``."""
@@ -173,6 +184,7 @@ def register_test(
     description: str = "",
     rule: str = "",
     design: Any = None,
+    hashed_when_declared: Sequence[str] = (),
 ) -> TestKind:
     """Add a test kind to the registry (see :class:`TestKind` for the fields).
 
@@ -202,12 +214,16 @@ def register_test(
         if key not in params:
             raise SpecError(f"register_test({name!r}): enum {key!r} is not one of its parameters "
                             f"({', '.join(params)}).")
+    for key in hashed_when_declared:
+        if key not in params:
+            raise SpecError(f"register_test({name!r}): hashed_when_declared {key!r} is not one of its "
+                            f"parameters ({', '.join(params)}).")
     kind = TestKind(name=name, fn=fn, decide=decide, roles=tuple(roles), params=params,
                     directions=tuple(directions), optional_roles=tuple(optional_roles),
                     role_pattern=role_pattern, enums=enums, reference=tuple(reference),
                     required_params=tuple(required_params), validate=validate,
                     description=description, rule=rule or _first_paragraph(decide.__doc__),
-                    design=design)
+                    design=design, hashed_when_declared=tuple(hashed_when_declared))
     _REGISTRY[name] = kind
     return kind
 

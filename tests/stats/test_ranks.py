@@ -224,3 +224,31 @@ def test_delta_order_p_is_the_largest_pairwise_p():
     assert res["p_reversed"] == pytest.approx(
         min(1.0, 9 * ranks.pairwise_p(shares, second, first).min()), rel=1e-12)
     assert res["p_value"] == res["p_order"]
+
+
+def test_ratio_with_runs_as_clusters_is_a_t_test_over_run_totals():
+    """Runs as the clusters (each run's summed change one cluster, one stratum): the test is
+    the one-sample t of the run totals ``pre_r - r0 post_r`` on runs - 1 df, and planted
+    between-run variance widens the interval that layers within runs leave narrow."""
+    rng = np.random.default_rng(11)
+    n_runs, n_layers = 3, 12
+    run_effect = np.array([0.4, 1.0, 2.5])  # between-run variance, shared by a run's layers
+    pre = np.repeat(run_effect, n_layers) * rng.lognormal(0, 0.05, n_runs * n_layers)
+    post = np.full(n_runs * n_layers, 0.01) * rng.lognormal(0, 0.05, n_runs * n_layers)
+    run = np.repeat(np.arange(n_runs), n_layers)
+    by_run = ratio_of_changes(pre, post, clusters=run, ci=0.9, reference=(50.0, np.inf))
+    by_layer = ratio_of_changes(pre, post, strata=run, clusters=np.tile(np.arange(n_layers), n_runs),
+                                ci=0.9, reference=(50.0, np.inf))
+    assert by_run["n"].iloc[0] == n_runs and by_run["df"].iloc[0] == n_runs - 1
+    assert by_layer["df"].iloc[0] == n_runs * n_layers - n_runs
+    pre_r, post_r = np.bincount(run, weights=pre), np.bincount(run, weights=post)
+    # scipy.stats.ttest_1samp(pre_r - 50 post_r, 0, alternative="greater").pvalue
+    ref = scipy.stats.ttest_1samp(pre_r - 50.0 * post_r, 0.0, alternative="greater").pvalue
+    assert by_run["p_below"].iloc[0] == pytest.approx(ref, rel=1e-10)
+    # the interval's limits are where that t test reaches (1 - ci) / 2 = 0.05
+    for limit, alt in ((by_run["ci_low"].iloc[0], "greater"), (by_run["ci_high"].iloc[0], "less")):
+        p = scipy.stats.ttest_1samp(pre_r - limit * post_r, 0.0, alternative=alt).pvalue
+        assert p == pytest.approx(0.05, rel=1e-8)
+    width = lambda r: r["ci_high"].iloc[0] - r["ci_low"].iloc[0]  # noqa: E731
+    assert width(by_run) > 10 * width(by_layer)
+    assert by_run["effect"].iloc[0] == pytest.approx(by_layer["effect"].iloc[0], rel=1e-12)

@@ -21,10 +21,11 @@ import numpy as np
 import pandas as pd
 
 from ... import schema
+from ...errors import SpecError
 from ...stats import columns as C
 from ...stats.correlation import within_correlation
 from ...stats.equivalence import rank_z_factor, tost_correlation, tost_paired, tost_relative
-from ..registry import RESAMPLING, register_test
+from ..registry import RESAMPLING, UNITS, register_test
 from ..rules import Decision, decide_equivalence, finite
 from ..tables import TestInput, columns_of
 
@@ -130,10 +131,28 @@ def _run_tost_relative(data: TestInput) -> Any:
 
 def _run_tost_paired(data: TestInput) -> Any:
     table = data.table("a", "b")
+    if data.params["unit"] == "run":
+        return _tost_paired_by_run(data, table)
     clusters = _head_clusters(table)
     row = tost_paired(table["a"].to_numpy(float), table["b"].to_numpy(float),
                       bound=_bound(data), alpha=data.params["alpha"], clusters=clusters)
     return _with_clusters(row, clusters)
+
+
+def _tost_paired_by_run(data: TestInput, table: pd.DataFrame) -> pd.DataFrame:
+    """``tost_paired`` with the run (the cube's model) as the unit: the complete pairs'
+    values averaged within (model, layer), then the differences averaged within each model
+    (one unit per run, df = runs - 1)."""
+    keep = table[["a", "b"]].notna().all(axis=1)
+    table = table[keep]
+    if schema.MODEL not in table.columns:
+        raise SpecError("tost_paired: unit 'run' needs a selection with the model dimension.")
+    cols = [c for c in (schema.MODEL, schema.LAYER) if c in table.columns]
+    layers = table.groupby(cols, sort=True)[["a", "b"]].mean().reset_index()
+    runs = pd.factorize(layers[schema.MODEL])[0]
+    row = tost_paired(layers["a"].to_numpy(float), layers["b"].to_numpy(float),
+                      bound=_bound(data), alpha=data.params["alpha"], clusters=runs)
+    return row.assign(**{N_CLUSTERS: int(runs.max()) + 1 if runs.size else 0})
 
 
 register_test("correlation_equivalence", _run_correlation_equivalence, decide_tost,
@@ -147,7 +166,11 @@ register_test("tost_relative", _run_tost_relative, decide_tost, roles=("base", "
               description="paired TOST on log values, relative bound; per-head pairs averaged "
                           "within layers (lie_stats.stats.tost_relative)")
 register_test("tost_paired", _run_tost_paired, decide_tost, roles=("a", "b"),
-              params={"bound": None}, directions=("equivalent",),
+              params={"bound": None, "unit": "layer"}, enums={"unit": UNITS},
+              hashed_when_declared=("unit",), directions=("equivalent",),
               description="paired TOST that mean(b - a) lies within ±bound (absolute; units "
                           "aligned by model and layer, e.g. one metric under two compressions; "
-                          "per-head pairs averaged within layers; lie_stats.stats.tost_paired)")
+                          "per-head pairs averaged within layers); unit 'layer': the (model, "
+                          "layer) pairs are the units (df = pairs - 1); unit 'run': the layer "
+                          "differences averaged within each model, one unit per run (df = runs - "
+                          "1) (lie_stats.stats.tost_paired)")

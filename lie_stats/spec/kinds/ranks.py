@@ -22,7 +22,7 @@ from ...stats import columns as C
 from ...stats.ranks import (BOOT_SHARE, N_CATEGORIES, N_SHOWN_LARGER, N_SHOWN_SMALLER, ORDER_HOLDS, P_ABOVE,
                             P_BELOW, P_ORDER, P_REVERSED, delta_order, delta_rank, ratio_of_changes)
 from ..parts import Prediction
-from ..registry import register_test
+from ..registry import UNITS, register_test
 from ..rules import Decision, finite
 from ..tables import DELTA_ROLES, TestInput, delta_inputs, model_matrix
 
@@ -159,6 +159,11 @@ def _run_ratio_of_changes(data: TestInput) -> Any:
     clusters = np.tile(layer, n_models)
     pre, post = pre.reshape(-1), post.reshape(-1)
     ok = np.isfinite(pre) & np.isfinite(post)
+    if p["unit"] == "run":
+        # each run's summed change is one cluster, one stratum: the variance is between runs
+        # (df = runs - 1)
+        return ratio_of_changes(pre[ok], post[ok], strata=None, clusters=strata[ok], ci=p["ci"],
+                                reference=ratio_band(data.prediction))
     return ratio_of_changes(pre[ok], post[ok], strata=strata[ok], clusters=clusters[ok], ci=p["ci"],
                             reference=ratio_band(data.prediction))
 
@@ -218,8 +223,11 @@ register_test("delta_order", _run_delta_order, decide_delta_order, roles=DELTA_R
                           "lie_stats.stats.ranks.delta_order)")
 register_test("ratio_of_changes", _run_ratio_of_changes, decide_ratio_of_changes, roles=("pre_last", "post_last"),
               optional_roles=("pre_first", "post_first"),
-              params={"ci": 0.95}, directions=("above", "below", "equivalent"),
+              params={"ci": 0.95, "unit": "layer"}, enums={"unit": UNITS},
+              hashed_when_declared=("unit",), directions=("above", "below", "equivalent"),
               description="mean change of pre over mean change of post, paired by unit (|log(last / "
-                          "first)| when the firsts are selected), Fieller's t tests and interval "
-                          "over layers within runs, one-sided level (1 - ci) / 2 "
+                          "first)| when the firsts are selected), Fieller's t tests and interval, "
+                          "one-sided level (1 - ci) / 2; unit 'layer': layers as clusters within "
+                          "runs (variance within runs, df = layers - runs); unit 'run': each run's "
+                          "summed change one cluster (variance between runs, df = runs - 1) "
                           "(lie_stats.stats.ranks.ratio_of_changes)")
