@@ -5,18 +5,22 @@ base = the fine-tune's step 0 (the parent's last checkpoint), tuned = its last c
 the relative Frobenius change of each parameter category (GPT-NeoX has eleven, as the essay's
 count: embedding, attention Q, K, V, O, MLP in, MLP out, the pre-attention, pre-MLP and final
 norms, unembedding; biases with their layer's category; the fused QKV tensor split by the
-adapter). The bootstrap resamples the 12 layers with replacement (the same layers for every
-category) and recomputes each per-layer category's pooled change; per-model categories
-(embedding, final norm, unembedding) keep their value (lie_stats.stats.ranks).
+adapter). Per-layer categories are compared over the 12 layers by one-sided t tests
+(lie_stats.stats.ranks); per-model categories (embedding, final norm, unembedding) enter with
+their one value. A bootstrap over layers is reported beside the tests, and does not decide
+(with 12 layers a percentile interval of a rank covers too little).
 
-* ``A2``: the rank of ``attn_q`` (1 = changed most). Supported when the 95 % bootstrap
-  interval of the rank lies entirely above 6, i.e. in the lower half of the eleven (Q among
-  the least moved categories, as the essay's 8th); refuted when it lies entirely below 6
-  (Q among the most moved); inconclusive otherwise. The essay's 8 is reported beside it.
+* ``A2``: the rank of ``attn_q`` (1 = changed most), declared "above 6" (Q in the lower half
+  of the eleven, as the essay's 8th). Supported when at least 6 categories are shown to have
+  changed more than Q (one-sided tests over layers, Holm at 2.5 % each way: the rank is shown
+  above 6); refuted when enough are shown to have changed less that the rank is shown at or
+  below 6; inconclusive otherwise. The essay's 8 is reported beside it.
 * ``A2-order``: "embeddings change the most, then MLP, then output projections": the
-  embedding ranks first, MLP in and out next (in either order), attention O fourth.
-  Supported when that holds on the full data and in >= 95 % of the bootstrap resamples;
-  refuted when it fails and holds in <= 5 %; inconclusive otherwise.
+  embedding ranks first, MLP in and out next (in either order), attention O fourth. Every
+  adjacent pair of the order is tested over layers at 5 %: supported when every pair is shown
+  in its order (an intersection-union test), refuted when some pair is shown reversed
+  (Bonferroni over the pairs), inconclusive otherwise; the bootstrap share of resamples in
+  which the whole order holds is reported, not used.
 
 Each fine-tuned seed is one choice of the specification curve. No Pythia variant: Pythia has
 no post-trained twin (datasets/pythia/README.md).
