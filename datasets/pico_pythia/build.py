@@ -649,7 +649,9 @@ def write_reports(summaries: list[dict], curves: Path, card: Path | None, log) -
     trained = [s for s in summaries if not s.get("alias_of")]
     if not trained:
         return
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    has_ft = any(s.get("parent") for s in trained)  # a suite without fine-tunes gets one panel
+    fig, axes = plt.subplots(1, 2 if has_ft else 1, figsize=(12 if has_ft else 7, 4.5), squeeze=False)
+    axes = list(axes[0])
     for s in trained:
         df = pd.read_csv(curves / f"{s['model']}.csv")
         ax = axes[1] if s.get("parent") else axes[0]
@@ -660,7 +662,8 @@ def write_reports(summaries: list[dict], curves: Path, card: Path | None, log) -
         ax.axhline(s["unigram_val_loss"], color=line.get_color(), ls=":", lw=0.8)
     axes[0].set_title("pretraining (Austen + Shakespeare): train (line), held-out (dots), unigram (dotted)",
                       fontsize=8)
-    axes[1].set_title("post-training on the World English Bible: held-out WEB loss", fontsize=8)
+    if has_ft:
+        axes[1].set_title("post-training on the World English Bible: held-out WEB loss", fontsize=8)
     for ax in axes:
         ax.set_xlabel("step")
         ax.set_ylabel("cross-entropy (nats/token)")
