@@ -94,6 +94,27 @@ A8 = HypothesisSpec(
     notes=SWEEP_NOTES + CHANGED,
 )
 
+#: The head-shape sweep (datasets/pico_shapes): Llama-style models with an explicit head_dim,
+#: d_head, n_heads and d_model varied independently (7 cells x 2 seeds, every cell with 4 or 8
+#: heads, so more than one head pair per layer).
+SHAPES = tuple(f"dh{dh}_h{h}_d{d}_s{s}" for s in (0, 1)
+               for dh, h, d in ((16, 4, 64), (32, 4, 64), (32, 4, 128), (32, 8, 64), (32, 8, 256),
+                                (64, 8, 64), (128, 4, 256)))
+
+A8_shapes = HypothesisSpec(
+    id="A8-shapes", claim=CLAIM, source=GEOMETRY, datasets=("pico_shapes",),
+    selection={"response": Select("abelian_fraction", step="last", family="Q", projection="none",
+                                  models=SHAPES)},
+    test="model_comparison", params={"models": SWEEP_MODELS, "predicted": "width"},
+    prediction=Prediction("preferred"), reference=REFERENCE, gate="pinned",
+    choices={"projection": PROJECTIONS[:2]},
+    notes=("Changed 2026-12-04: declared on pico_shapes before its cube existed. The head-shape "
+           "sweep the sweep's notes ask for: d_head 16-128, n_heads 4 and 8, d_model 64-256, the "
+           "three far from collinear (largest correlation of their log2 0.47, condition number "
+           "1.69, datasets/pico_shapes/README.md), each cell in two seeds (14 runs, one row "
+           "each). Width against count and against d_model, as on the sweep."),
+)
+
 A8_panel = HypothesisSpec(
     id="A8-panel", claim=CLAIM, source=GEOMETRY, datasets=("panel",),
     selection={"response": Select("abelian_fraction", step="last", family="Q", projection="none",

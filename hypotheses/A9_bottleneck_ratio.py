@@ -15,7 +15,7 @@ from lie_stats.spec import HypothesisSpec, OutOfScope, Prediction, Select
 
 from ._common import GEOMETRY
 
-from .A8_head_width_not_count import PANEL
+from .A8_head_width_not_count import PANEL, SHAPES
 
 CLAIM = ("The bottleneck ratio d_head/d_model does not explain the Abelian fraction "
          "(pythia-1b and 70m share 0.125 and differ in it)")
@@ -41,4 +41,18 @@ A9_panel = HypothesisSpec(
                                   models=PANEL)},
     test="model_comparison", params={"models": MODELS, "predicted": "width"},
     prediction=Prediction("preferred"), reference={"ratio_70m_1b": 0.125}, gate="pinned",
+)
+
+A9_shapes = HypothesisSpec(
+    id="A9-shapes", claim=CLAIM, source=GEOMETRY, datasets=("pico_shapes",),
+    selection={"response": Select("abelian_fraction", step="last", family="Q", projection="none",
+                                  models=SHAPES)},
+    test="model_comparison", params={"models": MODELS, "predicted": "width"},
+    prediction=Prediction("preferred"), reference={"ratio_70m_1b": 0.125}, gate="pinned",
+    choices={"projection": ("none", "adaptive")},
+    notes=("Changed 2026-12-04: declared on pico_shapes before its cube existed. There d_head / "
+           "d_model takes 1/8, 1/4, 1/2 and 1 and is not the head count (Llama-style models with "
+           "an explicit head_dim; correlation of log2 ratio with log2 n_heads 0.09, with log2 "
+           "d_head 0.51; datasets/pico_shapes/README.md), so width and the ratio can be told "
+           "apart; the comparison is the panel's (width vs the ratio), 14 runs (7 cells x 2 seeds)."),
 )

@@ -90,6 +90,8 @@ class RunConfig:
     eval_batch: int = 16
     log_every: int = 10
     n_between: int = 7  # checkpoints evenly spaced after the last power of two
+    max_pow2: int = 512  # the last power-of-two checkpoint (then ``n_between`` evenly spaced)
+    ckpt_base: int = 2  # the log part of the grid: 0, 1, base, base^2, ... up to max_pow2
     data_seed: int = DATA_SEED
     chunk_chars: int = corpus.CHUNK_CHARS
     val_every: int = corpus.VAL_EVERY
@@ -132,8 +134,10 @@ class StopBuild(Exception):
 # ----------------------------------------------------------------------------------------------
 # Schedules
 # ----------------------------------------------------------------------------------------------
-def checkpoint_steps(n_steps: int, n_between: int = 7, max_pow2: int = 512) -> list[int]:
+def checkpoint_steps(n_steps: int, n_between: int = 7, max_pow2: int = 512, base: int = 2) -> list[int]:
     """Pythia's schedule scaled down: 0, 1, 2, 4, ..., then ``n_between`` evenly spaced to the end.
+
+    ``base`` thins the log part (4: 0, 1, 4, 16, ...); it stops at ``max_pow2``.
 
     Examples
     --------
@@ -141,12 +145,14 @@ def checkpoint_steps(n_steps: int, n_between: int = 7, max_pow2: int = 512) -> l
     [0, 1, 2, 4, 8, 9, 11, 12]
     >>> checkpoint_steps(512)[-8:]
     [256, 293, 329, 366, 402, 439, 475, 512]
+    >>> checkpoint_steps(256, n_between=3, max_pow2=64, base=4)
+    [0, 1, 4, 16, 64, 128, 192, 256]
     """
     steps = [0]
     p = 1
     while p < n_steps and p <= max_pow2:
         steps.append(p)
-        p *= 2
+        p *= base
     last = steps[-1]
     for k in range(1, n_between + 1):
         steps.append(last + round(k * (n_steps - last) / n_between))
@@ -321,12 +327,17 @@ def make_config(spec: ModelSpec, run: RunConfig, vocab: int):
     return cfg
 
 
-def pythia_small_init(model, spec: ModelSpec, seed: int) -> dict:
+#: The block-output matrices of GPT-NeoX (gpt-neox ``wang_init``).
+NEOX_OUTPUTS = ("attention.dense.weight", "mlp.dense_4h_to_h.weight")
+
+
+def pythia_small_init(model, spec: ModelSpec, seed: int, outputs: tuple = NEOX_OUTPUTS) -> dict:
     """Pythia "small init": N(0, sqrt(2/(5d))) everywhere, N(0, 2/(L sqrt(d))) on the block outputs.
 
-    Block outputs are ``attention.dense`` and ``mlp.dense_4h_to_h`` (gpt-neox ``wang_init``);
-    biases 0, LayerNorm weights 1. Drawn from ``torch.Generator().manual_seed(seed)`` in
-    parameter order, after construction (HF's own initializer is N(0, 0.02)).
+    Block outputs are the parameters whose names end in ``outputs`` (GPT-NeoX:
+    ``attention.dense`` and ``mlp.dense_4h_to_h``, gpt-neox ``wang_init``); biases 0, norm
+    weights 1. Drawn from ``torch.Generator().manual_seed(seed)`` in parameter order, after
+    construction (HF's own initializer is N(0, 0.02)).
     """
     import torch
 
@@ -336,13 +347,21 @@ def pythia_small_init(model, spec: ModelSpec, seed: int) -> dict:
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() >= 2:
-                std = wang if name.endswith(("attention.dense.weight", "mlp.dense_4h_to_h.weight")) else small
+                std = wang if name.endswith(tuple(outputs)) else small
                 p.copy_(torch.randn(p.shape, generator=g) * std)
             elif "norm" in name and name.endswith("weight"):
                 p.fill_(1.0)
             else:
                 p.zero_()
     return {"init": "pythia_small_init", "std_small": small, "std_out": wang, "init_seed": seed}
+
+
+def new_gptneox(spec: ModelSpec, run: RunConfig, vocab: int):
+    """A fresh GPT-NeoX of ``spec`` with the small init: ``(model, init_info)``."""
+    from transformers import GPTNeoXForCausalLM
+
+    model = GPTNeoXForCausalLM(make_config(spec, run, vocab))
+    return model, pythia_small_init(model, spec, spec.seed)
 
 
 def build_optimizer(model, run: RunConfig, lr: float):
@@ -367,6 +386,8 @@ class Ctx:
     log: object
     stop_after: int | None = None
     steps_done_this_run: int = 0
+    #: ``(spec, run, vocab) -> (model, init_info)`` for a model trained from scratch
+    new_model: object = new_gptneox
 
 
 def _atomic_save_state(state: dict, path: Path) -> None:
@@ -486,7 +507,7 @@ def _train_one(spec: ModelSpec, ctx: Ctx) -> dict:
         raise RuntimeError(f"[{spec.name}] no post-training text (World English Bible failed?)")
     val_arr = eval_windows(ctx.data.post_val if ft else ctx.data.pre_val, run)
     pre_val_arr = eval_windows(ctx.data.pre_val, run) if ft else None
-    ckpts = checkpoint_steps(n_steps, run.n_between)
+    ckpts = checkpoint_steps(n_steps, run.n_between, run.max_pow2, run.ckpt_base)
 
     torch.manual_seed(spec.seed)
     if ft:
@@ -495,8 +516,7 @@ def _train_one(spec: ModelSpec, ctx: Ctx) -> dict:
         model = GPTNeoXForCausalLM.from_pretrained(src, attn_implementation=run.attn_implementation)
         init_info = {"init": f"from {spec.parent}/step_{parent_done['steps']}"}
     else:
-        model = GPTNeoXForCausalLM(make_config(spec, run, ctx.vocab))
-        init_info = pythia_small_init(model, spec, spec.seed)
+        model, init_info = ctx.new_model(spec, run, ctx.vocab)
     model.train()
     opt = build_optimizer(model, run, peak)
     state_path = mdir / "state.pt"
@@ -629,7 +649,9 @@ def write_reports(summaries: list[dict], curves: Path, card: Path | None, log) -
     trained = [s for s in summaries if not s.get("alias_of")]
     if not trained:
         return
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    has_ft = any(s.get("parent") for s in trained)  # a suite without fine-tunes gets one panel
+    fig, axes = plt.subplots(1, 2 if has_ft else 1, figsize=(12 if has_ft else 7, 4.5), squeeze=False)
+    axes = list(axes[0])
     for s in trained:
         df = pd.read_csv(curves / f"{s['model']}.csv")
         ax = axes[1] if s.get("parent") else axes[0]
@@ -640,7 +662,8 @@ def write_reports(summaries: list[dict], curves: Path, card: Path | None, log) -
         ax.axhline(s["unigram_val_loss"], color=line.get_color(), ls=":", lw=0.8)
     axes[0].set_title("pretraining (Austen + Shakespeare): train (line), held-out (dots), unigram (dotted)",
                       fontsize=8)
-    axes[1].set_title("post-training on the World English Bible: held-out WEB loss", fontsize=8)
+    if has_ft:
+        axes[1].set_title("post-training on the World English Bible: held-out WEB loss", fontsize=8)
     for ax in axes:
         ax.set_xlabel("step")
         ax.set_ylabel("cross-entropy (nats/token)")
@@ -664,17 +687,16 @@ def write_reports(summaries: list[dict], curves: Path, card: Path | None, log) -
 # ----------------------------------------------------------------------------------------------
 # Measurement and CLI
 # ----------------------------------------------------------------------------------------------
-def measure(specs: list[ModelSpec], run: RunConfig, vocab: int, n: int, log) -> dict:
+def measure(specs: list[ModelSpec], run: RunConfig, vocab: int, n: int, log, new_model=new_gptneox) -> dict:
     """Seconds per training step of each architecture on random tokens (after one warm-up step)."""
     import torch
-    from transformers import GPTNeoXForCausalLM
 
     out = {}
     for spec in specs:
         if spec.alias_of or spec.is_finetune:
             continue
         torch.manual_seed(0)
-        model = GPTNeoXForCausalLM(make_config(spec, run, vocab))
+        model, _ = new_model(spec, run, vocab)
         opt = build_optimizer(model, run, 1e-3)
         x = torch.randint(0, vocab, (run.batch_size, run.seq_len))
         times = []
