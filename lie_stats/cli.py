@@ -411,3 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `lie-stats info x.nc | head`: the reader left, nothing is wrong
         sys.stderr.close()
         return EXIT_OK
+
+
+if __name__ == "__main__":  # python -m lie_stats.cli, as python -m lie_stats
+    sys.exit(main())
