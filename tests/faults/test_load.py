@@ -12,8 +12,9 @@ than ``GROWTH_MB`` from the first to the last 4 checkpoints.
 The leak this test is sized for: a layer's four attention matrices of this model in float64
 are 4 x 128 x 128 x 8 B = 512 KB; retaining them for every checkpoint (the kind of leak a
 cache keyed by checkpoint makes) gives a slope of 512 KB/checkpoint. The slope bound,
-256 KB/checkpoint, is half of that; the growth bound is half of what that leak adds over
-the checkpoints between the two windows (``(N - 2 * WARMUP) * 512 KB / 2``).
+256 KB/checkpoint, is half of that; the growth bound is three quarters of what that leak
+adds over the checkpoints between the two windows (``(N - 2 * WARMUP) * 512 KB * 3 / 4``,
+33.8 MB).
 ``test_the_criterion_fails_a_run_that_leaks`` injects exactly that leak into the workers
 (a ``sitecustomize`` that wraps ``lie_stats.executors.run_task``) and checks that the same
 criterion fails it, so this test can fail.
@@ -37,6 +38,13 @@ bounds unchanged: at N = 48, 5 runs, slopes +106 to +149 with upper bounds 186 t
 run over the bound); at N = 96, 6 runs, slopes +19 to +85, upper bounds 55 to 124, growth
 -0.3 to +5.2 MB (bound 22.5 MB). The injected leak was detected at 24 (by hand), 48 and 96
 checkpoints (at 96: slopes +535 and +549, lower bounds 501 and 507).
+Why the growth bound is 3/4 of the leak's growth, not 1/2 (22.5 MB) as before: on 2026-12-04,
+the 2 cores shared with three training processes, a run with no leak grew by 23.1 MB (the
+driver's heap floor between the two 4-checkpoint windows; slope +61 KB/checkpoint, upper
+bound 131, well inside its own bound), and the measurement without the trim setting had
+reached 22.7 MB: a single difference of two windows moves by that much with the load. The
+injected leak adds about 47 MB over these checkpoints (535 KB x 88), so 33.8 MB still fails
+it with a margin of 13 MB, and the slope criterion fails it independently.
 Leaks smaller than that (tens of KB a checkpoint) are the full benchmark's job
 (``python benchmarks/load.py --checkpoints 400 --criterion confirm``); the one such leak it found in lie_stats
 (a ``distributed.Lock`` per shard written, in the driver) has its own regression test here.
@@ -57,7 +65,7 @@ MODEL = dict(n_layers=2, d_model=128, n_heads=4)
 WARMUP, BLOCK = 4, 2
 LEAK_KB = 512.0  # the leak this test is sized for (see above)
 SLOPE_KB = LEAK_KB / 2
-GROWTH_MB = (N - 2 * WARMUP) * LEAK_KB / 2 / 1e3
+GROWTH_MB = (N - 2 * WARMUP) * LEAK_KB * 3 / 4 / 1e3
 
 
 def _load_module():
