@@ -97,13 +97,17 @@ def test_sigkill_of_the_driver_keeps_shards_leaves_no_orphan_or_lock_and_resume_
     driver = psutil.Process(proc.pid)
     workers: dict[int, float] = {}  # pid -> create time, of every process below the driver
     roles: dict[int, str] = {}
+    at_once: list[int] = []  # worker processes alive at each look
 
     def look() -> None:
+        seen = []
         for child in driver.children(recursive=True):
             with contextlib.suppress(psutil.Error):
                 if child.pid not in workers:
                     workers[child.pid] = child.create_time()
                     roles[child.pid] = "worker" if "spawn_main" in " ".join(child.cmdline()) else "other"
+                seen.append(child.pid)
+        at_once.append(sum(roles.get(pid) == "worker" for pid in seen))
 
     try:
         deadline = time.monotonic() + 240
@@ -132,7 +136,11 @@ def test_sigkill_of_the_driver_keeps_shards_leaves_no_orphan_or_lock_and_resume_
         for pid in _alive(workers):  # never leave a process behind, even when failing
             os.kill(pid, signal.SIGKILL)
     assert proc.returncode == -signal.SIGKILL
-    assert sorted(roles.values()).count("worker") == 2, f"expected 2 worker processes: {roles}"
+    # --workers 2: two worker processes alive at once. Counted at each look, not over the
+    # run: on a loaded machine Dask's nanny may replace a worker that exited, a third pid over
+    # the run but never a third worker at once (as tests/faults/test_load.py counts them);
+    # every pid seen, replaced ones included, must still be gone after the kill (below)
+    assert max(at_once) == 2, f"expected 2 worker processes alive at once: {at_once}, {roles}"
     assert orphans == [], (f"processes of the killed driver still alive {ORPHAN_BOUND_S} s later: "
                            f"{[(pid, roles[pid]) for pid in orphans]}")
 
