@@ -1,0 +1,605 @@
+"""Build the pico_sudoku suite: BERT-style encoders trained here to fill in sudoku puzzles.
+
+Usage::
+
+    python datasets/pico_sudoku/build.py --data                 # generate the puzzles (once)
+    python datasets/pico_sudoku/build.py --models sudoku_s0,sudoku_s1,sudoku_s2      # train (resumable), in that order
+    python datasets/pico_sudoku/build.py --smoke --out DIR      # tiny config, < 30 s
+    python datasets/pico_sudoku/build.py --measure              # seconds per step, then exit
+    python datasets/pico_sudoku/build.py --report               # curves PNG, summary.json, logs/
+
+Input: ``[BOS]`` + the 81 cells of a puzzle (digits 1-9, ``[BLANK]`` for a blank); loss:
+cross-entropy of the solution's digit at the blanked cells only. Every run trains on the same
+data order (a fixed data seed, independent of the model seed): the training puzzles shuffled
+per epoch, each puzzle's digits relabelled by a random permutation drawn from
+``(data seed, step)`` (a relabelled puzzle is a valid puzzle with a unique solution). The
+training state (weights, AdamW state, step = data cursor, torch RNG, logs, timing) is written
+atomically at every checkpoint; a rerun skips finished runs (``DONE.json``) and resumes an
+unfinished one from its last state, bit-identically (``tests/test_pico_sudoku.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import sudoku  # noqa: E402
+
+DEFAULT_OUT = HERE / "build"
+PAD, BLANK, BOS = 0, 10, 11  # digits 1..9 are their own ids
+VOCAB = 12
+SEQ_LEN = 82  # [BOS] + 81 cells
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    n_layers: int = 12
+    n_heads: int = 8
+    d_head: int = 16
+    seed: int = 0
+
+    @property
+    def d_model(self) -> int:
+        return self.n_heads * self.d_head
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    steps: int = 1500
+    batch_size: int = 32
+    peak_lr: float = 1e-3
+    init_std: float = 0.08  # BERT's initializer_range (~1/sqrt(d_model)), also the position tables' std
+    warmup_frac: float = 0.05
+    min_lr_frac: float = 0.1
+    betas: tuple = (0.9, 0.98)
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    n_between: int = 7
+    log_every: int = 10
+    data_seed: int = 1234
+    grid_seed: int = 2026
+    n_train: int = 24000
+    n_val: int = 1200
+    val_every: int = 20
+    n_eval: int = 512
+    probe_seqs: int = 48
+    eval_batch: int = 128
+    attn_implementation: str = "eager"
+
+
+SPECS = [ModelSpec("sudoku_s0", seed=0), ModelSpec("sudoku_s1", seed=1), ModelSpec("sudoku_s2", seed=2)]
+SMOKE_SPECS = [ModelSpec("s0", 2, 2, 8, seed=0), ModelSpec("s1", 2, 2, 8, seed=1)]
+SMOKE_RUN = RunConfig(steps=12, batch_size=4, n_between=3, log_every=2, n_train=40, n_val=20, val_every=3,
+                      n_eval=8, probe_seqs=4, eval_batch=8)
+
+
+class StopBuild(Exception):
+    """Raised by ``--stop-after`` to simulate an interrupted build (tests)."""
+
+
+def checkpoint_steps(n_steps: int, n_between: int = 7, max_pow2: int = 512) -> list[int]:
+    """0, 1, 2, 4, ... (powers of two up to ``max_pow2``), then ``n_between`` evenly spaced to the end.
+
+    >>> checkpoint_steps(12, n_between=3)
+    [0, 1, 2, 4, 8, 9, 11, 12]
+    >>> checkpoint_steps(1500)[-8:]
+    [512, 653, 794, 935, 1077, 1218, 1359, 1500]
+    """
+    steps, p = [0], 1
+    while p < n_steps and p <= max_pow2:
+        steps.append(p)
+        p *= 2
+    last = steps[-1]
+    for k in range(1, n_between + 1):
+        steps.append(last + round(k * (n_steps - last) / n_between))
+    return sorted(set(s for s in steps if s <= n_steps))
+
+
+def lr_at(update: int, n_steps: int, peak: float, warmup: int, min_frac: float) -> float:
+    """Learning rate of the ``update``-th step (1-based): linear warmup, cosine to ``min_frac``.
+
+    >>> lr_at(5, 100, 1.0, 10, 0.1)
+    0.5
+    """
+    if update <= warmup:
+        return peak * update / max(warmup, 1)
+    t = (update - warmup) / max(n_steps - warmup, 1)
+    return peak * (min_frac + (1 - min_frac) * 0.5 * (1 + math.cos(math.pi * min(t, 1.0))))
+
+
+# ---------------------------------------------------------------------------------------------- data
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def data_path(out: Path, run: RunConfig) -> Path:
+    return out / f"puzzles_g{run.grid_seed}_n{run.n_train}_{run.n_val}_e{run.val_every}.npz"
+
+
+def prepare_data(out: Path, run: RunConfig, log) -> dict:
+    """The puzzles (:func:`sudoku.make_split`), generated once and cached under ``out``."""
+    path = data_path(out, run)
+    if path.exists():
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    t0 = time.time()
+    log(f"[data] generating {run.n_train} + {run.n_val} grids and puzzles (seed {run.grid_seed})")
+    d = sudoku.make_split(run.grid_seed, run.n_train, run.n_val, every=run.val_every, log=log)
+    tmp = out / f".{path.stem}.{os.getpid()}.npz"
+    np.savez(tmp, **d)
+    os.replace(tmp, path)
+    log(f"[data] done in {time.time() - t0:.0f} s -> {path.name}")
+    return d
+
+
+def to_tokens(puzzles: np.ndarray) -> np.ndarray:
+    """``[n, 81]`` cells (0 = blank) -> ``[n, 82]`` ids: ``[BOS]``, then digits / ``[BLANK]``."""
+    p = puzzles.astype(np.int64)
+    cells = np.where(p == 0, BLANK, p)
+    return np.concatenate([np.full((len(p), 1), BOS, dtype=np.int64), cells], axis=1)
+
+
+def labels_of(puzzles: np.ndarray, grids: np.ndarray) -> np.ndarray:
+    """``[n, 82]``: the solution's digit at blanked cells, -100 (ignored) elsewhere and at ``[BOS]``."""
+    lab = np.where(puzzles == 0, grids.astype(np.int64), np.int64(-100))
+    return np.concatenate([np.full((len(lab), 1), -100, dtype=np.int64), lab], axis=1)
+
+
+def batch_at(data: dict, step: int, run: RunConfig, cache: dict):
+    """Inputs and labels of the ``step``-th update (0-based): a pure function of (data seed, step).
+
+    Puzzles in an order shuffled per epoch by ``default_rng([data_seed, epoch])``; each puzzle's
+    digits relabelled by a permutation from ``default_rng([data_seed, 1_000_000 + step])``.
+    """
+    n = len(data["train_puzzle"])
+    idx = []
+    for g in range(step * run.batch_size, (step + 1) * run.batch_size):
+        epoch, pos = divmod(g, n)
+        if epoch not in cache:
+            cache.clear()
+            cache[epoch] = np.random.default_rng([run.data_seed, epoch]).permutation(n)
+        idx.append(int(cache[epoch][pos]))
+    rng = np.random.default_rng([run.data_seed, 1_000_000 + step])
+    perms = np.stack([np.concatenate([[0], 1 + rng.permutation(9)]) for _ in idx])  # 0 stays 0
+    puz = np.take_along_axis(perms, data["train_puzzle"][idx].astype(np.int64), axis=1)
+    grd = np.take_along_axis(perms, data["train_grid"][idx].astype(np.int64), axis=1)
+    return to_tokens(puz), labels_of(puz, grd)
+
+
+# ---------------------------------------------------------------------------------------------- model
+def make_config(spec: ModelSpec, init_std: float = 0.02):
+    from transformers import BertConfig
+
+    cfg = BertConfig(
+        vocab_size=VOCAB, hidden_size=spec.d_model, num_hidden_layers=spec.n_layers,
+        num_attention_heads=spec.n_heads, intermediate_size=4 * spec.d_model, hidden_act="gelu",
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=SEQ_LEN,
+        type_vocab_size=1, initializer_range=init_std, layer_norm_eps=1e-12, pad_token_id=PAD,
+        bos_token_id=BOS, mask_token_id=BLANK, position_embedding_type="absolute",
+        tie_word_embeddings=True,
+    )
+    cfg._attn_implementation = "eager"
+    return cfg
+
+
+def grid_position_init(model, seed: int, std: float = 0.02) -> None:
+    """Position embeddings that share a row, a column and a box vector with their peers.
+
+    ``pos[1 + i] = row[r(i)] + col[c(i)] + box[b(i)]`` for cell ``i``, ``pos[0]`` (``[BOS]``) its own
+    vector; these 28 vectors, N(0, std), drawn from ``torch.Generator().manual_seed(10_000 + seed)``.
+    Only the initial values: the embeddings are trained as usual. It makes a cell's peers
+    (same row, column, box) similar at init; it did not shorten the plateau at the
+    uniform-over-digits loss (ln 9) in 100-step pilots (README, Sizing).
+    """
+    import torch
+
+    g = torch.Generator().manual_seed(10_000 + seed)
+    d = model.config.hidden_size
+    tables = torch.randn(3, 9, d, generator=g) * std
+    bos = torch.randn(d, generator=g) * std
+    r, c, b = (torch.tensor(x) for x in (sudoku.ROW, sudoku.COL, sudoku.BOX))
+    pos = torch.cat([bos[None], tables[0][r] + tables[1][c] + tables[2][b]])
+    with torch.no_grad():
+        model.bert.embeddings.position_embeddings.weight.copy_(pos)
+
+
+def new_model(spec: ModelSpec, init_std: float = 0.02):
+    import torch
+    from transformers import BertForMaskedLM
+
+    torch.manual_seed(spec.seed)
+    model = BertForMaskedLM(make_config(spec, init_std))
+    model.set_attn_implementation("eager")
+    grid_position_init(model, spec.seed, init_std)
+    return model
+
+
+def build_optimizer(model, run: RunConfig):
+    import torch
+
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": run.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}],
+                             lr=run.peak_lr, betas=run.betas, eps=1e-8)
+
+
+def loss_of(model, x, y):
+    import torch
+
+    logits = model(input_ids=torch.from_numpy(x)).logits
+    yt = torch.from_numpy(y)
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), yt.reshape(-1),
+                                             ignore_index=-100)
+
+
+def evaluate(model, x: np.ndarray, y: np.ndarray, run: RunConfig) -> dict:
+    """Held-out loss, cell accuracy (blanked cells, argmax over digits 1-9) and puzzle accuracy
+    (every blanked cell right, one forward pass, no iterative filling)."""
+    import torch
+
+    model.eval()
+    tot, n_cells, right, solved = 0.0, 0, 0, 0
+    with torch.no_grad():
+        for i in range(0, len(x), run.eval_batch):
+            xb, yb = torch.from_numpy(x[i:i + run.eval_batch]), torch.from_numpy(y[i:i + run.eval_batch])
+            logits = model(input_ids=xb).logits
+            m = yb >= 0
+            tot += float(torch.nn.functional.cross_entropy(logits[m], yb[m], reduction="sum"))
+            pred = logits[..., 1:10].argmax(-1) + 1
+            ok = (pred == yb) | ~m
+            right += int(((pred == yb) & m).sum())
+            n_cells += int(m.sum())
+            solved += int(ok.all(-1).sum())
+    model.train()
+    return {"val_loss": tot / n_cells, "val_cell_acc": right / n_cells, "val_puzzle_acc": solved / len(x)}
+
+
+# ---------------------------------------------------------------------------------------------- training
+def _atomic_torch_save(obj, path: Path) -> None:
+    import torch
+
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _save_checkpoint(model, mdir: Path, step: int) -> None:
+    final, tmp = mdir / f"step_{step}", mdir / f".step_{step}.tmp"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    model.save_pretrained(tmp, safe_serialization=True)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+
+
+CSV_COLS = ["step", "lr", "train_loss", "val_loss", "val_cell_acc", "val_puzzle_acc", "elapsed_s"]
+
+
+def _write_csv(rows: list[dict], path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as f:
+        f.write(",".join(CSV_COLS) + "\n")
+        for r in rows:
+            f.write(",".join("" if r.get(c) is None else (f"{r[c]:.6g}" if isinstance(r[c], float) else str(r[c]))
+                             for c in CSV_COLS) + "\n")
+    os.replace(tmp, path)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def claim(mdir: Path) -> int | None:
+    """Take ``mdir/LOCK``; returns the pid of a live owner instead, if any (a dead one's is taken over)."""
+    lock = mdir / "LOCK"
+    for _ in range(3):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            try:
+                pid = int(lock.read_text().strip() or 0)
+            except (OSError, ValueError):
+                pid = 0
+            if pid and pid != os.getpid() and _pid_alive(pid):
+                return pid
+            lock.unlink(missing_ok=True)
+            continue
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        return None
+    raise RuntimeError(f"could not take {lock}")
+
+
+@dataclass
+class Ctx:
+    out: Path
+    curves: Path
+    run: RunConfig
+    data: dict
+    threads: int
+    log: object
+    stop_after: int | None = None
+    steps_done_this_run: int = 0
+
+
+def train_one(spec: ModelSpec, ctx: Ctx) -> dict | None:
+    mdir = ctx.out / spec.name
+    if (mdir / "DONE.json").exists():
+        ctx.log(f"[{spec.name}] finished already, skipped")
+        return json.loads((mdir / "DONE.json").read_text())
+    mdir.mkdir(parents=True, exist_ok=True)
+    owner = claim(mdir)
+    if owner is not None:
+        ctx.log(f"[{spec.name}] being trained by process {owner}: skipped here")
+        return None
+    try:
+        return _train_one(spec, ctx)
+    finally:
+        (mdir / "LOCK").unlink(missing_ok=True)
+
+
+def _train_one(spec: ModelSpec, ctx: Ctx) -> dict:
+    import torch
+
+    run, log, data = ctx.run, ctx.log, ctx.data
+    mdir = ctx.out / spec.name
+    n_steps, warmup = run.steps, max(1, round(run.warmup_frac * run.steps))
+    ckpts = checkpoint_steps(n_steps, run.n_between)
+    vx = to_tokens(data["val_puzzle"][:run.n_eval])
+    vy = labels_of(data["val_puzzle"][:run.n_eval], data["val_grid"][:run.n_eval])
+    model = new_model(spec, run.init_std)
+    model.train()
+    opt = build_optimizer(model, run)
+    state_path = mdir / "state.pt"
+    step, rows, acc, elapsed = 0, [], [0.0, 0], 0.0
+    if state_path.exists():
+        st = torch.load(state_path, weights_only=True)
+        model.load_state_dict(st["model"])
+        opt.load_state_dict(st["optimizer"])
+        torch.set_rng_state(st["rng"])
+        step, rows, acc, elapsed = st["step"], st["rows"], st["acc"], st["elapsed_s"]
+        log(f"[{spec.name}] resumed at step {step}")
+    n_params = sum(p.numel() for p in model.parameters())
+    cache: dict = {}
+
+    def checkpoint(step: int) -> None:
+        ev = evaluate(model, vx, vy, run)
+        rows.append({"step": step, "lr": lr_at(step, n_steps, run.peak_lr, warmup, run.min_lr_frac) if step else 0.0,
+                     **ev, "elapsed_s": round(elapsed, 2)})
+        _save_checkpoint(model, mdir, step)
+        _atomic_torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                            "rng": torch.get_rng_state(), "step": step, "data_cursor": step,
+                            "rows": rows, "acc": acc, "elapsed_s": elapsed}, state_path)
+        _write_csv(rows, ctx.curves / f"{spec.name}.csv")
+        log(f"[{spec.name}] checkpoint step {step}: held-out loss {ev['val_loss']:.4f} cell acc "
+            f"{ev['val_cell_acc']:.4f} puzzle acc {ev['val_puzzle_acc']:.4f}")
+
+    if step == 0 and not state_path.exists():
+        checkpoint(0)
+    t_last = time.time()
+    while step < n_steps:
+        t0 = time.time()
+        lr = lr_at(step + 1, n_steps, run.peak_lr, warmup, run.min_lr_frac)
+        for grp in opt.param_groups:
+            grp["lr"] = lr
+        x, y = batch_at(data, step, run, cache)
+        loss = loss_of(model, x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), run.grad_clip)
+        opt.step()
+        step += 1
+        elapsed += time.time() - t0
+        acc[0] += loss.item()
+        acc[1] += 1
+        if step % run.log_every == 0:
+            rows.append({"step": step, "lr": lr, "train_loss": acc[0] / acc[1], "elapsed_s": round(elapsed, 2)})
+            now = time.time()
+            log(f"[{spec.name}] step {step}/{n_steps} train loss {acc[0] / acc[1]:.4f} lr {lr:.2e} "
+                f"{(now - t_last) / run.log_every:.3f} s/step")
+            t_last, acc = now, [0.0, 0]
+        if step in ckpts:
+            checkpoint(step)
+        ctx.steps_done_this_run += 1
+        if ctx.stop_after is not None and ctx.steps_done_this_run >= ctx.stop_after:
+            raise StopBuild(f"stopped after {ctx.steps_done_this_run} steps (--stop-after)")
+
+    evs = [r for r in rows if r.get("val_loss") is not None]
+    summary = {
+        "model": spec.name, "n_layers": spec.n_layers, "n_heads": spec.n_heads, "d_head": spec.d_head,
+        "d_model": spec.d_model, "seed": spec.seed, "params": n_params, "steps": n_steps,
+        "checkpoints": ckpts, "peak_lr": run.peak_lr, "warmup_steps": warmup,
+        "s_per_step": round(elapsed / max(n_steps, 1), 4), "train_seconds": round(elapsed, 1),
+        **{f"init_{k}": evs[0][k] for k in ("val_loss", "val_cell_acc", "val_puzzle_acc")},
+        **{f"final_{k}": evs[-1][k] for k in ("val_loss", "val_cell_acc", "val_puzzle_acc")},
+        "threads": ctx.threads, "attn_implementation": run.attn_implementation, "init": "BERT N(0, 0.02) after torch.manual_seed(seed); grid_position_init(seed)",
+    }
+    _atomic_write(mdir / "DONE.json", json.dumps(summary, indent=2) + "\n")
+    log(f"[{spec.name}] done: cell acc {summary['init_val_cell_acc']:.4f} -> {summary['final_val_cell_acc']:.4f}, "
+        f"{summary['s_per_step']} s/step")
+    return summary
+
+
+# ---------------------------------------------------------------------------------------------- probe, reports
+def write_probe(data: dict, run: RunConfig, path: Path):
+    """The probe (METRICS.md §7): the last ``probe_seqs`` held-out puzzles, ``[BOS]`` at position 0.
+
+    Disjoint from the ``n_eval`` held-out puzzles of the accuracy curves when ``n_val`` allows.
+    """
+    from lie_stats.probe import ProbeSet, save_probe
+
+    puz = data["val_puzzle"][-run.probe_seqs:]
+    probe = ProbeSet.from_tokens(
+        to_tokens(puz), first_token="bos",
+        tokenizer=f"pico_sudoku cells: [PAD]={PAD}, digits 1-9 = 1-9, [BLANK]={BLANK}, [BOS]={BOS} (vocab {VOCAB})",
+        text_source=(f"pico_sudoku held-out puzzles (grid seed {run.grid_seed}, the last {run.probe_seqs} of "
+                     f"{len(data['val_puzzle'])} held-out grids), generated by datasets/pico_sudoku/sudoku.py"))
+    return save_probe(probe, path), probe
+
+
+def collect_summaries(out: Path, specs) -> list[dict]:
+    return [json.loads((out / s.name / "DONE.json").read_text()) for s in specs if (out / s.name / "DONE.json").exists()]
+
+
+def write_reports(out: Path, curves: Path, specs, log) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    any_ = False
+    for s in specs:
+        f = curves / f"{s.name}.csv"
+        if not f.exists():
+            continue
+        any_ = True
+        df = pd.read_csv(f)
+        tr, va = df.dropna(subset=["train_loss"]), df.dropna(subset=["val_loss"])
+        (line,) = axes[0].plot(tr["step"], tr["train_loss"], lw=0.8, alpha=0.6)
+        axes[0].plot(va["step"], va["val_loss"], "o-", ms=3, color=line.get_color(), label=s.name)
+        axes[1].plot(va["step"], va["val_cell_acc"], "o-", ms=3, color=line.get_color(), label=f"{s.name} cell")
+        axes[1].plot(va["step"], va["val_puzzle_acc"], "s--", ms=3, color=line.get_color(), label=f"{s.name} puzzle")
+    if not any_:
+        return
+    axes[0].set_title("loss on blanked cells: train (line), held-out (dots)", fontsize=9)
+    axes[1].set_title("held-out accuracy: cells (o), whole puzzles (s)", fontsize=9)
+    axes[1].axhline(1 / 9, color="grey", ls=":", lw=0.8)
+    for ax in axes:
+        ax.set_xlabel("step")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    tmp = curves / f".curves.{os.getpid()}.png"
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, curves / "curves.png")
+    _atomic_write(curves / "summary.json", json.dumps(collect_summaries(out, specs), indent=2) + "\n")
+    log("[report] curves and summary updated")
+
+
+def measure(spec: ModelSpec, run: RunConfig, n: int, log) -> float:
+    import torch
+
+    rng = np.random.default_rng(0)
+    data = {"train_puzzle": rng.integers(0, 10, (256, 81)).astype(np.uint8),
+            "train_grid": rng.integers(1, 10, (256, 81)).astype(np.uint8)}
+    model = new_model(spec, run.init_std)
+    opt = build_optimizer(model, run)
+    times = []
+    for i in range(n + 1):
+        t0 = time.time()
+        x, y = batch_at(data, i, run, {})
+        loss = loss_of(model, x, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if i:
+            times.append(time.time() - t0)
+    log(f"[measure] {spec.name}: median {np.median(times):.3f} s/step over {n} steps {[round(t, 3) for t in times]}")
+    return float(np.median(times))
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", default=None, help="comma-separated run names (default: all)")
+    ap.add_argument("--smoke", action="store_true", help="tiny config, a few steps")
+    ap.add_argument("--out", default=None, help="output directory (default: datasets/pico_sudoku/build)")
+    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default: %(default)r)")
+    ap.add_argument("--data", action="store_true", help="only generate the puzzles and the probe, then exit")
+    ap.add_argument("--measure", type=int, default=0, metavar="N", help="only time N training steps, then exit")
+    ap.add_argument("--report", action="store_true", help="only rewrite curves.png, summary.json and logs/")
+    ap.add_argument("--stop-after", type=int, default=None, help="(tests) stop after this many steps")
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    import torch
+
+    args = parse_args(argv)
+    specs_all = SMOKE_SPECS if args.smoke else SPECS
+    run = SMOKE_RUN if args.smoke else RunConfig()
+    by_name = {s.name: s for s in specs_all}
+    names = [n.strip() for n in args.models.split(",")] if args.models else list(by_name)
+    bad = [n for n in names if n not in by_name]
+    if bad:
+        raise SystemExit(f"unknown run {bad[0]!r}; choose from {list(by_name)}")
+    specs = [by_name[n] for n in dict.fromkeys(names)]
+    default_out = args.out is None and not args.smoke
+    out = Path(args.out).resolve() if args.out else (DEFAULT_OUT if not args.smoke else DEFAULT_OUT / "smoke")
+    out.mkdir(parents=True, exist_ok=True)
+    curves = HERE / "curves" if default_out else out / "curves"
+    curves.mkdir(parents=True, exist_ok=True)
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+    torch.set_num_threads(args.threads)
+
+    def log(msg: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {msg}", flush=True)
+
+    try:
+        if args.measure:
+            measure(specs[0], run, args.measure, log)
+            return 0
+        if args.report:
+            write_reports(out, curves, specs_all, log)
+            if default_out:
+                (HERE / "logs").mkdir(exist_ok=True)
+                for f in sorted(out.glob("*.log")):
+                    shutil.copyfile(f, HERE / "logs" / f.name)
+            return 0
+        log(f"[build] out={out} threads={args.threads} runs={[s.name for s in specs]} torch {torch.__version__} "
+            f"transformers {transformers.__version__} python {platform.python_version()}")
+        data = prepare_data(out, run, log)
+        probe_path, probe = write_probe(data, run, (HERE if default_out else out) / "probe.npz")
+        meta = {"run": asdict(run), "threads": args.threads, "torch": torch.__version__,
+                "transformers": transformers.__version__, "smoke": args.smoke,
+                "data_file": data_path(out, run).name,
+                "n_train": int(len(data["train_puzzle"])), "n_val": int(len(data["val_puzzle"])),
+                "probe_sha256": probe.sha256, "specs": [asdict(s) for s in specs_all]}
+        _atomic_write(out / "build_meta.json", json.dumps(meta, indent=2, default=str) + "\n")
+        if default_out:
+            shutil.copyfile(out / "build_meta.json", curves / "build_meta.json")
+        if args.data:
+            log(f"[data] probe {probe_path} sha256 {probe.sha256}")
+            return 0
+        ctx = Ctx(out=out, curves=curves, run=run, data=data, threads=args.threads, log=log,
+                  stop_after=args.stop_after)
+        for spec in specs:
+            train_one(spec, ctx)
+        write_reports(out, curves, specs_all, log)
+        log("[build] all requested runs finished")
+        return 0
+    except StopBuild as exc:
+        log(f"[build] {exc}")
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
