@@ -6,7 +6,7 @@ Usage::
     python datasets/pico_sudoku/build.py --models sudoku_s0,sudoku_s1,sudoku_s2      # train (resumable), in that order
     python datasets/pico_sudoku/build.py --smoke --out DIR      # tiny config, < 30 s
     python datasets/pico_sudoku/build.py --measure              # seconds per step, then exit
-    python datasets/pico_sudoku/build.py --report               # curves PNG, summary.json, logs/
+    python datasets/pico_sudoku/build.py --report               # curves PNG, summary.json, logs/, results table
 
 Input: ``[BOS]`` + the 81 cells of a puzzle (digits 1-9, ``[BLANK]`` for a blank); loss:
 cross-entropy of the solution's digit at the blanked cells only. Every run trains on the same
@@ -502,6 +502,46 @@ def write_reports(out: Path, curves: Path, specs, log) -> None:
     log("[report] curves and summary updated")
 
 
+TABLE_START, TABLE_END = "<!-- results-table:start -->", "<!-- results-table:end -->"
+
+
+def results_table(summaries: list[dict], cube_path: Path | None) -> str:
+    """The card's results table: training figures from ``DONE.json``, sinks and labels from the cube."""
+    from lie_stats.schema import LABEL_CODES
+
+    cube = None
+    if cube_path is not None and cube_path.exists():
+        import xarray as xr
+
+        cube = xr.open_dataset(cube_path)
+    head = ("| run | seed | steps | s/step | train time | held-out cell acc (init -> final) | held-out puzzle acc "
+            "(init -> final) | max sink_score (last) | heads with sink_argmax_fraction > 0.5 (last) | anchors / "
+            "workers / mixed (last) |\n|---|---|---|---|---|---|---|---|---|---|\n")
+    lines = []
+    for s in summaries:
+        sink = argmax = labels = "-"
+        if cube is not None and s["model"] in cube["model"].values:
+            last = cube.sel(model=s["model"]).dropna("step", how="all", subset=["sink_score"]).isel(step=-1)
+            sink = f"{float(last['sink_score'].max()):.3f}"
+            argmax = str(int((last["sink_argmax_fraction"] > 0.5).sum()))
+            lab = last["head_label"].values
+            labels = " / ".join(str(int((lab == LABEL_CODES[k]).sum())) for k in ("anchor", "worker", "mixed"))
+        lines.append(
+            f"| {s['model']} | {s['seed']} | {s['steps']} | {s['s_per_step']:.2f} | {s['train_seconds'] / 60:.0f} min | "
+            f"{s['init_val_cell_acc']:.3f} -> {s['final_val_cell_acc']:.3f} | "
+            f"{s['init_val_puzzle_acc']:.3f} -> {s['final_val_puzzle_acc']:.3f} | {sink} | {argmax} | {labels} |\n")
+    return head + "".join(lines)
+
+
+def write_results_table(out: Path, specs, cube_path: Path, card: Path, log) -> None:
+    text = card.read_text()
+    pre, rest = text.split(TABLE_START, 1)
+    _, post = rest.split(TABLE_END, 1)
+    table = results_table(collect_summaries(out, specs), cube_path)
+    _atomic_write(card, pre + TABLE_START + "\n" + table + TABLE_END + post)
+    log(f"[report] results table written to {card}")
+
+
 def measure(spec: ModelSpec, run: RunConfig, n: int, log) -> float:
     import torch
 
@@ -532,7 +572,8 @@ def parse_args(argv=None):
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default: %(default)r)")
     ap.add_argument("--data", action="store_true", help="only generate the puzzles and the probe, then exit")
     ap.add_argument("--measure", type=int, default=0, metavar="N", help="only time N training steps, then exit")
-    ap.add_argument("--report", action="store_true", help="only rewrite curves.png, summary.json and logs/")
+    ap.add_argument("--report", action="store_true",
+                    help="only rewrite curves.png, summary.json, logs/ and the card's results table (from the cube)")
     ap.add_argument("--stop-after", type=int, default=None, help="(tests) stop after this many steps")
     return ap.parse_args(argv)
 
@@ -570,6 +611,7 @@ def main(argv=None) -> int:
         if args.report:
             write_reports(out, curves, specs_all, log)
             if default_out:
+                write_results_table(out, specs_all, HERE / "pico_sudoku.nc", HERE / "README.md", log)
                 (HERE / "logs").mkdir(exist_ok=True)
                 for f in sorted(out.glob("*.log")):
                     shutil.copyfile(f, HERE / "logs" / f.name)
