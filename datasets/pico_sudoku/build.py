@@ -436,7 +436,7 @@ def _train_one(spec: ModelSpec, ctx: Ctx) -> dict:
         "s_per_step": round(elapsed / max(n_steps, 1), 4), "train_seconds": round(elapsed, 1),
         **{f"init_{k}": evs[0][k] for k in ("val_loss", "val_cell_acc", "val_puzzle_acc")},
         **{f"final_{k}": evs[-1][k] for k in ("val_loss", "val_cell_acc", "val_puzzle_acc")},
-        "threads": ctx.threads, "attn_implementation": run.attn_implementation, "init": "BERT N(0, 0.02) after torch.manual_seed(seed); grid_position_init(seed)",
+        "threads": ctx.threads, "attn_implementation": run.attn_implementation, "init": f"BERT N(0, {run.init_std}) after torch.manual_seed(seed); grid_position_init(seed, {run.init_std})",
     }
     _atomic_write(mdir / "DONE.json", json.dumps(summary, indent=2) + "\n")
     log(f"[{spec.name}] done: cell acc {summary['init_val_cell_acc']:.4f} -> {summary['final_val_cell_acc']:.4f}, "
