@@ -409,8 +409,12 @@ def _save_checkpoint(model, mdir: Path, step: int) -> None:
     os.replace(tmp, final)
 
 
-def _write_csv(rows: list[dict], path: Path) -> None:
-    cols = ["step", "lr", "train_loss", "val_loss", "val_loss_pretrain", "elapsed_s"]
+#: The columns of a model's loss curve (curves/<model>.csv).
+CSV_COLS = ("step", "lr", "train_loss", "val_loss", "val_loss_pretrain", "elapsed_s")
+
+
+def _write_csv(rows: list[dict], path: Path, cols: tuple[str, ...] = CSV_COLS) -> None:
+    """``rows`` as CSV (``cols``; a missing value empty, floats to 6 significant digits), atomically."""
     tmp = path.with_suffix(".csv.tmp")
     with open(tmp, "w") as f:
         f.write(",".join(cols) + "\n")

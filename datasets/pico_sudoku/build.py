@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import shutil
@@ -37,6 +36,26 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import sudoku  # noqa: E402
+
+
+def _load_pico():
+    """pico_pythia's build module, whose schedule, locking and atomic writers this build
+    shares, under the name pico_shapes loads it by (one module object for both)."""
+    import importlib.util
+
+    name = "pico_pythia_build"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, HERE.parent / "pico_pythia" / "build.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+pp = _load_pico()
+checkpoint_steps, lr_at = pp.checkpoint_steps, pp.lr_at
+_atomic_write, _save_checkpoint, claim = pp._atomic_write, pp._save_checkpoint, pp.claim
 
 DEFAULT_OUT = HERE / "build"
 PAD, BLANK, BOS = 0, 10, 11  # digits 1..9 are their own ids
@@ -91,43 +110,7 @@ class StopBuild(Exception):
     """Raised by ``--stop-after`` to simulate an interrupted build (tests)."""
 
 
-def checkpoint_steps(n_steps: int, n_between: int = 7, max_pow2: int = 512) -> list[int]:
-    """0, 1, 2, 4, ... (powers of two up to ``max_pow2``), then ``n_between`` evenly spaced to the end.
-
-    >>> checkpoint_steps(12, n_between=3)
-    [0, 1, 2, 4, 8, 9, 11, 12]
-    >>> checkpoint_steps(1500)[-8:]
-    [512, 653, 794, 935, 1077, 1218, 1359, 1500]
-    """
-    steps, p = [0], 1
-    while p < n_steps and p <= max_pow2:
-        steps.append(p)
-        p *= 2
-    last = steps[-1]
-    for k in range(1, n_between + 1):
-        steps.append(last + round(k * (n_steps - last) / n_between))
-    return sorted(set(s for s in steps if s <= n_steps))
-
-
-def lr_at(update: int, n_steps: int, peak: float, warmup: int, min_frac: float) -> float:
-    """Learning rate of the ``update``-th step (1-based): linear warmup, cosine to ``min_frac``.
-
-    >>> lr_at(5, 100, 1.0, 10, 0.1)
-    0.5
-    """
-    if update <= warmup:
-        return peak * update / max(warmup, 1)
-    t = (update - warmup) / max(n_steps - warmup, 1)
-    return peak * (min_frac + (1 - min_frac) * 0.5 * (1 + math.cos(math.pi * min(t, 1.0))))
-
-
 # ---------------------------------------------------------------------------------------------- data
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def data_path(out: Path, run: RunConfig) -> Path:
     return out / f"puzzles_g{run.grid_seed}_n{run.n_train}_{run.n_val}_e{run.val_every}.npz"
 
@@ -280,58 +263,11 @@ def _atomic_torch_save(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _save_checkpoint(model, mdir: Path, step: int) -> None:
-    final, tmp = mdir / f"step_{step}", mdir / f".step_{step}.tmp"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    model.save_pretrained(tmp, safe_serialization=True)
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-
-
-CSV_COLS = ["step", "lr", "train_loss", "val_loss", "val_cell_acc", "val_puzzle_acc", "elapsed_s"]
+CSV_COLS = ("step", "lr", "train_loss", "val_loss", "val_cell_acc", "val_puzzle_acc", "elapsed_s")
 
 
 def _write_csv(rows: list[dict], path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        f.write(",".join(CSV_COLS) + "\n")
-        for r in rows:
-            f.write(",".join("" if r.get(c) is None else (f"{r[c]:.6g}" if isinstance(r[c], float) else str(r[c]))
-                             for c in CSV_COLS) + "\n")
-    os.replace(tmp, path)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def claim(mdir: Path) -> int | None:
-    """Take ``mdir/LOCK``; returns the pid of a live owner instead, if any (a dead one's is taken over)."""
-    lock = mdir / "LOCK"
-    for _ in range(3):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            try:
-                pid = int(lock.read_text().strip() or 0)
-            except (OSError, ValueError):
-                pid = 0
-            if pid and pid != os.getpid() and _pid_alive(pid):
-                return pid
-            lock.unlink(missing_ok=True)
-            continue
-        os.write(fd, str(os.getpid()).encode())
-        os.close(fd)
-        return None
-    raise RuntimeError(f"could not take {lock}")
+    pp._write_csv(rows, path, CSV_COLS)
 
 
 @dataclass
