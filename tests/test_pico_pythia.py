@@ -7,7 +7,6 @@ on tiny shapes and the committed sample text, with no download.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import subprocess
@@ -17,20 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ._builds import load_build, safetensors_bytes
+
 ROOT = Path(__file__).resolve().parents[1]
 DS = ROOT / "datasets" / "pico_pythia"
 SAMPLE = ROOT / "tests" / "data" / "pico_corpus_sample.txt"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-build = _load("pico_pythia_build", DS / "build.py")
+build = load_build("pico_pythia_build", DS / "build.py")
 corpus = sys.modules["corpus"]
 
 
@@ -44,7 +37,7 @@ def smoke_a(tmp_path_factory) -> Path:
     return out
 
 
-def _safetensors(root: Path) -> dict[str, bytes]:
+def safetensors_bytes(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.safetensors"))
             if not p.relative_to(root).parts[0] == "h4"}
 
@@ -189,8 +182,8 @@ def test_interrupted_then_resumed_build_is_bit_identical(smoke_a, tmp_path):
     assert (out / "p96_s1" / "state.pt").exists() and not (out / "p96_s1" / "DONE.json").exists()
     assert len(list(out.glob("tokens_*.npz"))) == 1  # the rerun reads the cached token streams
     assert build.main(["--smoke", "--out", str(out), "--models", models]) == 0
-    ref = {k: v for k, v in _safetensors(smoke_a).items() if k.split("/")[0] in models.split(",")}
-    got = _safetensors(out)
+    ref = {k: v for k, v in safetensors_bytes(smoke_a).items() if k.split("/")[0] in models.split(",")}
+    got = safetensors_bytes(out)
     run = build.SMOKE_RUN
     assert len(got) == 2 * len(build.checkpoint_steps(run.pretrain_steps, run.n_between)) + len(
         build.checkpoint_steps(run.finetune_steps, run.n_between))
@@ -198,7 +191,7 @@ def test_interrupted_then_resumed_build_is_bit_identical(smoke_a, tmp_path):
     assert [k for k in ref if ref[k] != got[k]] == []
     # a rerun of a finished model trains nothing and changes nothing
     assert build.main(["--smoke", "--out", str(out), "--models", "p96_s0"]) == 0
-    assert _safetensors(out) == got
+    assert safetensors_bytes(out) == got
 
 
 def test_unknown_model_name_suggests():

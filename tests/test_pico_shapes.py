@@ -8,7 +8,6 @@ sample text.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import subprocess
@@ -18,19 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ._builds import load_build, safetensors_bytes
+
 ROOT = Path(__file__).resolve().parents[1]
 DS = ROOT / "datasets" / "pico_shapes"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-shapes = _load("pico_shapes_build", DS / "build.py")
+shapes = load_build("pico_shapes_build", DS / "build.py")
 pp = shapes.pp
 
 
@@ -41,10 +34,6 @@ def smoke_a(tmp_path_factory) -> Path:
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     return out
-
-
-def _safetensors(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.safetensors"))}
 
 
 def test_design_varies_width_count_and_d_model_independently():
@@ -113,7 +102,7 @@ def test_interrupted_then_resumed_build_is_bit_identical(smoke_a, tmp_path):
     second = shapes.SMOKE_SPECS[1].name
     assert (out / second / "state.pt").exists() and not (out / second / "DONE.json").exists()
     assert shapes.main(["--smoke", "--out", str(out)]) == 0
-    ref, got = _safetensors(smoke_a), _safetensors(out)
+    ref, got = safetensors_bytes(smoke_a), safetensors_bytes(out)
     assert ref.keys() == got.keys() and len(got) == 2 * 5
     assert [k for k in ref if ref[k] != got[k]] == []
 

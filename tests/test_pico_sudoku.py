@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -10,19 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ._builds import load_build
+
 ROOT = Path(__file__).resolve().parents[1]
 DS = ROOT / "datasets" / "pico_sudoku"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-build = _load("pico_sudoku_build", DS / "build.py")
+build = load_build("pico_sudoku_build", DS / "build.py")
 sudoku = sys.modules["sudoku"]
 
 
