@@ -61,6 +61,8 @@ _CLASSES: dict[str, tuple[str, str, str]] = {
     "bert": ("BertConfig", "BertForMaskedLM", "BertModel"),
     "roberta": ("RobertaConfig", "RobertaForMaskedLM", "RobertaModel"),
     "xlm-roberta": ("XLMRobertaConfig", "XLMRobertaForMaskedLM", "XLMRobertaModel"),
+    "roberta-prelayernorm": ("RobertaPreLayerNormConfig", "RobertaPreLayerNormForMaskedLM",
+                             "RobertaPreLayerNormModel"),
     "mpnet": ("MPNetConfig", "MPNetForMaskedLM", "MPNetModel"),
 }
 
@@ -113,7 +115,7 @@ def tiny_config(arch: str, *, n_layers: int = 2, d_model: int = 32, n_heads: int
         kw = dict(hidden_size=d_model, num_attention_heads=n_heads, num_hidden_layers=n_layers,
                   intermediate_size=2 * d_model, max_position_embeddings=max_positions + 2,
                   hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-        if arch in ("roberta", "xlm-roberta", "mpnet"):
+        if arch in ("roberta", "xlm-roberta", "roberta-prelayernorm", "mpnet"):
             kw.update(pad_token_id=1, bos_token_id=0, eos_token_id=2)
     kw = {**common, **kw, **overrides}
     return cfg_cls(**kw)

@@ -74,7 +74,7 @@ for _family in FAMILIES:
     importlib.import_module(f"{__name__}.{_family}")
 del _family
 
-from .bert import BertAdapter, MPNetAdapter, RobertaAdapter  # noqa: E402
+from .bert import BertAdapter, MPNetAdapter, RobertaAdapter, RobertaPreLayerNormAdapter  # noqa: E402
 from .gemma3 import Gemma3TextAdapter  # noqa: E402
 from .gpt2 import GPT2Adapter  # noqa: E402
 from .gpt_neox import GPTNeoXAdapter  # noqa: E402
@@ -108,6 +108,7 @@ __all__ = [
     "Qwen3Adapter",
     "BertAdapter",
     "RobertaAdapter",
+    "RobertaPreLayerNormAdapter",
     "MPNetAdapter",
     "Gemma3TextAdapter",
 ]

@@ -1,10 +1,11 @@
-"""Post-LN encoders: BERT (MiniLM), RoBERTa, XLM-R, MPNet.
+"""Encoders: post-LN BERT (MiniLM), RoBERTa, XLM-R, MPNet, and pre-LN RoBERTa-PreLayerNorm.
 
 Stored layout: ``attention.self.{query,key,value}`` and ``attention.output.dense`` (BERT,
 RoBERTa, XLM-R; prefix ``bert.``/``roberta.`` when saved with a head), or
 ``attention.attn.{q,k,v,o}`` plus a bucketed relative position bias (MPNet). The norm whose
 output enters layer ``l``'s attention is the previous layer's output LayerNorm (the
-embeddings' LayerNorm for layer 0). Proven by ``tests/architectures/test_bert.py``.
+embeddings' LayerNorm for layer 0); in RoBERTa-PreLayerNorm it is the layer's own
+``attention.LayerNorm``. Proven by ``tests/architectures/test_bert.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from .base import (
 )
 from .registry import register
 
-__all__ = ["BertAdapter", "RobertaAdapter", "MPNetAdapter"]
+__all__ = ["BertAdapter", "RobertaAdapter", "RobertaPreLayerNormAdapter", "MPNetAdapter"]
 
 
 @register
@@ -86,6 +87,34 @@ class RobertaAdapter(BertAdapter):
     architecture = "roberta"
     model_types = ("roberta", "xlm-roberta")
     class_names = ("RobertaModel", "RobertaForMaskedLM", "XLMRobertaModel", "XLMRobertaForMaskedLM")
+
+
+@register
+class RobertaPreLayerNormAdapter(BertAdapter):
+    """RoBERTa-PreLayerNorm: the BERT layout, but pre-LN.
+
+    Each layer normalizes its attention input with ``attention.LayerNorm`` and its MLP input
+    with ``intermediate.LayerNorm``; a final ``LayerNorm`` follows the last layer (prefix
+    ``roberta_prelayernorm.`` when saved with a head).
+    """
+
+    architecture = "roberta-prelayernorm"
+    model_types = ("roberta-prelayernorm",)
+    class_names = ("RobertaPreLayerNormModel", "RobertaPreLayerNormForMaskedLM")
+    param_patterns = (
+        (r"(^|\.)embeddings\.(word|position|token_type)_embeddings\.", "embedding"),
+        (r"(^|\.)embeddings\.LayerNorm\.", "norm_embedding"),
+        (r"layer" + _L + r"attention\.LayerNorm\.", "norm_attn"),
+        (r"layer" + _L + r"intermediate\.LayerNorm\.", "norm_mlp"),
+        (r"layer" + _L + r"intermediate\.dense\.", "mlp_in"),
+        (r"layer" + _L + r"output\.dense\.", "mlp_out"),
+        (r"^(roberta_prelayernorm\.)?LayerNorm\.", "norm_final"),
+        (r"(^|\.)lm_head\.(decoder\.|bias$)", "unembedding"),
+    )
+
+    def _norm_names(self, layer: int) -> tuple[str, str | None]:
+        p = f"encoder.layer.{layer}.attention.LayerNorm."
+        return p + "weight", p + "bias"
 
 
 @register

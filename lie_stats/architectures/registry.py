@@ -187,7 +187,7 @@ def adapter_for(config: dict, tensor_names: Sequence[str], *, source: str,
     >>> adapter_for({"model_type": "t5"}, [], source="t5/config.json")
     Traceback (most recent call last):
     ...
-    lie_stats.errors.ArchitectureError: t5/config.json: architecture 'model_type': 't5' is not supported; supported: gpt_neox, gpt2, llama, mistral, qwen2, qwen3, bert, roberta, xlm-roberta, mpnet, gemma3_text.
+    lie_stats.errors.ArchitectureError: t5/config.json: architecture 'model_type': 't5' is not supported; supported: gpt_neox, gpt2, llama, mistral, qwen2, qwen3, bert, roberta, xlm-roberta, roberta-prelayernorm, mpnet, gemma3_text.
     """
     return _adapter_class(config, source)(config, tensor_names, source=source, locate=locate)
 

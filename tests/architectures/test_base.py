@@ -29,7 +29,7 @@ def test_shapes_and_extras_declared(arch, tiny_checkpoint):
             assert b is None or b.shape == (s.n_heads, s.d_head)
         assert lw.b_O is None or lw.b_O.shape == (s.d_model,)
     expected_rotary = {"gpt_neox": 0.25, "gpt2": 0.0, "bert": 0.0, "roberta": 0.0,
-                       "xlm-roberta": 0.0, "mpnet": 0.0}.get(arch, 1.0)
+                       "xlm-roberta": 0.0, "roberta-prelayernorm": 0.0, "mpnet": 0.0}.get(arch, 1.0)
     assert s.rotary_fraction == expected_rotary
     assert ("qk_norm" in s.attention_extras) == (arch in ("qwen3", "gemma3_text"))
 

@@ -1,4 +1,4 @@
-"""Encoder adapters (BERT, RoBERTa, XLM-R, MPNet): attention reproduced, the real MiniLM, LayerNorm names."""
+"""Encoder adapters (BERT, RoBERTa, XLM-R, RoBERTa-PreLayerNorm, MPNet): attention reproduced, the real MiniLM, LayerNorm names."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from lie_stats.sources import open_source
 
 from ._reproduce import TOL, recompute, reproduction_tests
 
-CASES = [(arch, {}) for arch in ("bert", "roberta", "xlm-roberta", "mpnet")] + [("bert", {"head": False})]
+CASES = [(arch, {}) for arch in ("bert", "roberta", "xlm-roberta", "roberta-prelayernorm", "mpnet")] + [("bert", {"head": False})]
 
 
 test_attention_reproduced_from_canonical_weights, test_fold_ln_reproduces_attention_from_normalized_residual = (
