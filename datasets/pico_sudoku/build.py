@@ -1,9 +1,13 @@
-"""Build the pico_sudoku suite: BERT-style encoders trained here to fill in sudoku puzzles.
+"""Build the pico_sudoku suite: encoders trained here to fill in sudoku puzzles.
+
+The suite's runs are pre-LN encoders (``RobertaPreLayerNormForMaskedLM``); ``--variant post``
+builds the post-LN variant (``BertForMaskedLM``, the first build, which stayed at chance).
 
 Usage::
 
     python datasets/pico_sudoku/build.py --data                 # generate the puzzles (once)
     python datasets/pico_sudoku/build.py --models sudoku_s0,sudoku_s1,sudoku_s2      # train (resumable), in that order
+    python datasets/pico_sudoku/build.py --variant post         # the post-LN variant's runs
     python datasets/pico_sudoku/build.py --smoke --out DIR      # tiny config, < 30 s
     python datasets/pico_sudoku/build.py --measure              # seconds per step, then exit
     python datasets/pico_sudoku/build.py --report               # curves PNG, summary.json, logs/, results table
@@ -70,6 +74,8 @@ class ModelSpec:
     n_heads: int = 8
     d_head: int = 16
     seed: int = 0
+    norm: str = "pre"  # "pre": RoBERTa-PreLayerNorm; "post": BERT
+    init_std: float = 0.02  # initializer_range, also the grid position tables' std
 
     @property
     def d_model(self) -> int:
@@ -78,16 +84,15 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class RunConfig:
-    steps: int = 1500
+    steps: int = 3000
     batch_size: int = 32
     peak_lr: float = 1e-3
-    init_std: float = 0.08  # BERT's initializer_range (~1/sqrt(d_model)), also the position tables' std
     warmup_frac: float = 0.05
     min_lr_frac: float = 0.1
     betas: tuple = (0.9, 0.98)
     weight_decay: float = 0.01
     grad_clip: float = 1.0
-    n_between: int = 7
+    n_between: int = 10
     log_every: int = 10
     data_seed: int = 1234
     grid_seed: int = 2026
@@ -100,8 +105,12 @@ class RunConfig:
     attn_implementation: str = "eager"
 
 
-SPECS = [ModelSpec("sudoku_s0", seed=0), ModelSpec("sudoku_s1", seed=1), ModelSpec("sudoku_s2", seed=2)]
-SMOKE_SPECS = [ModelSpec("s0", 2, 2, 8, seed=0), ModelSpec("s1", 2, 2, 8, seed=1)]
+SPECS = [ModelSpec(f"sudoku_s{i}", seed=i) for i in range(3)]
+#: The post-LN variant (the first build): BERT, init std 0.08, 1,500 steps, 7 checkpoints after 512.
+POST_SPECS = [ModelSpec(f"sudoku_post_s{i}", seed=i, norm="post", init_std=0.08) for i in range(3)]
+POST_RUN = RunConfig(steps=1500, n_between=7)
+SMOKE_SPECS = [ModelSpec("s0", 2, 2, 8, seed=0), ModelSpec("s1", 2, 2, 8, seed=1),
+               ModelSpec("s0_post", 2, 2, 8, seed=0, norm="post")]
 SMOKE_RUN = RunConfig(steps=12, batch_size=4, n_between=3, log_every=2, n_train=40, n_val=20, val_every=3,
                       n_eval=8, probe_seqs=4, eval_batch=8)
 
@@ -166,19 +175,36 @@ def batch_at(data: dict, step: int, run: RunConfig, cache: dict):
 
 
 # ---------------------------------------------------------------------------------------------- model
-def make_config(spec: ModelSpec, init_std: float = 0.02):
-    from transformers import BertConfig
+def make_config(spec: ModelSpec):
+    """BERT (post-LN) or RoBERTa-PreLayerNorm (pre-LN) config of ``spec``.
 
-    cfg = BertConfig(
+    RoBERTa numbers positions from ``pad_token_id + 1`` (``[BOS]`` at table row 1, cell ``i`` at
+    row ``2 + i``), hence one more position row than BERT.
+    """
+    from transformers import BertConfig, RobertaPreLayerNormConfig
+
+    common = dict(
         vocab_size=VOCAB, hidden_size=spec.d_model, num_hidden_layers=spec.n_layers,
         num_attention_heads=spec.n_heads, intermediate_size=4 * spec.d_model, hidden_act="gelu",
-        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=SEQ_LEN,
-        type_vocab_size=1, initializer_range=init_std, layer_norm_eps=1e-12, pad_token_id=PAD,
-        bos_token_id=BOS, mask_token_id=BLANK, position_embedding_type="absolute",
-        tie_word_embeddings=True,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, type_vocab_size=1,
+        initializer_range=spec.init_std, layer_norm_eps=1e-12, pad_token_id=PAD, bos_token_id=BOS,
+        mask_token_id=BLANK, position_embedding_type="absolute", tie_word_embeddings=True,
     )
+    if spec.norm == "post":
+        cfg = BertConfig(max_position_embeddings=SEQ_LEN, **common)
+    elif spec.norm == "pre":
+        cfg = RobertaPreLayerNormConfig(max_position_embeddings=SEQ_LEN + 1, **common)
+    else:
+        raise ValueError(f"{spec.name}: norm {spec.norm!r}; expected 'pre' or 'post'")
     cfg._attn_implementation = "eager"
     return cfg
+
+
+def _position_table(model):
+    """The position-embedding table and the row of position 0 (``[BOS]``)."""
+    if hasattr(model, "bert"):
+        return model.bert.embeddings.position_embeddings.weight, 0
+    return model.roberta_prelayernorm.embeddings.position_embeddings.weight, PAD + 1
 
 
 def grid_position_init(model, seed: int, std: float = 0.02) -> None:
@@ -187,8 +213,9 @@ def grid_position_init(model, seed: int, std: float = 0.02) -> None:
     ``pos[1 + i] = row[r(i)] + col[c(i)] + box[b(i)]`` for cell ``i``, ``pos[0]`` (``[BOS]``) its own
     vector; these 28 vectors, N(0, std), drawn from ``torch.Generator().manual_seed(10_000 + seed)``.
     Only the initial values: the embeddings are trained as usual. It makes a cell's peers
-    (same row, column, box) similar at init; it did not shorten the plateau at the
-    uniform-over-digits loss (ln 9) in 100-step pilots (README, Sizing).
+    (same row, column, box) similar at init. In 12-layer pilots (README, Sizing) the pre-LN
+    model with it left the uniform-over-digits plateau (ln 9) after ~250 steps; the post-LN
+    BERT with it did not within 1,500.
     """
     import torch
 
@@ -198,18 +225,20 @@ def grid_position_init(model, seed: int, std: float = 0.02) -> None:
     bos = torch.randn(d, generator=g) * std
     r, c, b = (torch.tensor(x) for x in (sudoku.ROW, sudoku.COL, sudoku.BOX))
     pos = torch.cat([bos[None], tables[0][r] + tables[1][c] + tables[2][b]])
+    table, first = _position_table(model)
     with torch.no_grad():
-        model.bert.embeddings.position_embeddings.weight.copy_(pos)
+        table[first:first + SEQ_LEN].copy_(pos)
 
 
-def new_model(spec: ModelSpec, init_std: float = 0.02):
+def new_model(spec: ModelSpec):
     import torch
-    from transformers import BertForMaskedLM
+    from transformers import BertForMaskedLM, RobertaPreLayerNormForMaskedLM
 
     torch.manual_seed(spec.seed)
-    model = BertForMaskedLM(make_config(spec, init_std))
+    cls = BertForMaskedLM if spec.norm == "post" else RobertaPreLayerNormForMaskedLM
+    model = cls(make_config(spec))
     model.set_attn_implementation("eager")
-    grid_position_init(model, spec.seed, init_std)
+    grid_position_init(model, spec.seed, spec.init_std)
     return model
 
 
@@ -307,7 +336,7 @@ def _train_one(spec: ModelSpec, ctx: Ctx) -> dict:
     ckpts = checkpoint_steps(n_steps, run.n_between)
     vx = to_tokens(data["val_puzzle"][:run.n_eval])
     vy = labels_of(data["val_puzzle"][:run.n_eval], data["val_grid"][:run.n_eval])
-    model = new_model(spec, run.init_std)
+    model = new_model(spec)
     model.train()
     opt = build_optimizer(model, run)
     state_path = mdir / "state.pt"
@@ -372,7 +401,9 @@ def _train_one(spec: ModelSpec, ctx: Ctx) -> dict:
         "s_per_step": round(elapsed / max(n_steps, 1), 4), "train_seconds": round(elapsed, 1),
         **{f"init_{k}": evs[0][k] for k in ("val_loss", "val_cell_acc", "val_puzzle_acc")},
         **{f"final_{k}": evs[-1][k] for k in ("val_loss", "val_cell_acc", "val_puzzle_acc")},
-        "threads": ctx.threads, "attn_implementation": run.attn_implementation, "init": f"BERT N(0, {run.init_std}) after torch.manual_seed(seed); grid_position_init(seed, {run.init_std})",
+        "threads": ctx.threads, "attn_implementation": run.attn_implementation, "norm": spec.norm,
+        "init": (f"{'BERT' if spec.norm == 'post' else 'RoBERTa-PreLayerNorm'} N(0, {spec.init_std}) after "
+                 f"torch.manual_seed(seed); grid_position_init(seed, {spec.init_std})"),
     }
     _atomic_write(mdir / "DONE.json", json.dumps(summary, indent=2) + "\n")
     log(f"[{spec.name}] done: cell acc {summary['init_val_cell_acc']:.4f} -> {summary['final_val_cell_acc']:.4f}, "
@@ -484,7 +515,7 @@ def measure(spec: ModelSpec, run: RunConfig, n: int, log) -> float:
     rng = np.random.default_rng(0)
     data = {"train_puzzle": rng.integers(0, 10, (256, 81)).astype(np.uint8),
             "train_grid": rng.integers(1, 10, (256, 81)).astype(np.uint8)}
-    model = new_model(spec, run.init_std)
+    model = new_model(spec)
     opt = build_optimizer(model, run)
     times = []
     for i in range(n + 1):
@@ -504,6 +535,8 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default=None, help="comma-separated run names (default: all)")
     ap.add_argument("--smoke", action="store_true", help="tiny config, a few steps")
+    ap.add_argument("--variant", choices=("pre", "post"), default="pre",
+                    help="the suite's pre-LN runs (default) or the post-LN variant's")
     ap.add_argument("--out", default=None, help="output directory (default: datasets/pico_sudoku/build)")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default: %(default)r)")
     ap.add_argument("--data", action="store_true", help="only generate the puzzles and the probe, then exit")
@@ -518,8 +551,8 @@ def main(argv=None) -> int:
     import torch
 
     args = parse_args(argv)
-    specs_all = SMOKE_SPECS if args.smoke else SPECS
-    run = SMOKE_RUN if args.smoke else RunConfig()
+    specs_all = SMOKE_SPECS if args.smoke else (POST_SPECS if args.variant == "post" else SPECS)
+    run = SMOKE_RUN if args.smoke else (POST_RUN if args.variant == "post" else RunConfig())
     by_name = {s.name: s for s in specs_all}
     names = [n.strip() for n in args.models.split(",")] if args.models else list(by_name)
     bad = [n for n in names if n not in by_name]
@@ -529,7 +562,7 @@ def main(argv=None) -> int:
     default_out = args.out is None and not args.smoke
     out = Path(args.out).resolve() if args.out else (DEFAULT_OUT if not args.smoke else DEFAULT_OUT / "smoke")
     out.mkdir(parents=True, exist_ok=True)
-    curves = HERE / "curves" if default_out else out / "curves"
+    curves = (HERE / "curves" / ("post_ln" if args.variant == "post" else "")) if default_out else out / "curves"
     curves.mkdir(parents=True, exist_ok=True)
     import transformers
 
@@ -546,7 +579,7 @@ def main(argv=None) -> int:
             return 0
         if args.report:
             write_reports(out, curves, specs_all, log)
-            if default_out:
+            if default_out and args.variant == "pre":
                 write_results_table(out, specs_all, HERE / "pico_sudoku.nc", HERE / "README.md", log)
                 (HERE / "logs").mkdir(exist_ok=True)
                 for f in sorted(out.glob("*.log")):
@@ -561,9 +594,10 @@ def main(argv=None) -> int:
                 "data_file": data_path(out, run).name,
                 "n_train": int(len(data["train_puzzle"])), "n_val": int(len(data["val_puzzle"])),
                 "probe_sha256": probe.sha256, "specs": [asdict(s) for s in specs_all]}
-        _atomic_write(out / "build_meta.json", json.dumps(meta, indent=2, default=str) + "\n")
+        meta_name = "build_meta_post.json" if args.variant == "post" else "build_meta.json"
+        _atomic_write(out / meta_name, json.dumps(meta, indent=2, default=str) + "\n")
         if default_out:
-            shutil.copyfile(out / "build_meta.json", curves / "build_meta.json")
+            shutil.copyfile(out / meta_name, curves / "build_meta.json")
         if args.data:
             log(f"[data] probe {probe_path} sha256 {probe.sha256}")
             return 0
