@@ -28,7 +28,7 @@ hub and a probe set: skipped).
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, P96
+from ._common import ANCHORS, P96, SUDOKU, SUDOKU_DECLARED
 
 CLAIM = ("Anchors stabilize early and workers specialize late: anchors reach 90 % of their final "
          "change from initialization earlier in training than workers")
@@ -71,4 +71,14 @@ B10_pythia = HypothesisSpec(
     gate="pinned",
     notes="Pythia-160m (12 layers) as the public stand-in for the original's unavailable model, "
           "at the card's six checkpoints; the labels need a probe set and the hub: skipped here.",
+)
+
+B10_sudoku = HypothesisSpec(
+    id="B10-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
+    selection=_selection("sudoku_s0"), test="stabilization_time",
+    params={**PARAMS, "groups": (ANCHOR, WORKER)},
+    prediction=Prediction("positive"), reference={"direction": "workers later than anchors"},
+    gate="pinned", choices={"models": [(m,) for m in SUDOKU], "scale": ("log", "linear")},
+    notes=SUDOKU_DECLARED + " As B10 (anchors against workers, labels at the last checkpoint, "
+          "18 checkpoints per run).",
 )

@@ -25,7 +25,7 @@ Pythia-160m (needs the hub and a probe set: skipped).
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, P96
+from ._common import ANCHORS, P96, SUDOKU, SUDOKU_DECLARED
 
 CLAIM = "The initial random configuration partly predicts which heads become anchors"
 ANCHOR, WORKER = LABEL_CODES["anchor"], LABEL_CODES["worker"]
@@ -65,4 +65,14 @@ B11_pythia = HypothesisSpec(
     gate="pinned",
     notes="Pythia-160m (12 layers) as the public stand-in for the original's unavailable model "
           "(first checkpoint: step 1); the labels need a probe set and the hub: skipped here.",
+)
+
+B11_sudoku = HypothesisSpec(
+    id="B11-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
+    selection=_selection("sudoku_s0"), test="class_auc",
+    params={**RESAMPLING, "positive": ANCHOR, "negative": None},
+    prediction=Prediction("positive", value=0.5), reference={"p": 0.007},
+    gate="pinned", choices={"models": [(m,) for m in SUDOKU]},
+    notes=SUDOKU_DECLARED + " As B11 (anchors at the last checkpoint against every other head, "
+          "by head_contribution at the first).",
 )

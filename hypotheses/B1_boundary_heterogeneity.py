@@ -14,7 +14,7 @@ import math
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import ANCHORS, FAMILIES, P96, PROJECTIONS
+from ._common import ANCHORS, FAMILIES, P96, PROJECTIONS, SUDOKU, SUDOKU_DECLARED
 
 B1 = HypothesisSpec(
     id="B1",
@@ -34,4 +34,15 @@ B1 = HypothesisSpec(
     choices={"models": [(m,) for m in P96], "family": FAMILIES, "projection": PROJECTIONS},
     notes=("Changed 2026-12-02: the magnitude band (at least 3x) is declared beside the "
            "direction, so that the claim's figure is tested and not only 'above 1'."),
+)
+
+B1_sudoku = HypothesisSpec(
+    id="B1-sudoku", claim=B1.claim, source=ANCHORS, datasets=("pico_sudoku",),
+    selection={"values": Select("commutator_mean", step="last", family="Q", projection="none",
+                                models=("sudoku_s0",))},
+    test="boundary_ratio", params={"summary": "cv"},
+    prediction=B1.prediction, reference=B1.reference, gate="pinned",
+    choices={"models": [(m,) for m in SUDOKU], "family": FAMILIES},
+    notes=SUDOKU_DECLARED + " As B1 (the same test, prediction and magnitude band); exact "
+          "operators only (the pico_sudoku cube holds no compression).",
 )

@@ -60,7 +60,7 @@ import math
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import ANCHORS, FAMILIES, P96, PICO_RUNS
+from ._common import ANCHORS, FAMILIES, P96, PICO_RUNS, SUDOKU, SUDOKU_DECLARED
 
 CLAIM = ("Head-level enrichment far exceeds layer-level enrichment (a head at 119.7x in a layer "
          "at 4.9x)")
@@ -133,4 +133,15 @@ B2_pythia = HypothesisSpec(
     choices={"family": FAMILIES},
     notes="The essay's model is not named; Pythia-160m has its 12 layers. Adaptive compression "
           "(k = d_head), the essays' method." + CHANGED,
+)
+
+B2_sudoku = HypothesisSpec(
+    id="B2-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
+    selection={"values": Select("killing_norm", step="all", family="Q", projection="none",
+                                models=SUDOKU)},
+    test="head_enrichment_excess", params={"layer_summary": "cv"},
+    prediction=Prediction("above", value=1.0, magnitude=_magnitude()), reference=REFERENCE,
+    gate="pinned", choices={"models": [(m,) for m in SUDOKU], "family": FAMILIES},
+    notes=SUDOKU_DECLARED + " As B2: family Q, exact operators, here the three runs pooled "
+          "(36 layers) as B2 pools the two 96-head runs; the curve: each run alone x each family.",
 )

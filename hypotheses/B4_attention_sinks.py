@@ -27,6 +27,10 @@ token at position 0 and their attention has no sinks to measure (changed 2026-12
 before the panel cube held any of these variables (its activation metrics were being added
 when this module was committed) and before the author looked at pico_pythia's.
 
+pico_sudoku (declared 2026-12-04, before its cube existed): ``B4-sudoku`` and its three
+companions, the same four tests on the three 96-head sudoku runs pooled, whose inputs and
+probe start with a dedicated [BOS] token (the condition the pico_pythia runs lack).
+
 Disclosure: before declaring, the author had read the MiniLM-L6 table of
 ``datasets/panel/SINKS.md`` (a probe run outside the cube: 60 % of its heads with their argmax
 on position 0). The thresholds (0.5 for "most", 0.90 for the essay's magnitude, 1 and 0.5
@@ -38,7 +42,7 @@ With few layers per model (MiniLM-L3: 3) the per-model percentile intervals are 
 
 from lie_stats.spec import HypothesisSpec, Magnitude, OutOfScope, Prediction, Select
 
-from ._common import ANCHORS
+from ._common import ANCHORS, SUDOKU, SUDOKU_DECLARED
 from .A8_head_width_not_count import PANEL
 
 CLAIM = ("Attention sinks: the first token receives the largest attention in most heads "
@@ -73,17 +77,19 @@ CHANGED = (" Changed 2026-12-04: the prediction carries the essay's figure as a 
            "[0, 0.5]) beside the direction; the direction rule is unchanged.")
 
 
-def _share(ident: str, dataset: str, models: tuple[str, ...], value: float, notes: str) -> HypothesisSpec:
+def _share(ident: str, dataset: str, models: tuple[str, ...], value: float, notes: str,
+           changed: str = CHANGED) -> HypothesisSpec:
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
         selection={"values": Select("sink_argmax_fraction", step="last", models=models)},
         test="share_above", params={"threshold": SINK},
         prediction=Prediction("above", value=value, magnitude=NEARLY_ALL), reference=REFERENCE,
-        gate="pinned", choices={"models": [(m,) for m in models]}, notes=notes + CHANGED,
+        gate="pinned", choices={"models": [(m,) for m in models]}, notes=notes + changed,
     )
 
 
-def _values(ident: str, dataset: str, models: tuple[str, ...], value: float, notes: str) -> HypothesisSpec:
+def _values(ident: str, dataset: str, models: tuple[str, ...], value: float, notes: str,
+            changed: str = CHANGED) -> HypothesisSpec:
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
         selection={"values": Select("sink_value_ratio", step="last", models=models),
@@ -91,7 +97,7 @@ def _values(ident: str, dataset: str, models: tuple[str, ...], value: float, not
         test="head_mean", params={"transform": "log", "mask_above": SINK},
         prediction=Prediction("below", value=value, magnitude=NEAR_ZERO),
         reference={"sink_value_ratio": "near 0"},
-        gate="pinned", choices={"models": [(m,) for m in models]}, notes=notes + CHANGED,
+        gate="pinned", choices={"models": [(m,) for m in models]}, notes=notes + changed,
     )
 
 
@@ -129,3 +135,14 @@ B4_pico = _untestable("B4-pico")
 B4_nearly_all_pico = _untestable("B4-nearly-all-pico")
 B4_values_pico = _untestable("B4-values-pico")
 B4_values_near_zero_pico = _untestable("B4-values-near-zero-pico")
+
+#: pico_sudoku (declared 2026-12-04): the three 96-head runs pooled (each head counts once), at
+#: their last checkpoint, on a probe of held-out puzzles with [BOS] at position 0.
+_SUDOKU = (SUDOKU_DECLARED + " The probe (datasets/pico_sudoku/probe.npz) starts every sequence "
+           "with a dedicated [BOS] token that carries nothing about the puzzle, the condition "
+           "B4-pico lacked; the attention is bidirectional (82 keys per query, uniform attention "
+           "gives [BOS] 1/82). Pooled over the three runs; per run in the curve.")
+B4_sudoku = _share("B4-sudoku", "pico_sudoku", SUDOKU, 0.5, _SUDOKU, "")
+B4_nearly_all_sudoku = _share("B4-nearly-all-sudoku", "pico_sudoku", SUDOKU, 0.9, _SUDOKU, "")
+B4_values_sudoku = _values("B4-values-sudoku", "pico_sudoku", SUDOKU, 1.0, _SUDOKU, "")
+B4_values_near_zero_sudoku = _values("B4-values-near-zero-sudoku", "pico_sudoku", SUDOKU, 0.5, _SUDOKU, "")

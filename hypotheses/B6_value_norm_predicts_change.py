@@ -22,7 +22,7 @@ Each 96-head seed is one choice of the specification curve.
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, P96
+from ._common import ANCHORS, P96, SUDOKU, SUDOKU_DECLARED
 
 CLAIM = ("Heads with low value norm (anchors) change less during training than heads with "
          "high value norm (workers)")
@@ -66,4 +66,35 @@ B6_groups = HypothesisSpec(
           "The anchor/worker contrast the claim is about is not testable on the suite: its "
           "heads hold 0 anchors (largest sink_score 0.048), so the comparison is inconclusive "
           "with the label counts in its reason (declaration unchanged 2026-12-02).",
+)
+
+B6_sudoku = HypothesisSpec(
+    id="B6-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
+    selection={"x": Select("value_norm", step="first", models=("sudoku_s0",)),
+               "y": Select("change_from_init", step="last", models=("sudoku_s0",))},
+    test="correlation", params={"method": "spearman"},
+    prediction=Prediction("positive"), reference={"direction": "positive"}, gate="pinned",
+    choices={"models": [(m,) for m in SUDOKU]}, notes=SUDOKU_DECLARED + " As B6.",
+)
+
+B6_partial_sudoku = HypothesisSpec(
+    id="B6-partial-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
+    selection={"x": Select("value_norm", step="last", models=("sudoku_s0",)),
+               "y": Select("change_from_init", step="last", models=("sudoku_s0",)),
+               "covar": Select("ov_norm", step="last", models=("sudoku_s0",))},
+    test="partial_correlation", params={"method": "spearman"},
+    prediction=Prediction("positive"), reference={"direction": "positive"}, gate="pinned",
+    choices={"models": [(m,) for m in SUDOKU]}, notes=SUDOKU_DECLARED + " As B6-partial.",
+)
+
+B6_groups_sudoku = HypothesisSpec(
+    id="B6-groups-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
+    selection={"x": Select("change_from_init", step="last", models=("sudoku_s0",)),
+               "group": Select("head_label", step="last", models=("sudoku_s0",))},
+    test="group_difference",
+    params={"groups": (LABEL_CODES["anchor"], LABEL_CODES["worker"])},
+    prediction=Prediction("positive"), reference={"direction": "workers change more"},
+    gate="pinned", choices={"models": [(m,) for m in SUDOKU]},
+    notes=SUDOKU_DECLARED + " As B6-groups (METRICS.md §8 labels at the last checkpoint); "
+          "inconclusive, with the label counts, if the runs hold too few anchors.",
 )

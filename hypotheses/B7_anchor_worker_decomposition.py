@@ -35,7 +35,7 @@ layers, like the original's model); its cube needs the hub and a probe set (skip
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, P96
+from ._common import ANCHORS, P96, SUDOKU, SUDOKU_DECLARED
 
 CLAIM = ("The B5 signal (initial contribution predicts change) decomposes into two populations, "
          "anchors and workers, with different change dynamics")
@@ -81,4 +81,14 @@ B7_pythia = HypothesisSpec(
     notes=("The original's model (12 x 8 heads, trained on sudoku) is not available; Pythia-160m "
            "(12 layers x 12 heads) is the field's public stand-in. Needs the hub and a probe set "
            "(the §8 labels are activation metrics): skipped here."),
+)
+
+B7_sudoku = HypothesisSpec(
+    id="B7-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
+    selection=_selection("sudoku_s0"), test="class_interaction",
+    params={**PARAMS, "groups": (ANCHOR, WORKER)},
+    prediction=Prediction("nonzero"), reference={"b5_rho": -0.274, "b5_p": 0.007, "n": 96},
+    gate="pinned", choices={"models": [(m,) for m in SUDOKU]},
+    notes=SUDOKU_DECLARED + " As B7 (anchors against workers); at least 3 heads per class, "
+          "else inconclusive with the label counts.",
 )

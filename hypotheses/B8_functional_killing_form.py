@@ -49,7 +49,7 @@ evaluation on the bundled data.
 
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, FAMILIES, P96
+from ._common import ANCHORS, FAMILIES, P96, SUDOKU, SUDOKU_DECLARED
 
 CLAIM = ("Functional Killing form: weighting by value norm lowers boundary-layer enrichment "
          "relative to the total Killing form (part of it is anchor geometry)")
@@ -92,4 +92,15 @@ B8_panel = HypothesisSpec(
     notes="Trained vs seeded random-init twin; skipped until the panel has value_norm. "
           "Changed 2026-12-02: the premise (3 anchors, total enrichment above 1) is declared "
           "and the p decides, as for B8.",
+)
+
+B8_sudoku = HypothesisSpec(
+    id="B8-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
+    selection=_selection("sudoku_s0"),
+    test="functional_boundary_shift", params={"layer_summary": "cv", **PREMISE},
+    prediction=Prediction("below", value=1.0), reference={"direction": "functional below total"},
+    gate="pinned",
+    choices={"models": [(m,) for m in SUDOKU], "family": FAMILIES, "layer_summary": ("cv", "mean_abs")},
+    notes=SUDOKU_DECLARED + " As B8, with its premise (at least 3 anchors and total-form "
+          "boundary enrichment above 1, else inconclusive with the counts).",
 )

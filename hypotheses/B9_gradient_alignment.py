@@ -44,7 +44,7 @@ declaration (see each spec's notes).
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, P96
+from ._common import ANCHORS, P96, SUDOKU, SUDOKU_DECLARED
 
 CLAIM = ("Gradient alignment cos(grad KF, grad CE) differs systematically between anchors and "
          "workers; a bidirectional threshold classifies workers (above +t), disrupted anchors "
@@ -118,4 +118,30 @@ B9_pythia = HypothesisSpec(
     gate="pinned",
     notes="Pythia-160m (12 layers) as the public stand-in for the original's unavailable model; "
           "grad_alignment and the labels need a probe set and the hub: skipped here.",
+)
+
+_SUDOKU_GRAD = (" grad_alignment's cross-entropy on this probe is lie_stats's masked-LM loss (15 % of "
+                "positions t >= 1 replaced by [BLANK], the config's mask token, and predicted "
+                "against the probe's own tokens): near the training objective, not the same "
+                "(datasets/pico_sudoku/README.md).")
+B9_sudoku = HypothesisSpec(
+    id="B9-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
+    selection=_groups_selection("sudoku_s0"), test="group_difference",
+    params={**RESAMPLING, "groups": (ANCHOR, WORKER)},
+    prediction=Prediction("positive"), reference={"direction": "workers above anchors"},
+    gate="pinned", choices={"models": [(m,) for m in SUDOKU]},
+    notes=SUDOKU_DECLARED + " As B9." + _SUDOKU_GRAD,
+)
+
+B9_classifier_sudoku = HypothesisSpec(
+    id="B9-classifier-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
+    selection={"score": Select("grad_alignment", step="last", models=("sudoku_s0",)),
+               "label": Select("head_label", step="last", models=("sudoku_s0",))},
+    test="threshold_agreement",
+    params={**RESAMPLING, "threshold": 3.0, "threshold_units": "random_sd",
+            "classes": (ANCHOR, MIXED, WORKER), "min_class": 3},
+    prediction=Prediction("positive"), reference={"threshold": "not given by the essay"},
+    gate="pinned", choices={"models": [(m,) for m in SUDOKU], "threshold": (2.0, 3.0, 5.0)},
+    notes=SUDOKU_DECLARED + " As B9-classifier (t = 3 random-direction SDs; needs >= 3 anchors "
+          "and >= 3 workers)." + _SUDOKU_GRAD,
 )

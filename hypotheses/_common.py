@@ -23,3 +23,19 @@ PROJECTIONS = ("none", "adaptive", "fixed:64")
 #: during training, so no magnitude claim is tested there (changed 2026-12-02).
 RANDOM_TWIN = ("the first checkpoint is a seeded random N(0, 0.02) twin of the model, not its real "
                "initialization: a ratio over it is no magnitude of training")
+
+#: The three runs of pico_sudoku (12 layers x 8 heads each, seeds 0, 1, 2): pre-LN encoders
+#: (RoBERTa-PreLayerNorm) trained here on sudoku puzzles, the task of the anchors essay's own
+#: model, with a [BOS] at position 0 of every input and of the probe (datasets/pico_sudoku/README.md).
+SUDOKU = ("sudoku_s0", "sudoku_s1", "sudoku_s2")
+#: Said by every spec declared on pico_sudoku.
+SUDOKU_DECLARED = (
+    "Declared 2026-12-04 on pico_sudoku's pre-LN suite before any cube of it existed (the runs "
+    "were training; only their held-out accuracy curves had been seen, no sink_score, label or "
+    "weight metric), mirroring the pico_pythia declaration of this claim; the first run (seed 0) "
+    "is the primary analysis, the three seeds the specification curve. Not the first use of this "
+    "declaration: the same spec was evaluated once on the card's first build, three post-LN BERT "
+    "runs that stayed at chance (loss ln 9), whose verdicts the card lists; that build was not "
+    "landed, and the spec is unchanged but for the data it runs on. The essay's model was 12 x 8 "
+    "heads trained on sudoku; this one shares the shape and the task, not the architecture "
+    "(the essay's is not stated), the recipe or the length of training (3,000 steps on CPU).")
