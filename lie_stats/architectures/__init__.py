@@ -22,7 +22,7 @@ Modules
     METRICS.md §6.4), read from each adapter class's ``param_patterns``.
 ``gpt_neox``, ``gpt2``, ``llama``, ``bert``, ``gemma3``
     One module per family: Pythia; GPT-2; Llama, Mistral, Qwen2, Qwen3; BERT, RoBERTa, XLM-R,
-    MPNet; Gemma3 (text). Each module's docstring describes its stored layout.
+    RoBERTa-PreLayerNorm, MPNet; Gemma3 (text). Each module's docstring describes its stored layout.
 
 Adding an architecture
 ----------------------
