@@ -400,7 +400,7 @@ def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_ST
         warmup = max(1, round(cfg.warmup_frac * cfg.steps))
         grid = measure_steps(cfg.steps, cfg.log_until, cfg.every)
         meta = {"machine": platform.machine(), "processor": _cpu_name(), "python": platform.python_version(),
-                "torch": torch.__version__, "transformers": transformers.__version__, "threads": cfg.threads,
+                "torch": str(torch.__version__), "transformers": transformers.__version__, "threads": cfg.threads,
                 "attn_implementation": cfg.attn_implementation, "device": _device_name(device), "vocab": vocab, "bos_id": bos,
                 "tokenizer_sha256": tok_sha, "data": info, "probe": probe.metadata(), "grid": grid,
                 "warmup_steps": warmup, "params": sum(p.numel() for p in model.parameters()), **init_info,
@@ -408,7 +408,7 @@ def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_ST
                 "labels": "METRICS.md §8 with lie_stats.activations defaults: anchor = sink_score >= 0.5 and "
                           "value_norm in the lowest third of its layer"}
         if state_path.exists():
-            st = torch.load(state_path, weights_only=False, map_location="cpu")
+            st = torch.load(state_path, weights_only=True, map_location="cpu")
             if st["config"] != dataclasses.asdict(cfg):
                 diff = {k: (st["config"].get(k), v) for k, v in dataclasses.asdict(cfg).items() if st["config"].get(k) != v}
                 raise SystemExit(f"{state_path}: holds a run with another config (field: (stored, asked)) {diff}; "
