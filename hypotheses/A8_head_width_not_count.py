@@ -13,8 +13,8 @@ n_heads x d_head, so log2(d_model) = log2(d_head) + log2(n_heads) and d_head / d
 the two head-count models. The sweep's comparison therefore also fits AF ~ log2(d_model), and
 the claim is supported only when width beats it too; when the AIC margins are below 2 the
 verdict is inconclusive ("the models are not distinguished"): this sweep cannot separate
-width, count and d_model, and a head-shape sweep that varies the three independently
-(Llama-style configs with an explicit head_dim) is needed to do so.
+width, count and d_model; the head-shape sweep that varies the three independently
+(pico_shapes, Llama-style configs with an explicit head_dim) is tested by ``A8-shapes``.
 
 Magnitude (2026-12-04): the essay's two figures, Pythia-70m (d_head 64) 0.083 and Pythia-1b
 (d_head 256) 0.000, are a slope of (0.000 - 0.083) / (log2 256 - log2 64) = -0.0415 per

@@ -7,8 +7,8 @@ by at least 2), on the panel.
 On the bundled sweep the ratio is the head count (changed 2026-12-02): GPT-NeoX ties
 d_model = n_heads x d_head, so d_head / d_model = 1 / n_heads exactly in every model, and
 "AF ~ ratio" is "AF ~ head count", which A8 already compares with width. ``A9`` on the sweep
-is recorded as not testable (:class:`OutOfScope`) until a head-shape sweep varies d_head,
-n_heads and d_model independently.
+is recorded as not testable (:class:`OutOfScope`); ``A9-shapes`` tests the claim on the
+head-shape sweep (pico_shapes), in which d_head, n_heads and d_model vary independently.
 """
 
 from lie_stats.spec import HypothesisSpec, OutOfScope, Prediction, Select
@@ -26,13 +26,14 @@ A9 = OutOfScope(
     reason=("not testable on the bundled sweep (pico_pythia: w16, w32, w64, h8, h16): GPT-NeoX "
             "ties d_model = n_heads x d_head, so d_head / d_model = 1 / n_heads exactly in every "
             "model (1/4, 1/4, 1/4, 1/8, 1/16) and the ratio is the head count; the sweep cannot "
-            "tell a ratio effect from a head-count effect, and d_model moves with both. Needs a "
-            "head-shape sweep in which d_head, n_heads and d_model vary independently "
-            "(Llama-style configs with an explicit head_dim)."),
+            "tell a ratio effect from a head-count effect, and d_model moves with both. A9-shapes "
+            "tests the claim on pico_shapes, a head-shape sweep in which d_head, n_heads and "
+            "d_model vary independently (Llama-style configs with an explicit head_dim)."),
     reference={"ratio_70m_1b": 0.125},
     notes=("Changed 2026-12-02: was model_comparison width vs ratio on the six sweep models "
            "(h2 included), 'refuted'; the ratio model was the head-count model, and h2 (one head "
-           "pair per layer) drove the result."),
+           "pair per layer) drove the result. Changed 2026-12-04 (text only): the reason names "
+           "A9-shapes, the head-shape sweep's test, instead of asking for such a sweep."),
 )
 
 A9_panel = HypothesisSpec(
