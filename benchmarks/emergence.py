@@ -348,18 +348,21 @@ def evaluate(model, arr: np.ndarray, batch: int, device: str) -> float:
 
 
 def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_STATE, deadline: float | None = None,
-          stop_after: int | None = None, device: str = "cpu", log=print) -> dict:
+          stop_after: int | None = None, device: str = "cpu", checkpoints: Path | None = None, log=print) -> dict:
     """Train (or resume) one run to ``cfg.steps``, or until ``deadline`` (epoch seconds); returns the state.
 
     ``device`` (``"cpu"``, ``"cuda"``): where the model trains and is measured; a GPU run is
     another run (``run_name``'s ``_cuda``), since its numbers differ from the CPU's.
+    ``checkpoints``: also save the model at every measured step as
+    ``<checkpoints>/<run>/step_<N>/`` (``save_pretrained``, safetensors, written atomically before
+    the state) and the probe as ``<checkpoints>/probe.npz``: a suite ``lie-stats extract`` reads.
     """
     import torch
     import transformers
     from transformers import GPTNeoXForCausalLM
 
     from lie_stats.activations import activation_metrics
-    from lie_stats.probe import build_probe
+    from lie_stats.probe import build_probe, save_probe
     from lie_stats.schema import LABEL_CODES
 
     build = _load_build()
@@ -389,6 +392,9 @@ def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_ST
                             first_token="bos", first_token_id=bos,
                             tokenizer_name=f"pico_pythia byte-level BPE 4096 + <bos> = {bos} (tokenizer.json sha256 {tok_sha[:16]})",
                             text_source=f"held-out split of the pretraining text ({cfg.text})")
+        if checkpoints is not None:
+            checkpoints.mkdir(parents=True, exist_ok=True)
+            save_probe(probe, checkpoints / "probe.npz")
         spec = build.ModelSpec(name, cfg.n_layers, cfg.n_heads, cfg.d_head, seed=cfg.seed)
         mcfg = build.make_config(spec, dataclasses.replace(run, seq_len=cfg.seq_len), vocab)
         mcfg.bos_token_id = bos
@@ -438,6 +444,8 @@ def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_ST
             st["heads"] = [h for h in st["heads"] if h["step"] != step] + [
                 {"step": step, **{k: np.round(np.asarray(act[k], float), 6).tolist()
                                   for k in ("sink_score", "sink_argmax_fraction", "value_norm", "head_label")}}]
+            if checkpoints is not None:
+                build._save_checkpoint(model, checkpoints / name, step)
             st.update(step=step, acc=[0.0, 0], steps_since=0, t_since=0.0, model=model.state_dict(),
                       optimizer=opt.state_dict(), rng=torch.get_rng_state())
             _atomic_torch_save(st, state_path)
@@ -540,6 +548,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(DEFAULT_OUT), help="curves folder (committed)")
     ap.add_argument("--state", default=str(DEFAULT_STATE), help="state folder (outside git)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (a GPU run is named <run>_cuda)")
+    ap.add_argument("--checkpoints", default=None, metavar="DIR",
+                    help="also save the model at every measured step (DIR/<run>/step_<N>/) and the probe "
+                         "(DIR/probe.npz), for lie-stats extract")
     ap.add_argument("--deadline", default=None, help="HH:MM UTC: measure, save and stop when reached")
     ap.add_argument("--stop-after", type=int, default=None, help="(tests) exit after N steps without saving")
     ap.add_argument("--table", default=None, metavar="RUN", help="print RUN's curves as a Markdown table and exit")
@@ -551,7 +562,7 @@ def main(argv=None) -> int:
     if args.replot:
         import torch
 
-        st = torch.load(Path(args.state) / args.replot / "state.pt", weights_only=False)
+        st = torch.load(Path(args.state) / args.replot / "state.pt", weights_only=True)
         write_curves({k: v for k, v in st.items() if k not in ("model", "optimizer", "rng")}, Path(args.out), args.replot)
         return 0
     cfg = Config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Config)})
@@ -561,7 +572,8 @@ def main(argv=None) -> int:
 
     try:
         train(cfg, out=Path(args.out), state_root=Path(args.state), deadline=parse_deadline(args.deadline),
-              stop_after=args.stop_after, device=args.device, log=log)
+              stop_after=args.stop_after, device=args.device,
+              checkpoints=Path(args.checkpoints) if args.checkpoints else None, log=log)
     except StopRun as e:
         log(str(e))
         return 3

@@ -85,3 +85,31 @@ def test_markdown_table(tmp_path):
                                     "250,512000,0.002,5.1,5.0,0.61,2,0.9,3,1,60,35,L11H2,8,100,0.7\n")
     table = E.markdown_table(tmp_path / "r.csv").splitlines()
     assert table[-1] == "| 250 | 512,000 | 5.000 | 0.610 | 2 | 0.900 | 3 | 1 | 60 | 35 | L11H2 (8) |"
+
+
+def test_checkpoints_make_a_suite_lie_stats_extracts(tmp_path):
+    """``--checkpoints``: every measured step saved as a checkpoint folder, the probe beside them,
+    and ``lie-stats extract`` (the suite's card command) turns them into a cube with the sink
+    metrics and labels of METRICS.md §7-8 at every step."""
+    import subprocess
+
+    import xarray as xr
+
+    ck = tmp_path / "ck"
+    st = E.train(TINY, out=tmp_path / "o", state_root=tmp_path / "s", checkpoints=ck, log=lambda m: None)
+    name = E.run_name(TINY)
+    steps = [r["step"] for r in st["rows"]]
+    assert sorted(int(p.name.split("_")[1]) for p in (ck / name).glob("step_*")) == steps == [0, 1, 3, 6]
+    assert not list((ck / name).glob(".*"))  # no temporary folder left
+    cube_path = tmp_path / "bos.nc"
+    proc = subprocess.run([sys.executable, "-m", "lie_stats", "extract", str(ck / name), "--families", "Q,K",
+                           "--projection", "none", "--probe", str(ck / "probe.npz"), "-o", str(cube_path)],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    with xr.open_dataset(cube_path) as cube:
+        assert list(cube["step"].values) == steps
+        sink = cube["sink_score"].sel(model=name)
+        assert sink.shape == (4, 2, 2) and bool(np.isfinite(sink).all())
+        # the cube's sink_score at the last step is the one the study measured there
+        np.testing.assert_allclose(sink.isel(step=-1).values, st["heads"][-1]["sink_score"], atol=2e-6)
+        assert "head_label" in cube
