@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The prepared device check (issue 7, item 4), one call of a session lent a GPU machine:
+# The prepared device check, one call of a session lent a GPU machine:
 #     bash benchmarks/device_wheels.sh        # here, once: the wheels the device image lacks
 #     run(command="bash benchmarks/device_run.sh", carry=["_scratch/device_wheels"], timeout_s=600)
 # On the device (its image's python3: torch with CUDA, xarray, pandas, scipy, statsmodels, ...;
 # nothing can be fetched there) it
-#   1. puts the carried wheels in /tmp/lie_stats_deps (--no-deps: the image has the rest) and
+#   1. (device_env.sh) puts the carried wheels in /tmp/lie_stats_deps (--no-deps: the image has the rest) and
 #      this checkout on PYTHONPATH; prints the versions and whether CUDA is seen (env.txt);
 #   2. runs the tests marked gpu (CUDA against CPU: metrics, activations, a whole extraction,
 #      Dask workers on CUDA) -> gpu_tests.log;
@@ -14,27 +14,7 @@
 # Everything lands in $OUT (the device tool returns it). Budget: ~1 min install, <= 3 min
 # tests, <= 5 min benchmark; each step has its own timeout so a hang still returns the rest.
 set -uo pipefail
-OUT=${OUT:-/tmp/lie_stats_device_out}
-mkdir -p "$OUT"
-cd "$(dirname "$0")/.."
-export PYTHONUNBUFFERED=1 MPLBACKEND=Agg OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
-PY=${PY:-python3}
-deps=/tmp/lie_stats_deps
-rm -rf "$deps"
-"$PY" -m pip install --quiet --no-index --no-deps --target "$deps" _scratch/device_wheels/*.whl 2>&1 | tail -5
-export PYTHONPATH="$deps:$PWD"
-"$PY" - <<'PY' 2>&1 | tee "$OUT/env.txt"
-import importlib, platform
-print("python", platform.python_version())
-for m in ("torch", "numpy", "scipy", "pandas", "xarray", "netCDF4", "dask", "distributed", "statsmodels",
-          "pingouin", "sklearn", "matplotlib", "safetensors", "transformers", "psutil", "lie_stats"):
-    try:
-        print(m, getattr(importlib.import_module(m), "__version__", "?"))
-    except Exception as e:  # report every gap in one call
-        print(m, "MISSING:", type(e).__name__, e)
-import torch
-print("cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "-")
-PY
+source "$(dirname "$0")/device_env.sh"
 timeout 240 "$PY" -m pytest -m gpu tests/test_metrics.py tests/test_activations.py tests/test_executors.py \
     -q -rs -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log"
 echo "pytest exit ${PIPESTATUS[0]}" | tee -a "$OUT/gpu_tests.log"

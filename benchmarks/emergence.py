@@ -553,6 +553,8 @@ def main(argv=None) -> int:
                          "(DIR/probe.npz), for lie-stats extract")
     ap.add_argument("--deadline", default=None, help="HH:MM UTC: measure, save and stop when reached")
     ap.add_argument("--stop-after", type=int, default=None, help="(tests) exit after N steps without saving")
+    ap.add_argument("--prepare-text", action="store_true",
+                    help="only fetch and tokenize the text into the state folder, then exit (a GPU machine cannot fetch)")
     ap.add_argument("--table", default=None, metavar="RUN", help="print RUN's curves as a Markdown table and exit")
     ap.add_argument("--replot", default=None, metavar="RUN", help="rewrite RUN's csv, json and png from its state and exit")
     args = ap.parse_args(argv)
@@ -569,6 +571,11 @@ def main(argv=None) -> int:
 
     def log(msg: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {msg}", flush=True)
+
+    if args.prepare_text:
+        tr, va, _ = token_streams(cfg, Path(args.state), tokenizer_with_bos()[0], log)
+        log(f"[text] {len(tr)} train and {len(va)} held-out tokens cached in {args.state}")
+        return 0
 
     try:
         train(cfg, out=Path(args.out), state_root=Path(args.state), deadline=parse_deadline(args.deadline),
