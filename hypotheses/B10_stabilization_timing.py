@@ -28,7 +28,7 @@ hub and a probe set: skipped).
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, P96, SUDOKU, SUDOKU_DECLARED
+from ._common import ANCHORS, P96, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
 
 CLAIM = ("Anchors stabilize early and workers specialize late: anchors reach 90 % of their final "
          "change from initialization earlier in training than workers")
@@ -73,12 +73,19 @@ B10_pythia = HypothesisSpec(
           "at the card's six checkpoints; the labels need a probe set and the hub: skipped here.",
 )
 
-B10_sudoku = HypothesisSpec(
-    id="B10-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
-    selection=_selection("sudoku_s0"), test="stabilization_time",
-    params={**PARAMS, "groups": (ANCHOR, WORKER)},
-    prediction=Prediction("positive"), reference={"direction": "workers later than anchors"},
-    gate="pinned", choices={"models": [(m,) for m in SUDOKU], "scale": ("log", "linear")},
-    notes=SUDOKU_DECLARED + " As B10 (anchors against workers, labels at the last checkpoint, "
-          "18 checkpoints per run).",
-)
+
+def _b10_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
+    """B10 on a suite of trained runs: the first run the primary analysis, each run a choice."""
+    return HypothesisSpec(
+        id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        selection=_selection(runs[0]), test="stabilization_time",
+        params={**PARAMS, "groups": (ANCHOR, WORKER)},
+        prediction=Prediction("positive"), reference={"direction": "workers later than anchors"},
+        gate="pinned", choices={"models": [(m,) for m in runs], "scale": ("log", "linear")},
+        notes=declared + " As B10 (anchors against workers, labels at the last checkpoint, "
+              "the suite's checkpoint grid).",
+    )
+
+
+B10_sudoku = _b10_on_suite("B10-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
+B10_bos = _b10_on_suite("B10-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)

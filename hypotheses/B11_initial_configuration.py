@@ -25,7 +25,7 @@ Pythia-160m (needs the hub and a probe set: skipped).
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, P96, SUDOKU, SUDOKU_DECLARED
+from ._common import ANCHORS, P96, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
 
 CLAIM = "The initial random configuration partly predicts which heads become anchors"
 ANCHOR, WORKER = LABEL_CODES["anchor"], LABEL_CODES["worker"]
@@ -67,12 +67,19 @@ B11_pythia = HypothesisSpec(
           "(first checkpoint: step 1); the labels need a probe set and the hub: skipped here.",
 )
 
-B11_sudoku = HypothesisSpec(
-    id="B11-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
-    selection=_selection("sudoku_s0"), test="class_auc",
-    params={**RESAMPLING, "positive": ANCHOR, "negative": None},
-    prediction=Prediction("positive", value=0.5), reference={"p": 0.007},
-    gate="pinned", choices={"models": [(m,) for m in SUDOKU]},
-    notes=SUDOKU_DECLARED + " As B11 (anchors at the last checkpoint against every other head, "
-          "by head_contribution at the first).",
-)
+
+def _b11_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
+    """B11 on a suite of trained runs: the first run the primary analysis, each run a choice."""
+    return HypothesisSpec(
+        id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        selection=_selection(runs[0]), test="class_auc",
+        params={**RESAMPLING, "positive": ANCHOR, "negative": None},
+        prediction=Prediction("positive", value=0.5), reference={"p": 0.007},
+        gate="pinned", choices={"models": [(m,) for m in runs]},
+        notes=declared + " As B11 (anchors at the last checkpoint against every other head, "
+              "by head_contribution at the first).",
+    )
+
+
+B11_sudoku = _b11_on_suite("B11-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
+B11_bos = _b11_on_suite("B11-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)

@@ -14,7 +14,7 @@ import math
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import ANCHORS, FAMILIES, P96, PROJECTIONS, SUDOKU, SUDOKU_DECLARED
+from ._common import ANCHORS, FAMILIES, P96, PROJECTIONS, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
 
 B1 = HypothesisSpec(
     id="B1",
@@ -36,13 +36,20 @@ B1 = HypothesisSpec(
            "direction, so that the claim's figure is tested and not only 'above 1'."),
 )
 
-B1_sudoku = HypothesisSpec(
-    id="B1-sudoku", claim=B1.claim, source=ANCHORS, datasets=("pico_sudoku",),
-    selection={"values": Select("commutator_mean", step="last", family="Q", projection="none",
-                                models=("sudoku_s0",))},
-    test="boundary_ratio", params={"summary": "cv"},
-    prediction=B1.prediction, reference=B1.reference, gate="pinned",
-    choices={"models": [(m,) for m in SUDOKU], "family": FAMILIES},
-    notes=SUDOKU_DECLARED + " As B1 (the same test, prediction and magnitude band); exact "
-          "operators only (the pico_sudoku cube holds no compression).",
-)
+
+def _b1_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
+    """B1 on a suite of trained runs: the first run the primary analysis, each run a choice."""
+    return HypothesisSpec(
+        id=ident, claim=B1.claim, source=ANCHORS, datasets=(dataset,),
+        selection={"values": Select("commutator_mean", step="last", family="Q", projection="none",
+                                    models=(runs[0],))},
+        test="boundary_ratio", params={"summary": "cv"},
+        prediction=B1.prediction, reference=B1.reference, gate="pinned",
+        choices={"models": [(m,) for m in runs], "family": FAMILIES},
+        notes=declared + " As B1 (the same test, prediction and magnitude band); exact "
+              "operators only (the suite's cube holds no compression).",
+    )
+
+
+B1_sudoku = _b1_on_suite("B1-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
+B1_bos = _b1_on_suite("B1-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)

@@ -60,7 +60,7 @@ import math
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import ANCHORS, FAMILIES, P96, PICO_RUNS, SUDOKU, SUDOKU_DECLARED
+from ._common import ANCHORS, FAMILIES, P96, PICO_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
 
 CLAIM = ("Head-level enrichment far exceeds layer-level enrichment (a head at 119.7x in a layer "
          "at 4.9x)")
@@ -135,13 +135,20 @@ B2_pythia = HypothesisSpec(
           "(k = d_head), the essays' method." + CHANGED,
 )
 
-B2_sudoku = HypothesisSpec(
-    id="B2-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
-    selection={"values": Select("killing_norm", step="all", family="Q", projection="none",
-                                models=SUDOKU)},
-    test="head_enrichment_excess", params={"layer_summary": "cv"},
-    prediction=Prediction("above", value=1.0, magnitude=_magnitude()), reference=REFERENCE,
-    gate="pinned", choices={"models": [(m,) for m in SUDOKU], "family": FAMILIES},
-    notes=SUDOKU_DECLARED + " As B2: family Q, exact operators, here the three runs pooled "
-          "(36 layers) as B2 pools the two 96-head runs; the curve: each run alone x each family.",
-)
+
+def _b2_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
+    """B2 on a suite of trained runs: the first run the primary analysis, each run a choice."""
+    return HypothesisSpec(
+        id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        selection={"values": Select("killing_norm", step="all", family="Q", projection="none",
+                                    models=runs)},
+        test="head_enrichment_excess", params={"layer_summary": "cv"},
+        prediction=Prediction("above", value=1.0, magnitude=_magnitude()), reference=REFERENCE,
+        gate="pinned", choices={"models": [(m,) for m in runs], "family": FAMILIES},
+        notes=declared + " As B2: family Q, exact operators, here the three runs pooled "
+              "(36 layers) as B2 pools the two 96-head runs; the curve: each run alone x each family.",
+    )
+
+
+B2_sudoku = _b2_on_suite("B2-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
+B2_bos = _b2_on_suite("B2-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)

@@ -41,7 +41,7 @@ skipped here). Declared before any evaluation on the bundled data.
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import ANCHORS, FAMILIES, PICO_RUNS, PROJECTIONS, RANDOM_TWIN, SUDOKU, SUDOKU_DECLARED
+from ._common import ANCHORS, FAMILIES, PICO_RUNS, PROJECTIONS, RANDOM_TWIN, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
 
 CLAIM = "Killing-form enrichment is largest at the boundary layers (L0 76.5x, L11 42.1x)"
 REFERENCE = {"enrichment_first_layer": 76.5, "enrichment_last_layer": 42.1, "n_layers": 12}
@@ -115,13 +115,20 @@ B3_pythia = HypothesisSpec(
     notes="The essay's model is not named; Pythia-160m has its 12 layers. Adaptive compression." + CHANGED,
 )
 
-B3_sudoku = HypothesisSpec(
-    id="B3-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
-    selection={"first": _pairs("first", "sudoku_s0"), "last": _pairs("last", "sudoku_s0")},
-    test="enrichment_profile", params={"layer_summary": "cv"},
-    prediction=Prediction("above", value=1.0, magnitude=_magnitude()),
-    reference=REFERENCE, gate="pinned",
-    choices={"models": [(m,) for m in SUDOKU], "family": FAMILIES},
-    notes=SUDOKU_DECLARED + " As B3: family Q, exact operators, the magnitude band x/÷3 around "
-          "the essay's L0 76.5x (whose model this suite resembles in shape and task).",
-)
+
+def _b3_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
+    """B3 on a suite of trained runs: the first run the primary analysis, each run a choice."""
+    return HypothesisSpec(
+        id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        selection={"first": _pairs("first", runs[0]), "last": _pairs("last", runs[0])},
+        test="enrichment_profile", params={"layer_summary": "cv"},
+        prediction=Prediction("above", value=1.0, magnitude=_magnitude()),
+        reference=REFERENCE, gate="pinned",
+        choices={"models": [(m,) for m in runs], "family": FAMILIES},
+        notes=declared + " As B3: family Q, exact operators, the magnitude band x/÷3 around "
+              "the essay's L0 76.5x (whose model has the suites' 12 x 8 heads).",
+    )
+
+
+B3_sudoku = _b3_on_suite("B3-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
+B3_bos = _b3_on_suite("B3-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)

@@ -29,7 +29,8 @@ when this module was committed) and before the author looked at pico_pythia's.
 
 pico_sudoku (declared 2026-12-04, before its cube existed): ``B4-sudoku`` and its three
 companions, the same four tests on the three 96-head sudoku runs pooled, whose inputs and
-probe start with a dedicated [BOS] token (the condition the pico_pythia runs lack).
+probe start with a dedicated [BOS] token (the condition the pico_pythia runs lack);
+``B4-bos`` and its companions the same on pico_bos (declared before its runs were trained).
 
 Disclosure: before declaring, the author had read the MiniLM-L6 table of
 ``datasets/panel/SINKS.md`` (a probe run outside the cube: 60 % of its heads with their argmax
@@ -42,7 +43,7 @@ With few layers per model (MiniLM-L3: 3) the per-model percentile intervals are 
 
 from lie_stats.spec import HypothesisSpec, Magnitude, OutOfScope, Prediction, Select
 
-from ._common import ANCHORS, SUDOKU, SUDOKU_DECLARED
+from ._common import ANCHORS, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
 from .A8_head_width_not_count import PANEL
 
 CLAIM = ("Attention sinks: the first token receives the largest attention in most heads "
@@ -146,3 +147,11 @@ B4_sudoku = _share("B4-sudoku", "pico_sudoku", SUDOKU, 0.5, _SUDOKU, "")
 B4_nearly_all_sudoku = _share("B4-nearly-all-sudoku", "pico_sudoku", SUDOKU, 0.9, _SUDOKU, "")
 B4_values_sudoku = _values("B4-values-sudoku", "pico_sudoku", SUDOKU, 1.0, _SUDOKU, "")
 B4_values_near_zero_sudoku = _values("B4-values-near-zero-sudoku", "pico_sudoku", SUDOKU, 0.5, _SUDOKU, "")
+
+#: pico_bos (declared 2026-12-04): the same four tests on its three runs pooled.
+_BOS = (BOS_DECLARED + " The probe starts every sequence with a dedicated <bos> token that carries no "
+        "text (causal attention: every query sees it). Pooled over the three runs; per run in the curve.")
+B4_bos = _share("B4-bos", "pico_bos", BOS_RUNS, 0.5, _BOS, "")
+B4_nearly_all_bos = _share("B4-nearly-all-bos", "pico_bos", BOS_RUNS, 0.9, _BOS, "")
+B4_values_bos = _values("B4-values-bos", "pico_bos", BOS_RUNS, 1.0, _BOS, "")
+B4_values_near_zero_bos = _values("B4-values-near-zero-bos", "pico_bos", BOS_RUNS, 0.5, _BOS, "")

@@ -17,7 +17,7 @@ Each seed of the bundled 96-head run is one replication attempt (specification c
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import ANCHORS, P96, SUDOKU, SUDOKU_DECLARED
+from ._common import ANCHORS, P96, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
 
 B5 = HypothesisSpec(
     id="B5",
@@ -39,14 +39,21 @@ B5 = HypothesisSpec(
            "beside the direction, so that rho's size is tested, not only its sign."),
 )
 
-B5_sudoku = HypothesisSpec(
-    id="B5-sudoku", claim=B5.claim, source=ANCHORS, datasets=("pico_sudoku",),
-    selection={"x": Select("head_contribution", step="first", models=("sudoku_s0",)),
-               "y": Select("change_from_init", step="last", models=("sudoku_s0",))},
-    test="replication", params={"method": "spearman", "n_perm": 9999, "seed": 0},
-    prediction=B5.prediction, reference=B5.reference, gate="pinned",
-    choices={"models": [(m,) for m in SUDOKU]},
-    notes=SUDOKU_DECLARED + " As B5: the same replication test, the original's direction and "
-          "its 95 % interval [-0.450, -0.078] as the magnitude band, on the 96 heads of one run "
-          "(the original's n); each seed is one replication attempt in the curve.",
-)
+
+def _b5_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
+    """B5 on a suite of trained runs: the first run the primary analysis, each run a choice."""
+    return HypothesisSpec(
+        id=ident, claim=B5.claim, source=ANCHORS, datasets=(dataset,),
+        selection={"x": Select("head_contribution", step="first", models=(runs[0],)),
+                   "y": Select("change_from_init", step="last", models=(runs[0],))},
+        test="replication", params={"method": "spearman", "n_perm": 9999, "seed": 0},
+        prediction=B5.prediction, reference=B5.reference, gate="pinned",
+        choices={"models": [(m,) for m in runs]},
+        notes=declared + " As B5: the same replication test, the original's direction and "
+              "its 95 % interval [-0.450, -0.078] as the magnitude band, on the 96 heads of one run "
+              "(the original's n); each seed is one replication attempt in the curve.",
+    )
+
+
+B5_sudoku = _b5_on_suite("B5-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
+B5_bos = _b5_on_suite("B5-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)

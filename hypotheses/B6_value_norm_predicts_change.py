@@ -22,7 +22,7 @@ Each 96-head seed is one choice of the specification curve.
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, P96, SUDOKU, SUDOKU_DECLARED
+from ._common import ANCHORS, P96, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
 
 CLAIM = ("Heads with low value norm (anchors) change less during training than heads with "
          "high value norm (workers)")
@@ -68,33 +68,54 @@ B6_groups = HypothesisSpec(
           "with the label counts in its reason (declaration unchanged 2026-12-02).",
 )
 
-B6_sudoku = HypothesisSpec(
-    id="B6-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
-    selection={"x": Select("value_norm", step="first", models=("sudoku_s0",)),
-               "y": Select("change_from_init", step="last", models=("sudoku_s0",))},
-    test="correlation", params={"method": "spearman"},
-    prediction=Prediction("positive"), reference={"direction": "positive"}, gate="pinned",
-    choices={"models": [(m,) for m in SUDOKU]}, notes=SUDOKU_DECLARED + " As B6.",
-)
 
-B6_partial_sudoku = HypothesisSpec(
-    id="B6-partial-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
-    selection={"x": Select("value_norm", step="last", models=("sudoku_s0",)),
-               "y": Select("change_from_init", step="last", models=("sudoku_s0",)),
-               "covar": Select("ov_norm", step="last", models=("sudoku_s0",))},
-    test="partial_correlation", params={"method": "spearman"},
-    prediction=Prediction("positive"), reference={"direction": "positive"}, gate="pinned",
-    choices={"models": [(m,) for m in SUDOKU]}, notes=SUDOKU_DECLARED + " As B6-partial.",
-)
+def _b6_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
+    """B6 on a suite of trained runs: the first run the primary analysis, each run a choice."""
+    return HypothesisSpec(
+        id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        selection={"x": Select("value_norm", step="first", models=(runs[0],)),
+                   "y": Select("change_from_init", step="last", models=(runs[0],))},
+        test="correlation", params={"method": "spearman"},
+        prediction=Prediction("positive"), reference={"direction": "positive"}, gate="pinned",
+        choices={"models": [(m,) for m in runs]}, notes=declared + " As B6.",
+    )
 
-B6_groups_sudoku = HypothesisSpec(
-    id="B6-groups-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
-    selection={"x": Select("change_from_init", step="last", models=("sudoku_s0",)),
-               "group": Select("head_label", step="last", models=("sudoku_s0",))},
-    test="group_difference",
-    params={"groups": (LABEL_CODES["anchor"], LABEL_CODES["worker"])},
-    prediction=Prediction("positive"), reference={"direction": "workers change more"},
-    gate="pinned", choices={"models": [(m,) for m in SUDOKU]},
-    notes=SUDOKU_DECLARED + " As B6-groups (METRICS.md §8 labels at the last checkpoint); "
-          "inconclusive, with the label counts, if the runs hold too few anchors.",
-)
+
+B6_sudoku = _b6_on_suite("B6-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
+B6_bos = _b6_on_suite("B6-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)
+
+
+def _b6_partial_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
+    """B6-partial on a suite of trained runs: the first run the primary analysis, each run a choice."""
+    return HypothesisSpec(
+        id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        selection={"x": Select("value_norm", step="last", models=(runs[0],)),
+                   "y": Select("change_from_init", step="last", models=(runs[0],)),
+                   "covar": Select("ov_norm", step="last", models=(runs[0],))},
+        test="partial_correlation", params={"method": "spearman"},
+        prediction=Prediction("positive"), reference={"direction": "positive"}, gate="pinned",
+        choices={"models": [(m,) for m in runs]}, notes=declared + " As B6-partial.",
+    )
+
+
+B6_partial_sudoku = _b6_partial_on_suite("B6-partial-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
+B6_partial_bos = _b6_partial_on_suite("B6-partial-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)
+
+
+def _b6_groups_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
+    """B6-groups on a suite of trained runs: the first run the primary analysis, each run a choice."""
+    return HypothesisSpec(
+        id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        selection={"x": Select("change_from_init", step="last", models=(runs[0],)),
+                   "group": Select("head_label", step="last", models=(runs[0],))},
+        test="group_difference",
+        params={"groups": (LABEL_CODES["anchor"], LABEL_CODES["worker"])},
+        prediction=Prediction("positive"), reference={"direction": "workers change more"},
+        gate="pinned", choices={"models": [(m,) for m in runs]},
+        notes=declared + " As B6-groups (METRICS.md §8 labels at the last checkpoint); "
+              "inconclusive, with the label counts, if the runs hold too few anchors.",
+    )
+
+
+B6_groups_sudoku = _b6_groups_on_suite("B6-groups-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
+B6_groups_bos = _b6_groups_on_suite("B6-groups-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)

@@ -35,7 +35,7 @@ layers, like the original's model); its cube needs the hub and a probe set (skip
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, P96, SUDOKU, SUDOKU_DECLARED
+from ._common import ANCHORS, P96, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
 
 CLAIM = ("The B5 signal (initial contribution predicts change) decomposes into two populations, "
          "anchors and workers, with different change dynamics")
@@ -83,12 +83,19 @@ B7_pythia = HypothesisSpec(
            "(the §8 labels are activation metrics): skipped here."),
 )
 
-B7_sudoku = HypothesisSpec(
-    id="B7-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
-    selection=_selection("sudoku_s0"), test="class_interaction",
-    params={**PARAMS, "groups": (ANCHOR, WORKER)},
-    prediction=Prediction("nonzero"), reference={"b5_rho": -0.274, "b5_p": 0.007, "n": 96},
-    gate="pinned", choices={"models": [(m,) for m in SUDOKU]},
-    notes=SUDOKU_DECLARED + " As B7 (anchors against workers); at least 3 heads per class, "
-          "else inconclusive with the label counts.",
-)
+
+def _b7_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
+    """B7 on a suite of trained runs: the first run the primary analysis, each run a choice."""
+    return HypothesisSpec(
+        id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        selection=_selection(runs[0]), test="class_interaction",
+        params={**PARAMS, "groups": (ANCHOR, WORKER)},
+        prediction=Prediction("nonzero"), reference={"b5_rho": -0.274, "b5_p": 0.007, "n": 96},
+        gate="pinned", choices={"models": [(m,) for m in runs]},
+        notes=declared + " As B7 (anchors against workers); at least 3 heads per class, "
+              "else inconclusive with the label counts.",
+    )
+
+
+B7_sudoku = _b7_on_suite("B7-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
+B7_bos = _b7_on_suite("B7-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)

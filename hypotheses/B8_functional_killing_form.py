@@ -49,7 +49,7 @@ evaluation on the bundled data.
 
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, FAMILIES, P96, SUDOKU, SUDOKU_DECLARED
+from ._common import ANCHORS, FAMILIES, P96, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
 
 CLAIM = ("Functional Killing form: weighting by value norm lowers boundary-layer enrichment "
          "relative to the total Killing form (part of it is anchor geometry)")
@@ -94,13 +94,20 @@ B8_panel = HypothesisSpec(
           "and the p decides, as for B8.",
 )
 
-B8_sudoku = HypothesisSpec(
-    id="B8-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
-    selection=_selection("sudoku_s0"),
-    test="functional_boundary_shift", params={"layer_summary": "cv", **PREMISE},
-    prediction=Prediction("below", value=1.0), reference={"direction": "functional below total"},
-    gate="pinned",
-    choices={"models": [(m,) for m in SUDOKU], "family": FAMILIES, "layer_summary": ("cv", "mean_abs")},
-    notes=SUDOKU_DECLARED + " As B8, with its premise (at least 3 anchors and total-form "
-          "boundary enrichment above 1, else inconclusive with the counts).",
-)
+
+def _b8_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
+    """B8 on a suite of trained runs: the first run the primary analysis, each run a choice."""
+    return HypothesisSpec(
+        id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        selection=_selection(runs[0]),
+        test="functional_boundary_shift", params={"layer_summary": "cv", **PREMISE},
+        prediction=Prediction("below", value=1.0), reference={"direction": "functional below total"},
+        gate="pinned",
+        choices={"models": [(m,) for m in runs], "family": FAMILIES, "layer_summary": ("cv", "mean_abs")},
+        notes=declared + " As B8, with its premise (at least 3 anchors and total-form "
+              "boundary enrichment above 1, else inconclusive with the counts).",
+    )
+
+
+B8_sudoku = _b8_on_suite("B8-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
+B8_bos = _b8_on_suite("B8-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)

@@ -44,7 +44,7 @@ declaration (see each spec's notes).
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, P96, SUDOKU, SUDOKU_DECLARED
+from ._common import ANCHORS, P96, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
 
 CLAIM = ("Gradient alignment cos(grad KF, grad CE) differs systematically between anchors and "
          "workers; a bidirectional threshold classifies workers (above +t), disrupted anchors "
@@ -124,24 +124,38 @@ _SUDOKU_GRAD = (" grad_alignment's cross-entropy on this probe is lie_stats's ma
                 "positions t >= 1 replaced by [BLANK], the config's mask token, and predicted "
                 "against the probe's own tokens): near the training objective, not the same "
                 "(datasets/pico_sudoku/README.md).")
-B9_sudoku = HypothesisSpec(
-    id="B9-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
-    selection=_groups_selection("sudoku_s0"), test="group_difference",
-    params={**RESAMPLING, "groups": (ANCHOR, WORKER)},
-    prediction=Prediction("positive"), reference={"direction": "workers above anchors"},
-    gate="pinned", choices={"models": [(m,) for m in SUDOKU]},
-    notes=SUDOKU_DECLARED + " As B9." + _SUDOKU_GRAD,
-)
+def _b9_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
+    """B9 on a suite of trained runs: the first run the primary analysis, each run a choice."""
+    return HypothesisSpec(
+        id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        selection=_groups_selection(runs[0]), test="group_difference",
+        params={**RESAMPLING, "groups": (ANCHOR, WORKER)},
+        prediction=Prediction("positive"), reference={"direction": "workers above anchors"},
+        gate="pinned", choices={"models": [(m,) for m in runs]},
+        notes=declared + " As B9.",
+    )
 
-B9_classifier_sudoku = HypothesisSpec(
-    id="B9-classifier-sudoku", claim=CLAIM, source=ANCHORS, datasets=("pico_sudoku",),
-    selection={"score": Select("grad_alignment", step="last", models=("sudoku_s0",)),
-               "label": Select("head_label", step="last", models=("sudoku_s0",))},
-    test="threshold_agreement",
-    params={**RESAMPLING, "threshold": 3.0, "threshold_units": "random_sd",
-            "classes": (ANCHOR, MIXED, WORKER), "min_class": 3},
-    prediction=Prediction("positive"), reference={"threshold": "not given by the essay"},
-    gate="pinned", choices={"models": [(m,) for m in SUDOKU], "threshold": (2.0, 3.0, 5.0)},
-    notes=SUDOKU_DECLARED + " As B9-classifier (t = 3 random-direction SDs; needs >= 3 anchors "
-          "and >= 3 workers)." + _SUDOKU_GRAD,
-)
+
+B9_sudoku = _b9_on_suite("B9-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED + _SUDOKU_GRAD)
+B9_bos = _b9_on_suite("B9-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)
+
+
+def _b9_classifier_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
+    """B9-classifier on a suite of trained runs: the first run the primary analysis, each run a choice."""
+    return HypothesisSpec(
+        id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        selection={"score": Select("grad_alignment", step="last", models=(runs[0],)),
+                   "label": Select("head_label", step="last", models=(runs[0],))},
+        test="threshold_agreement",
+        params={**RESAMPLING, "threshold": 3.0, "threshold_units": "random_sd",
+                "classes": (ANCHOR, MIXED, WORKER), "min_class": 3},
+        prediction=Prediction("positive"), reference={"threshold": "not given by the essay"},
+        gate="pinned", choices={"models": [(m,) for m in runs], "threshold": (2.0, 3.0, 5.0)},
+        notes=declared + " As B9-classifier (t = 3 random-direction SDs; needs >= 3 anchors "
+              "and >= 3 workers).",
+    )
+
+
+B9_classifier_sudoku = _b9_classifier_on_suite("B9-classifier-sudoku", "pico_sudoku", SUDOKU,
+                                               SUDOKU_DECLARED + _SUDOKU_GRAD)
+B9_classifier_bos = _b9_classifier_on_suite("B9-classifier-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)

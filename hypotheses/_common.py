@@ -39,3 +39,15 @@ SUDOKU_DECLARED = (
     "landed, and the spec is unchanged but for the data it runs on. The essay's model was 12 x 8 "
     "heads trained on sudoku; this one shares the shape and the task, not the architecture "
     "(the essay's is not stated), the recipe or the length of training (3,000 steps on CPU).")
+
+#: The three runs of pico_bos (GPT-NeoX, 12 layers x 8 heads each, seeds 0, 1, 2), trained on a
+#: GPU on the pico_pythia text with <bos> at position 0 of every window and of the probe
+#: (datasets/pico_bos/README.md).
+BOS_RUNS = ("bos_l12h8d16_s0_cuda", "bos_l12h8d16_s1_cuda", "bos_l12h8d16_s2_cuda")
+#: Said by every spec declared on pico_bos.
+BOS_DECLARED = (
+    "Declared 2026-12-04 on pico_bos before any of its runs was trained (no GPU had been lent to "
+    "a session; seen beforehand: the CPU emergence study of the same configuration, max "
+    "sink_score 0.19 and 0.38 in two seeds and 0 anchors), with the same test as the "
+    "pico_sudoku declaration of this claim; the first run (seed 0) is the primary analysis, the "
+    "three seeds the specification curve.")
