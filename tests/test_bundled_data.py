@@ -133,3 +133,35 @@ def test_panel_and_post_training_cubes_carry_activation_metrics_at_every_checkpo
     else:
         sha = load_probe(ROOT / "pico_pythia/probe.npz").sha256
         assert {p["options"]["probe"] for p in prov} == {sha}
+
+
+SUDOKU_STEPS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 761, 1010, 1258, 1507, 1756, 2005, 2254, 2502,
+                2751, 3000]
+
+
+def test_pico_sudoku_cube_holds_the_three_trained_runs_with_their_probe_metrics():
+    """The card's three pre-LN runs at its 21 checkpoints, every family the card extracts, exact
+    operators, and the activation metrics of the committed probe at every checkpoint."""
+    import json
+
+    from lie_stats.probe import load_probe
+
+    ds = open_cube(ROOT / "pico_sudoku/pico_sudoku.nc")
+    models = ["sudoku_s0", "sudoku_s1", "sudoku_s2"]
+    assert ds[schema.MODEL].values.tolist() == models
+    assert ds[schema.STEP].values.tolist() == SUDOKU_STEPS
+    assert ds[schema.FAMILY].values.tolist() == ["Q", "K", "V", "O", "QK", "OV"]
+    assert ds[schema.PROJECTION].values.tolist() == ["none"]
+    for m in models:
+        assert [int(ds[c].sel(model=m)) for c in ("n_layers", "n_heads", "d_head", "d_model")] == [12, 8, 16, 128]
+        for name in ACTIVATION_VARS:
+            assert np.isfinite(ds[name].sel(model=m)).all(), (m, name)
+    prov = provenance_of(ds)
+    assert len(prov) == 3 * len(SUDOKU_STEPS)
+    assert {p["options"]["probe"] for p in prov} == {load_probe(ROOT / "pico_sudoku/probe.npz").sha256}
+    assert {p["architecture"] for p in prov} == {"roberta-prelayernorm"}
+    assert ds.attrs["store_dtype"] == "float32"
+    # the card's training summary: every run trained its 3,000 steps and learned the task
+    for s in json.loads((ROOT / "pico_sudoku/curves/summary.json").read_text()):
+        assert s["steps"] == 3000 and s["norm"] == "pre"
+        assert s["final_val_cell_acc"] > 0.5 > s["init_val_cell_acc"]
