@@ -4,8 +4,9 @@
 #     run(command="bash benchmarks/device_run.sh", carry=["_scratch/device_wheels"], timeout_s=600)
 # On the device (its image's python3: torch with CUDA, xarray, pandas, scipy, statsmodels, ...;
 # nothing can be fetched there) it
-#   1. (device_env.sh) puts the carried wheels in /tmp/lie_stats_deps (--no-deps: the image has the rest) and
-#      this checkout on PYTHONPATH; prints the versions and whether CUDA is seen (env.txt);
+#   1. (device_env.sh) puts the carried wheels in /tmp/lie_stats_deps (--no-deps: the image has
+#      the rest) and this checkout on PYTHONPATH; prints the versions and whether CUDA is seen
+#      (env.txt);
 #   2. runs the tests marked gpu (CUDA against CPU: metrics, activations, a whole extraction,
 #      Dask workers on CUDA) -> gpu_tests.log;
 #   3. runs benchmarks/gpu.py (160m and 410m shapes on CPU and CUDA, 1.4b on CUDA) ->
