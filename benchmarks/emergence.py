@@ -215,12 +215,6 @@ def _atomic_torch_save(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _atomic_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 class StopRun(Exception):
     """Raised by ``--stop-after`` to simulate a hard kill (no state written; tests)."""
 
@@ -246,16 +240,13 @@ def summarize(act: dict, step: int) -> dict:
 def write_curves(st: dict, out: Path, name: str) -> None:
     """``<name>.csv``, ``<name>.json`` and ``<name>.png`` from the state's curves (atomically)."""
     out.mkdir(parents=True, exist_ok=True)
+    build = _load_build()
     rows = st["rows"]
-    lines = [",".join(CSV_COLUMNS)]
-    for r in rows:
-        lines.append(",".join("" if r.get(c) is None else (f"{r[c]:.6g}" if isinstance(r[c], float) else str(r[c]))
-                              for c in CSV_COLUMNS))
-    _atomic_text(out / f"{name}.csv", "\n".join(lines) + "\n")
+    build._write_csv(rows, out / f"{name}.csv", CSV_COLUMNS)
     record = {"format": FORMAT, "run": name, "config": st["config"], "meta": st["meta"],
               "variables": ["sink_score", "sink_argmax_fraction", "value_norm", "head_label"],
               "label_codes": st["meta"]["label_codes"], "measurements": st["heads"]}
-    _atomic_text(out / f"{name}.json", json.dumps(record, indent=1) + "\n")
+    build._atomic_write(out / f"{name}.json", json.dumps(record, indent=1) + "\n")
     if rows:
         plot(st, out / f"{name}.png", name)
 

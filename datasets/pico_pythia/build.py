@@ -474,8 +474,12 @@ def claim(mdir: Path) -> int | None:
     raise RuntimeError(f"could not take {lock}")
 
 
-def train_one(spec: ModelSpec, ctx: Ctx) -> dict | None:
-    """Train (or resume, or skip) one model; returns its summary (None: another process has it)."""
+def train_one(spec: ModelSpec, ctx: Ctx, train=None) -> dict | None:
+    """Train (or resume, or skip) one model; returns its summary (None: another process has it).
+
+    ``train(spec, ctx)`` does the training (default: this suite's); the other suites' builds
+    (pico_shapes, pico_sudoku) share the skip-if-done and per-run lock around their own.
+    """
     mdir = ctx.out / spec.name
     if (mdir / "DONE.json").exists():
         ctx.log(f"[{spec.name}] finished already, skipped")
@@ -486,7 +490,7 @@ def train_one(spec: ModelSpec, ctx: Ctx) -> dict | None:
         ctx.log(f"[{spec.name}] being trained by process {owner}: skipped here")
         return None
     try:
-        return _train_one(spec, ctx)
+        return (train or _train_one)(spec, ctx)
     finally:
         (mdir / "LOCK").unlink(missing_ok=True)
 

@@ -59,7 +59,7 @@ def _load_pico():
 
 pp = _load_pico()
 checkpoint_steps, lr_at = pp.checkpoint_steps, pp.lr_at
-_atomic_write, _save_checkpoint, claim = pp._atomic_write, pp._save_checkpoint, pp.claim
+_atomic_write, _atomic_save_state, _save_checkpoint = pp._atomic_write, pp._atomic_save_state, pp._save_checkpoint
 
 DEFAULT_OUT = HERE / "build"
 PAD, BLANK, BOS = 0, 10, 11  # digits 1..9 are their own ids
@@ -284,14 +284,6 @@ def evaluate(model, x: np.ndarray, y: np.ndarray, run: RunConfig) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- training
-def _atomic_torch_save(obj, path: Path) -> None:
-    import torch
-
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
 CSV_COLS = ("step", "lr", "train_loss", "val_loss", "val_cell_acc", "val_puzzle_acc", "elapsed_s")
 
 
@@ -309,22 +301,6 @@ class Ctx:
     log: object
     stop_after: int | None = None
     steps_done_this_run: int = 0
-
-
-def train_one(spec: ModelSpec, ctx: Ctx) -> dict | None:
-    mdir = ctx.out / spec.name
-    if (mdir / "DONE.json").exists():
-        ctx.log(f"[{spec.name}] finished already, skipped")
-        return json.loads((mdir / "DONE.json").read_text())
-    mdir.mkdir(parents=True, exist_ok=True)
-    owner = claim(mdir)
-    if owner is not None:
-        ctx.log(f"[{spec.name}] being trained by process {owner}: skipped here")
-        return None
-    try:
-        return _train_one(spec, ctx)
-    finally:
-        (mdir / "LOCK").unlink(missing_ok=True)
 
 
 def _train_one(spec: ModelSpec, ctx: Ctx) -> dict:
@@ -356,7 +332,7 @@ def _train_one(spec: ModelSpec, ctx: Ctx) -> dict:
         rows.append({"step": step, "lr": lr_at(step, n_steps, run.peak_lr, warmup, run.min_lr_frac) if step else 0.0,
                      **ev, "elapsed_s": round(elapsed, 2)})
         _save_checkpoint(model, mdir, step)
-        _atomic_torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+        _atomic_save_state({"model": model.state_dict(), "optimizer": opt.state_dict(),
                             "rng": torch.get_rng_state(), "step": step, "data_cursor": step,
                             "rows": rows, "acc": acc, "elapsed_s": elapsed}, state_path)
         _write_csv(rows, ctx.curves / f"{spec.name}.csv")
@@ -604,7 +580,7 @@ def main(argv=None) -> int:
         ctx = Ctx(out=out, curves=curves, run=run, data=data, threads=args.threads, log=log,
                   stop_after=args.stop_after)
         for spec in specs:
-            train_one(spec, ctx)
+            pp.train_one(spec, ctx, _train_one)  # skipped when done, locked while training
         write_reports(out, curves, specs_all, log)
         log("[build] all requested runs finished")
         return 0
