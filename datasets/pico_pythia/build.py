@@ -59,6 +59,11 @@ class ModelSpec:
     seed: int = 0
     parent: str | None = None  # fine-tunes: the model whose final checkpoint they start from
     alias_of: str | None = None  # same config as another model: not trained twice
+    steps: int | None = None  # training steps (default: the run's pretrain_steps or finetune_steps)
+    peak_lr: float | None = None  # peak learning rate (default: the run's peak_lr or finetune_lr)
+    #: A run with a parent trains on the post-training text (""), or ("pretrain") continues its
+    #: parent's pretraining: the same text, the data order resumed where the parent stopped.
+    text: str = ""
 
     @property
     def d_model(self) -> int:
@@ -67,6 +72,10 @@ class ModelSpec:
     @property
     def is_finetune(self) -> bool:
         return self.parent is not None
+
+    @property
+    def continues_pretraining(self) -> bool:
+        return self.parent is not None and self.text == "pretrain"
 
 
 @dataclass(frozen=True)
@@ -113,6 +122,20 @@ SPECS: list[ModelSpec] = [
     ModelSpec("h16", 4, 16, 16, seed=0),
 ]
 
+#: The converged-base post-training pair (built only when named with --models; its card is
+#: datasets/pico_converged): three 6 x 8 bases trained five times as long as p96 (2,560 steps,
+#: about two epochs of the pretraining text, the cosine ending at 10 % of the peak, 2e-4), each
+#: fine-tuned on the World English Bible for 256 steps at a peak of 1e-4, half the base's final
+#: rate, and, as the pair's noise floor, continued on its own pretraining text for the same 256
+#: steps at the same rates (late pretraining without the change of text).
+CONVERGED_BASE_STEPS, CONVERGED_TUNE_STEPS, CONVERGED_TUNE_LR = 2560, 256, 1e-4
+CONVERGED_SPECS: list[ModelSpec] = [
+    ModelSpec(f"c48_s{seed}{kind}", 6, 8, 16, seed=seed, parent=f"c48_s{seed}" if kind else None,
+              steps=CONVERGED_TUNE_STEPS if kind else CONVERGED_BASE_STEPS,
+              peak_lr=CONVERGED_TUNE_LR if kind else None, text="pretrain" if kind == "_cont" else "")
+    for kind in ("", "_ft", "_cont") for seed in (0, 1, 2)
+]
+
 # Smoke build: the same names and code paths, tiny shapes, a few steps, the committed sample.
 SMOKE_SPECS: list[ModelSpec] = [
     ModelSpec("p96_s0", 2, 2, 8, seed=0),
@@ -121,6 +144,9 @@ SMOKE_SPECS: list[ModelSpec] = [
     ModelSpec("p96_s1_ft", 2, 2, 8, seed=1, parent="p96_s1"),
     ModelSpec("w16", 1, 2, 8, seed=0),
     ModelSpec("h4", 1, 2, 8, seed=0, alias_of="w16"),
+]
+SMOKE_CONVERGED_SPECS: list[ModelSpec] = [
+    replace(s, n_layers=2, n_heads=2, d_head=8, steps=16 if s.parent is None else 6) for s in CONVERGED_SPECS
 ]
 SMOKE_RUN = RunConfig(vocab_size=384, batch_size=4, seq_len=32, pretrain_steps=12, finetune_steps=6,
                       eval_windows=8, eval_batch=8, log_every=2, n_between=3, chunk_chars=600,
@@ -507,22 +533,27 @@ def _train_one(spec: ModelSpec, ctx: Ctx) -> dict:
         return json.loads(done.read_text())
     mdir.mkdir(parents=True, exist_ok=True)
     ft = spec.is_finetune
-    n_steps = run.finetune_steps if ft else run.pretrain_steps
-    peak = run.finetune_lr if ft else run.peak_lr
+    cont = spec.continues_pretraining  # a second phase on the pretraining text
+    n_steps = spec.steps or (run.finetune_steps if ft else run.pretrain_steps)
+    peak = spec.peak_lr or (run.finetune_lr if ft else run.peak_lr)
     warmup = max(1, round((run.finetune_warmup_frac if ft else run.warmup_frac) * n_steps))
-    stream = ctx.data.post_train if ft else ctx.data.pre_train
+    stream = ctx.data.post_train if ft and not cont else ctx.data.pre_train
     if ft and windows(stream, run.seq_len) == 0:
         raise RuntimeError(f"[{spec.name}] no post-training text (World English Bible failed?)")
-    val_arr = eval_windows(ctx.data.post_val if ft else ctx.data.pre_val, run)
+    val_arr = eval_windows(ctx.data.post_val if ft and not cont else ctx.data.pre_val, run)
     pre_val_arr = eval_windows(ctx.data.pre_val, run) if ft else None
     ckpts = checkpoint_steps(n_steps, run.n_between, run.max_pow2, run.ckpt_base)
 
     torch.manual_seed(spec.seed)
+    data_offset = 0  # batches of this run are the data order's batches data_offset + step
     if ft:
         parent_done = json.loads((ctx.out / spec.parent / "DONE.json").read_text())
         src = ctx.out / spec.parent / f"step_{parent_done['steps']}"
         model = GPTNeoXForCausalLM.from_pretrained(src, attn_implementation=run.attn_implementation)
         init_info = {"init": f"from {spec.parent}/step_{parent_done['steps']}"}
+        if cont:
+            data_offset = parent_done["steps"]
+            init_info["data_order_from_batch"] = data_offset
     else:
         model, init_info = ctx.new_model(spec, run, ctx.vocab)
     model.train()
@@ -562,7 +593,7 @@ def _train_one(spec: ModelSpec, ctx: Ctx) -> dict:
         lr = lr_at(step + 1, n_steps, peak, warmup, run.min_lr_frac)
         for grp in opt.param_groups:
             grp["lr"] = lr
-        x = batch_at(stream, step, run, cache)
+        x = batch_at(stream, data_offset + step, run, cache)
         loss = model(input_ids=x, labels=x).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -587,14 +618,14 @@ def _train_one(spec: ModelSpec, ctx: Ctx) -> dict:
 
     vals = [r for r in rows if r.get("val_loss") is not None]
     final_val = vals[-1]["val_loss"]
-    uni = unigram_ce(ctx.data.post_train if ft else ctx.data.pre_train, val_arr, ctx.vocab)
+    uni = unigram_ce(stream, val_arr, ctx.vocab)
     summary = {
         "model": spec.name, "n_layers": spec.n_layers, "n_heads": spec.n_heads, "d_head": spec.d_head,
         "d_model": spec.d_model, "seed": spec.seed, "parent": spec.parent, "params": n_params,
         "steps": n_steps, "checkpoints": ckpts, "peak_lr": peak, "warmup_steps": warmup,
         "s_per_step": round(elapsed / max(n_steps, 1), 4), "train_seconds": round(elapsed, 1),
         "final_val_loss": final_val, "init_val_loss": vals[0]["val_loss"], "unigram_val_loss": uni,
-        "eval_text": "World English Bible (held-out)" if ft else "Austen + Shakespeare (held-out)",
+        "eval_text": "World English Bible (held-out)" if ft and not cont else "Austen + Shakespeare (held-out)",
         "threads": ctx.threads, "attn_implementation": run.attn_implementation, **init_info,
     }
     if ft:
@@ -671,7 +702,8 @@ def write_reports(summaries: list[dict], curves: Path, card: Path | None, log) -
     axes[0].set_title("pretraining (Austen + Shakespeare): train (line), held-out (dots), unigram (dotted)",
                       fontsize=8)
     if has_ft:
-        axes[1].set_title("post-training on the World English Bible: held-out WEB loss", fontsize=8)
+        axes[1].set_title("second phase: held-out loss of its own text (World English Bible for a "
+                          "fine-tune, the pretraining text for a continuation)", fontsize=8)
     for ax in axes:
         ax.set_xlabel("step")
         ax.set_ylabel("cross-entropy (nats/token)")
@@ -728,6 +760,12 @@ def parse_args(argv=None):
     ap.add_argument("--smoke", action="store_true", help="tiny config, a few steps, the committed sample text")
     ap.add_argument("--out", default=None, help="output directory (default: datasets/pico_pythia/build)")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default: %(default)r)")
+    ap.add_argument("--curves", default=None,
+                    help="folder of the loss curves and summary (default: the suite's curves/ for the "
+                         "default output, else OUT/curves)")
+    ap.add_argument("--card", default=None,
+                    help="card whose models table is rewritten (default: the suite's README.md for the "
+                         "default output, else none)")
     ap.add_argument("--measure", action="store_true", help="only measure seconds per step and exit")
     ap.add_argument("--report", action="store_true",
                     help="only rewrite the curves PNG, summary.json and the card's table from finished models")
@@ -742,7 +780,9 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     specs_all = SMOKE_SPECS if args.smoke else SPECS
     run = SMOKE_RUN if args.smoke else RunConfig()
-    by_name = {s.name: s for s in specs_all}
+    # the converged-base pair is built only when named
+    specs_named = specs_all + (SMOKE_CONVERGED_SPECS if args.smoke else CONVERGED_SPECS)
+    by_name = {s.name: s for s in specs_named}
     if args.models:
         names = [n.strip() for n in args.models.split(",") if n.strip()]
         bad = [n for n in names if n not in by_name]
@@ -758,8 +798,9 @@ def main(argv=None) -> int:
     default_out = args.out is None and not args.smoke
     out = Path(args.out).resolve() if args.out else (DEFAULT_OUT if not args.smoke else DEFAULT_OUT / "smoke")
     out.mkdir(parents=True, exist_ok=True)
-    curves = HERE / "curves" if default_out else out / "curves"
+    curves = Path(args.curves).resolve() if args.curves else HERE / "curves" if default_out else out / "curves"
     curves.mkdir(parents=True, exist_ok=True)
+    card = Path(args.card).resolve() if args.card else HERE / "README.md" if default_out else None
 
     import transformers
 
@@ -775,7 +816,7 @@ def main(argv=None) -> int:
             log(json.dumps(measure(specs, run, run.vocab_size, 3, log)))
             return 0
         if args.report:
-            write_reports(collect_summaries(out, specs_all), curves, HERE / "README.md" if default_out else None, log)
+            write_reports(collect_summaries(out, specs_named), curves, card, log)
             if default_out:  # snapshot the build logs for the commit
                 (HERE / "logs").mkdir(exist_ok=True)
                 for f in sorted(out.glob("*.log")):
@@ -789,13 +830,12 @@ def main(argv=None) -> int:
             shutil.copyfile(out / "tokenizer.json", HERE / "tokenizer.json")
         meta = {"run": asdict(run), "data": data.info, "threads": args.threads,
                 "torch": torch.__version__, "smoke": args.smoke,
-                "specs": [asdict(s) for s in specs_all]}
+                "specs": [asdict(s) for s in specs_named]}
         (out / "build_meta.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         if default_out:
             shutil.copyfile(out / "build_meta.json", curves / "build_meta.json")
         ctx = Ctx(out=out, curves=curves, run=run, data=data, vocab=vocab, threads=args.threads, log=log,
                   stop_after=args.stop_after)
-        card = HERE / "README.md" if default_out else None
         for spec in specs:
             if spec.alias_of:
                 target = out / spec.alias_of
@@ -812,8 +852,8 @@ def main(argv=None) -> int:
                 log(f"[{spec.name}] parent {spec.parent} not finished: skipped")
                 continue
             if train_one(spec, ctx) is not None:
-                write_reports(collect_summaries(out, specs_all), curves, card, log)
-        write_reports(collect_summaries(out, specs_all), curves, card, log)
+                write_reports(collect_summaries(out, specs_named), curves, card, log)
+        write_reports(collect_summaries(out, specs_named), curves, card, log)
         log("[build] all requested models finished")
         return 0
     except StopBuild as exc:
