@@ -25,11 +25,15 @@ change|) - 1`` of the unit with the largest one), with an interval simultaneous 
 units (each unit's |change| at 1 - alpha / n, Bonferroni; the interval of the maximum from
 the maxima of the ends): "outside" is then the refutation rule's own evidence that some unit
 lies beyond 0.1 %.
+
+``A1-converged`` applies the same test to the pair re-made from converged bases
+(datasets/pico_converged): the fine-tune's learning rate below the base's final one, and the
+noise floor each base's continuation on its own text over the same steps at the same rates.
 """
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import GEOMETRY
+from ._common import CONVERGED_DECLARED, CONVERGED_FLOOR, CONVERGED_TUNED, GEOMETRY
 
 CLAIM = ("Post-training (RLHF / instruction tuning) leaves the attention Killing-form metrics "
          "unchanged: < 0.1 % relative difference, every metric, every layer, Q and O families")
@@ -71,22 +75,41 @@ NOTES = ("Stand-in pair: the bundled 96-head runs fine-tuned on the World Englis
          "[0, 0.1 %]; the verdict rule of the test is unchanged.")
 
 
-def _selection() -> dict[str, Select]:
+def _selection(tuned: tuple[str, ...], floor_models: tuple[str, ...],
+               floor_steps: tuple) -> dict[str, Select]:
     sel: dict[str, Select] = {}
     for metric in METRICS:
         for family in CELL_FAMILIES:
             cell = f"{metric}_{family}"
             common = {"family": family, "projection": "none"}
-            sel[f"base__{cell}"] = Select(metric, step="first", models=TUNED, **common)
-            sel[f"tuned__{cell}"] = Select(metric, step="last", models=TUNED, **common)
-            sel[f"floor_start__{cell}"] = Select(metric, step=FLOOR_STEPS[0], models=PARENTS, **common)
-            sel[f"floor_end__{cell}"] = Select(metric, step=FLOOR_STEPS[1], models=PARENTS, **common)
+            sel[f"base__{cell}"] = Select(metric, step="first", models=tuned, **common)
+            sel[f"tuned__{cell}"] = Select(metric, step="last", models=tuned, **common)
+            sel[f"floor_start__{cell}"] = Select(metric, step=floor_steps[0], models=floor_models, **common)
+            sel[f"floor_end__{cell}"] = Select(metric, step=floor_steps[1], models=floor_models, **common)
     return sel
 
 
-A1 = HypothesisSpec(
-    id="A1", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_pair",),
-    selection=_selection(), test="iut_equivalence", params={"pool": "layer"},
-    prediction=Prediction("equivalent", bound=0.001, magnitude=BELOW_BOUND),
-    reference=REFERENCE, gate="pinned", notes=NOTES,
-)
+def _a1_on_pair(ident: str, dataset: str, tuned: tuple[str, ...], floor_models: tuple[str, ...],
+                floor_steps: tuple, notes: str) -> HypothesisSpec:
+    """A1's intersection-union test on one post-training pair: ``tuned`` the fine-tuned runs
+    (replicates), the noise floor the change of ``floor_models`` from ``floor_steps[0]`` to
+    ``floor_steps[1]``."""
+    return HypothesisSpec(
+        id=ident, claim=CLAIM, source=GEOMETRY, datasets=(dataset,),
+        selection=_selection(tuned, floor_models, floor_steps), test="iut_equivalence",
+        params={"pool": "layer"}, prediction=Prediction("equivalent", bound=0.001, magnitude=BELOW_BOUND),
+        reference=REFERENCE, gate="pinned", notes=notes,
+    )
+
+
+A1 = _a1_on_pair("A1", "pico_pythia_pair", TUNED, PARENTS, FLOOR_STEPS, NOTES)
+
+A1_converged = _a1_on_pair(
+    "A1-converged", "pico_converged", CONVERGED_TUNED, CONVERGED_FLOOR, ("first", "last"),
+    "The pair re-made from converged bases (datasets/pico_converged): three 6 x 8 bases trained "
+    "2,560 steps to the end of their cosine (lr 2e-4), fine-tuned on the World English Bible for "
+    "256 steps at a peak of 1e-4, below the base's final rate (24 units: 2 metrics x 2 families x "
+    "6 layers, 3 seeds). Noise floor: each base's continuation on its own pretraining text for the "
+    "same 256 steps at the same rates (the c48_s*_cont runs, first -> last checkpoint), the "
+    "late-pretraining drift the fine-tune is measured against, with the three seeds' deviations "
+    "from their mean. " + CONVERGED_DECLARED)

@@ -32,6 +32,11 @@ interval that respects the layer structure and the pairing, pools the two seeds 
 rather than picking one, and turns "~500x" into a pre-declared band that can support or
 refute the magnitude, with the direction reported separately.
 
+``A7-*-converged`` apply the same specs to the pair re-made from converged bases
+(datasets/pico_converged), and ``A7-above-floor-converged`` asks whether its post-training
+change stands above the noise floor: the change of each fine-tune over the change of its
+continuation twin (the same base, steps and rates on the pretraining text).
+
 ``A7-pythia`` records the essay's own setting (Pythia-410m pretraining, step 1 -> 143,000) as
 out of scope: it needs a post-trained Pythia-410m of known lineage, which EleutherAI does not
 publish (the essay's RLHF pair is unnamed), so the pythia card cannot build it.
@@ -39,7 +44,8 @@ publish (the essay's RLHF pair is unnamed), so the pythia card cannot build it.
 
 from lie_stats.spec import HypothesisSpec, Magnitude, OutOfScope, Prediction, Select
 
-from ._common import FAMILIES, GEOMETRY, P96, PROJECTIONS
+from ._common import (CONVERGED_BASES, CONVERGED_DECLARED, CONVERGED_FLOOR, CONVERGED_TUNED, FAMILIES,
+                      GEOMETRY, P96, PROJECTIONS)
 
 CLAIM = "The pretraining signal is ~500x the post-training signal"
 REFERENCE = {"ratio": 500.0, "also_stated": 5000.0}
@@ -69,42 +75,80 @@ NOTES = ("Pretraining: p96_s0/p96_s1 steps 0 -> 512; post-training: their Bible 
          "within runs (variance within runs only). With two seeds the interval is wide.")
 
 
-def _four(metric: str, **dims: str) -> dict[str, Select]:
-    return {"pre_first": Select(metric, step="first", models=P96, **dims),
-            "pre_last": Select(metric, step="last", models=P96, **dims),
-            "post_first": Select(metric, step="first", models=FT, **dims),
-            "post_last": Select(metric, step="last", models=FT, **dims)}
+def _four(metric: str, pre: tuple[str, ...], post: tuple[str, ...], **dims: str) -> dict[str, Select]:
+    return {"pre_first": Select(metric, step="first", models=pre, **dims),
+            "pre_last": Select(metric, step="last", models=pre, **dims),
+            "post_first": Select(metric, step="first", models=post, **dims),
+            "post_last": Select(metric, step="last", models=post, **dims)}
 
 
-def _spec(metric: str) -> HypothesisSpec:
-    return HypothesisSpec(
-        id=f"A7-{metric}", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_pair",),
-        selection=_four(metric, family="Q", projection="none"), test="ratio_of_changes",
-        params={"ci": 0.90, "unit": "run"}, prediction=BAND, reference=REFERENCE, gate="pinned",
-        choices={"family": FAMILIES, "projection": PROJECTIONS}, notes=NOTES,
+def _a7_on_pair(suffix: str, dataset: str, pre: tuple[str, ...], post: tuple[str, ...],
+                notes: str) -> dict[str, HypothesisSpec]:
+    """A7's specs on one pair: ``pre`` the pretraining runs, ``post`` their fine-tunes (in the
+    same order, each run paired with its own)."""
+    def metric_spec(metric: str) -> HypothesisSpec:
+        return HypothesisSpec(
+            id=f"A7-{metric}{suffix}", claim=CLAIM, source=GEOMETRY, datasets=(dataset,),
+            selection=_four(metric, pre, post, family="Q", projection="none"), test="ratio_of_changes",
+            params={"ci": 0.90, "unit": "run"}, prediction=BAND, reference=REFERENCE, gate="pinned",
+            choices={"family": FAMILIES, "projection": PROJECTIONS}, notes=notes,
+        )
+
+    specs = {metric: metric_spec(metric)
+             for metric in ("killing_cv", "killing_eig_spread", "commutator_var", "commutator_raw_var")}
+    specs["direction"] = HypothesisSpec(
+        id=f"A7-direction{suffix}", claim=CLAIM, source=GEOMETRY, datasets=(dataset,),
+        selection=_four("killing_cv", pre, post, family="Q", projection="none"), test="ratio_of_changes",
+        params={"ci": 0.95, "unit": "run"}, prediction=Prediction("above", value=1.0, magnitude=DECADE),
+        reference=REFERENCE, gate="pinned", choices={"family": FAMILIES, "projection": PROJECTIONS},
+        notes="The weak reading: pretraining changes the Killing summary more than post-training. " + notes,
     )
+    specs["params"] = HypothesisSpec(
+        id=f"A7-params{suffix}", claim=CLAIM, source=GEOMETRY, datasets=(dataset,),
+        selection={"pre_last": Select("param_delta_layer", step="last", models=pre),
+                   "post_last": Select("param_delta_layer", step="last", models=post)},
+        test="ratio_of_changes", params={"ci": 0.90, "unit": "run"}, prediction=BAND, reference=REFERENCE,
+        gate="pinned", notes="Relative Frobenius change of every per-layer parameter category "
+                             "(METRICS.md §6.4) since each run's first checkpoint. " + notes,
+    )
+    return specs
 
 
-A7_killing_cv = _spec("killing_cv")
-A7_killing_eig_spread = _spec("killing_eig_spread")
-A7_commutator_var = _spec("commutator_var")
-A7_commutator_raw_var = _spec("commutator_raw_var")
+_bundled = _a7_on_pair("", "pico_pythia_pair", P96, FT, NOTES)
+A7_killing_cv = _bundled["killing_cv"]
+A7_killing_eig_spread = _bundled["killing_eig_spread"]
+A7_commutator_var = _bundled["commutator_var"]
+A7_commutator_raw_var = _bundled["commutator_raw_var"]
+A7_direction = _bundled["direction"]
+A7_params = _bundled["params"]
 
-A7_direction = HypothesisSpec(
-    id="A7-direction", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_pair",),
-    selection=_four("killing_cv", family="Q", projection="none"), test="ratio_of_changes",
-    params={"ci": 0.95, "unit": "run"}, prediction=Prediction("above", value=1.0, magnitude=DECADE), reference=REFERENCE,
-    gate="pinned", choices={"family": FAMILIES, "projection": PROJECTIONS},
-    notes="The weak reading: pretraining changes the Killing summary more than post-training. " + NOTES,
-)
+CONVERGED_NOTES = (
+    "The pair re-made from converged bases (datasets/pico_converged): pretraining c48_s0-s2 steps "
+    "0 -> 2,560 (6 x 8 heads, to the end of the cosine, final lr 2e-4); post-training their World "
+    "English Bible fine-tunes, steps 0 -> 256 at a peak of 1e-4, below the base's final rate; "
+    "three runs, df = 2. " + CONVERGED_DECLARED)
+_converged = _a7_on_pair("-converged", "pico_converged", CONVERGED_BASES, CONVERGED_TUNED, CONVERGED_NOTES)
+A7_killing_cv_converged = _converged["killing_cv"]
+A7_killing_eig_spread_converged = _converged["killing_eig_spread"]
+A7_commutator_var_converged = _converged["commutator_var"]
+A7_commutator_raw_var_converged = _converged["commutator_raw_var"]
+A7_direction_converged = _converged["direction"]
+A7_params_converged = _converged["params"]
 
-A7_params = HypothesisSpec(
-    id="A7-params", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia_pair",),
-    selection={"pre_last": Select("param_delta_layer", step="last", models=P96),
-               "post_last": Select("param_delta_layer", step="last", models=FT)},
-    test="ratio_of_changes", params={"ci": 0.90, "unit": "run"}, prediction=BAND, reference=REFERENCE,
-    gate="pinned", notes="Relative Frobenius change of every per-layer parameter category "
-                         "(METRICS.md §6.4) since each run's first checkpoint. " + NOTES,
+#: Is the post-training signal (A7's denominator) above the noise floor? The change of each
+#: fine-tune against the change of its continuation twin (the same base, steps and rates, the
+#: pretraining text): a ratio at or below 1 would make A7's ratio one of pretraining to drift.
+A7_above_floor_converged = HypothesisSpec(
+    id="A7-above-floor-converged", claim=CLAIM, source=GEOMETRY, datasets=("pico_converged",),
+    selection=_four("killing_cv", CONVERGED_TUNED, CONVERGED_FLOOR, family="Q", projection="none"),
+    test="ratio_of_changes", params={"ci": 0.95, "unit": "run"}, prediction=Prediction("above", value=1.0),
+    reference=REFERENCE, gate="pinned", choices={"family": FAMILIES, "projection": PROJECTIONS},
+    notes=("Whether A7's denominator is a signal: the change of the Killing summary under "
+           "post-training (c48_s*_ft, 0 -> 256) over its change under continued pretraining from the "
+           "same base with the same steps and rates (c48_s*_cont, 0 -> 256: the late-pretraining "
+           "drift). Supported when the 95 % interval lies above 1 (the fine-tune moves the metric "
+           "more than the drift does); the essay gives no figure for this ratio, so no magnitude. "
+           + CONVERGED_DECLARED),
 )
 
 A7_pythia = OutOfScope(

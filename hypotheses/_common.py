@@ -51,3 +51,17 @@ BOS_DECLARED = (
     "sink_score 0.19 and 0.38 in two seeds and 0 anchors), with the same test as the "
     "pico_sudoku declaration of this claim; the first run (seed 0) is the primary analysis, the "
     "three seeds the specification curve.")
+
+#: The pair re-made from converged bases (datasets/pico_converged): three GPT-NeoX 6 x 8 bases
+#: trained to the end of their schedule (2,560 steps, final lr 2e-4), their fine-tunes on the
+#: World English Bible (256 steps, peak lr 1e-4) and, as the pair's noise floor, their
+#: continuations on the pretraining text with the same steps and rates.
+CONVERGED_BASES = ("c48_s0", "c48_s1", "c48_s2")
+CONVERGED_TUNED = ("c48_s0_ft", "c48_s1_ft", "c48_s2_ft")
+CONVERGED_FLOOR = ("c48_s0_cont", "c48_s1_cont", "c48_s2_cont")
+#: Said by every spec declared on pico_converged.
+CONVERGED_DECLARED = (
+    "Declared 2026-12-04 on pico_converged before its cube existed (the runs were training; only "
+    "their training and held-out loss logs had been seen, no metric of them), with the test of "
+    "this claim's pico_pythia_pair declaration; the runs are seed-matched (base, fine-tune and "
+    "continuation of one seed pair up).")

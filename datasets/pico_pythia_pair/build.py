@@ -17,7 +17,9 @@ Why a dataset of its own: a dataset's cubes are merged checkpoint by checkpoint
 the ft runs' deltas cannot sit in a second file of ``pico_pythia_ft``; and A7 needs the
 parents and the fine-tunes in one cube.
 
-Usage: ``python datasets/pico_pythia_pair/build.py`` (about 2-4 minutes on one core).
+Usage: ``python datasets/pico_pythia_pair/build.py`` (about 2-4 minutes on one core). Another
+suite's pair (``datasets/pico_converged``) is built with the same code from its own checkpoints
+and its own metrics cube: ``--build DIR --metrics CUBE --runs a,b,... -o OUT``.
 """
 
 from __future__ import annotations
@@ -49,31 +51,49 @@ SUMMARIES = ("commutator_var", "commutator_raw_var", "abelian_fraction", "abelia
 OUT = pathlib.Path(__file__).resolve().parent / "pair.nc"
 
 
-def summaries(model: str) -> xr.Dataset:
-    """The model's layer summaries from its committed cube, as a cube of its own."""
-    src = open_cube(SOURCES[model])
+def summaries(model: str, source: pathlib.Path) -> xr.Dataset:
+    """The model's layer summaries from the cube ``source``, as a cube of its own."""
+    src = open_cube(source)
+    if model not in src[schema.MODEL].values.tolist():
+        raise SystemExit(f"{source}: no model {model!r} (it holds {src[schema.MODEL].values.tolist()})")
     ds = src[list(SUMMARIES)].sel({schema.MODEL: [model]})
     keep = np.isfinite(ds["killing_cv"].values).reshape(1, ds.sizes[schema.STEP], -1).any(axis=-1)[0]
     ds = ds.isel({schema.STEP: np.flatnonzero(keep)})
-    prov = [dict(p, copied_from=str(SOURCES[model].relative_to(ROOT)))
+    prov = [dict(p, copied_from=_shown(source))
             for p in provenance_of(src) if p.get("model") == model]
     ds.attrs = dict(src.attrs, **{schema.ATTR_PROVENANCE: json.dumps(prov, sort_keys=True)})
     return ds
 
 
+def _shown(path: pathlib.Path) -> str:
+    """``path`` relative to the repository when it lies inside it (provenance records)."""
+    path = pathlib.Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--out", default=str(OUT))
+    ap.add_argument("--build", default=str(BUILD), help="folder of the runs' checkpoints (default: %(default)s)")
+    ap.add_argument("--metrics", default=None,
+                    help="one cube holding every run's layer summaries (default: the pico_pythia cubes)")
+    ap.add_argument("--runs", default=",".join(RUNS), help="comma-separated runs (default: %(default)s)")
     args = ap.parse_args(argv)
+    build = pathlib.Path(args.build)
+    runs = [r.strip() for r in args.runs.split(",") if r.strip()]
+    sources = ({r: pathlib.Path(args.metrics) for r in runs} if args.metrics else SOURCES)
+    unknown = [r for r in runs if r not in sources]
+    if unknown:
+        raise SystemExit(f"--runs: no metrics cube known for {unknown[0]!r}; give --metrics CUBE")
     parts = []
-    for model in RUNS:
-        print(f"{model}: parameter deltas from {BUILD / model}", flush=True)
-        deltas = delta_cube(BUILD / model, model=model)
-        summ = summaries(model)
+    for model in runs:
+        print(f"{model}: parameter deltas from {build / model}", flush=True)
+        deltas = delta_cube(build / model, model=model)
+        summ = summaries(model, sources[model])
         if deltas[schema.STEP].values.tolist() != summ[schema.STEP].values.tolist():
-            raise SystemExit(f"{model}: the checkpoints in {BUILD / model} "
+            raise SystemExit(f"{model}: the checkpoints in {build / model} "
                              f"({deltas[schema.STEP].values.tolist()}) are not the steps of "
-                             f"{SOURCES[model]} ({summ[schema.STEP].values.tolist()}).")
+                             f"{sources[model]} ({summ[schema.STEP].values.tolist()}).")
         both = xr.merge([summ.drop_attrs(), deltas.drop_attrs()], join="outer", compat="no_conflicts",
                         combine_attrs="drop")
         for c in schema.MODEL_COORDS:  # the shape coordinates agree; keep the metric cube's
