@@ -213,3 +213,87 @@ def test_committed_tokenizer_matches_build_record():
     meta = json.loads(meta_path.read_text())
     assert meta["data"]["tokenizer_sha256"] == corpus.sha256_file(tok_path)
     assert meta["threads"] == 1 and meta["run"]["attn_implementation"] == "eager"
+
+
+# ---------------------------------------------------------------------------------------------
+# the converged-base pair: a fine-tune and its continuation twin
+# ---------------------------------------------------------------------------------------------
+def _replay(base_dir: Path, stream, first_batch: int, steps: int, peak: float, run):
+    """A second phase trained by hand: the base's last weights, a fresh AdamW, the build's
+    schedule, the data order's batches ``first_batch``, ``first_batch + 1``, ..."""
+    import torch
+    from transformers import GPTNeoXForCausalLM
+
+    model = GPTNeoXForCausalLM.from_pretrained(base_dir, attn_implementation="eager")
+    model.train()
+    opt = build.build_optimizer(model, run, peak)
+    warmup = max(1, round(run.finetune_warmup_frac * steps))
+    cache: dict = {}
+    for k in range(steps):
+        for grp in opt.param_groups:
+            grp["lr"] = build.lr_at(k + 1, steps, peak, warmup, run.min_lr_frac)
+        x = build.batch_at(stream, first_batch + k, run, cache)
+        loss = model(input_ids=x, labels=x).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), run.grad_clip)
+        opt.step()
+    return model
+
+
+def _same_weights(model, saved: Path) -> bool:
+    """``model`` saved as the build saves a checkpoint gives the bytes of ``saved``."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp)
+        return (Path(tmp) / "model.safetensors").read_bytes() == saved.read_bytes()
+
+
+def test_converged_pair_fine_tune_below_the_final_rate_and_continuation_resumes_the_data_order(tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    out, run = tmp_path / "conv", build.SMOKE_RUN
+    names = ["c48_s0", "c48_s0_ft", "c48_s0_cont"]
+    # not in the default build: only when named
+    assert not {s.name for s in build.SPECS} & {s.name for s in build.CONVERGED_SPECS}
+    assert build.main(["--smoke", "--out", str(out), "--models", ",".join(names)]) == 0
+    spec = {s.name: s for s in build.SMOKE_CONVERGED_SPECS}
+    done = {n: json.loads((out / n / "DONE.json").read_text()) for n in names}
+    base_steps, tune_steps = spec["c48_s0"].steps, spec["c48_s0_ft"].steps
+    assert done["c48_s0"]["steps"] == base_steps != run.pretrain_steps
+    assert done["c48_s0_cont"]["data_order_from_batch"] == base_steps
+    assert "data_order_from_batch" not in done["c48_s0_ft"]
+    assert done["c48_s0_ft"]["eval_text"].startswith("World English Bible")
+    assert done["c48_s0_cont"]["eval_text"].startswith("Austen")
+    # every learning rate of the second phases lies below the base's last one
+    import csv
+
+    def lrs(name):
+        with open(out / "curves" / f"{name}.csv") as f:
+            return [float(r["lr"]) for r in csv.DictReader(f) if float(r["step"]) > 0]
+    base_final = lrs("c48_s0")[-1]
+    assert base_final == pytest.approx(build.SMOKE_RUN.peak_lr * run.min_lr_frac)
+    for name in ("c48_s0_ft", "c48_s0_cont"):
+        assert done[name]["peak_lr"] == build.CONVERGED_TUNE_LR
+        assert 0 < max(lrs(name)) < base_final
+    # both twins start bit-identical to the base's last checkpoint
+    last = load_file(out / "c48_s0" / f"step_{base_steps}" / "model.safetensors")
+    for name in ("c48_s0_ft", "c48_s0_cont"):
+        first = load_file(out / name / "step_0" / "model.safetensors")
+        assert all(torch.equal(last[k], first[k]) for k in last)
+    # the continuation is the base's pretraining resumed: replayed by hand from the data order's
+    # batch base_steps on, it gives its last weights exactly (from batch 0 it does not)
+    data, _ = build.prepare_data(out, run, smoke=True, log=lambda m: None)
+    got = out / "c48_s0_cont" / f"step_{tune_steps}" / "model.safetensors"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the build's thread count: the same bits
+    try:
+        base_dir = out / "c48_s0" / f"step_{base_steps}"
+        resumed = _replay(base_dir, data.pre_train, base_steps, tune_steps, build.CONVERGED_TUNE_LR, run)
+        restarted = _replay(base_dir, data.pre_train, 0, tune_steps, build.CONVERGED_TUNE_LR, run)
+    finally:
+        torch.set_num_threads(threads)
+    assert _same_weights(resumed, got)
+    assert not _same_weights(restarted, got)
