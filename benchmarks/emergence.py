@@ -66,12 +66,14 @@ CSV_COLUMNS = ("step", "tokens", "lr", "train_loss", "val_loss", "max_sink_score
 
 
 def _load_build():
-    """``datasets/pico_pythia/build.py`` as a module (it puts its folder on sys.path for ``corpus``)."""
-    if "pico_build" in sys.modules:
-        return sys.modules["pico_build"]
-    spec = importlib.util.spec_from_file_location("pico_build", PICO / "build.py")
+    """``datasets/pico_pythia/build.py`` as a module (it puts its folder on sys.path for ``corpus``),
+    under the name the pico_shapes and pico_sudoku builds load it by: one module object for all."""
+    name = "pico_pythia_build"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, PICO / "build.py")
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["pico_build"] = mod
+    sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
 

@@ -10,7 +10,11 @@ from pathlib import Path
 
 def load_build(name: str, path: Path):
     """The script at ``path`` imported as module ``name`` (registered in ``sys.modules``, so
-    that its dataclasses and the modules it loads by name resolve)."""
+    that its dataclasses and the modules it loads by name resolve); a module already loaded
+    under ``name`` from the same file is that one (one module object per script)."""
+    have = sys.modules.get(name)
+    if have is not None and Path(getattr(have, "__file__", "") or "").resolve() == Path(path).resolve():
+        return have
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod

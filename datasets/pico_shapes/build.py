@@ -59,9 +59,15 @@ class ShapeSpec:
     seed: int = 0
     parent: str | None = None  # never set here (no fine-tunes); read by pico_pythia's trainer
     alias_of: str | None = None
+    steps: int | None = None  # pico_pythia's trainer: None takes the run's pretrain_steps
+    peak_lr: float | None = None  # and None the run's peak_lr
 
     @property
     def is_finetune(self) -> bool:
+        return False
+
+    @property
+    def continues_pretraining(self) -> bool:
         return False
 
     @property
