@@ -227,15 +227,30 @@ PICO_STEPS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 293, 329, 366, 402, 439, 475,
 FT_STEPS = [0, 1, 2, 4, 8, 16, 32, 64, 73, 82, 91, 101, 110, 119, 128]
 
 
-def test_committed_pair_cube_holds_what_its_card_says():
+CONVERGED = DATA / "pico_converged" / "converged.nc"
+CONVERGED_BASE_STEPS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 805, 1097, 1390, 1682, 1975, 2267, 2560]
+CONVERGED_TUNE_STEPS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 146, 165, 183, 201, 219, 238, 256]
+#: dataset -> (cube, {model: its checkpoints})
+PAIR_CUBES = {
+    "pico_pythia_pair": (PAIR, {"p96_s0": PICO_STEPS, "p96_s1": PICO_STEPS, "p96_s0_ft": FT_STEPS,
+                                "p96_s1_ft": FT_STEPS}),
+    "pico_converged": (CONVERGED, {
+        **{f"c48_s{i}": CONVERGED_BASE_STEPS for i in range(3)},
+        **{f"c48_s{i}_ft": CONVERGED_TUNE_STEPS for i in range(3)},
+        **{f"c48_s{i}_cont": CONVERGED_TUNE_STEPS for i in range(3)}}),
+}
+
+
+@pytest.mark.parametrize("dataset", sorted(PAIR_CUBES))
+def test_committed_pair_cube_holds_what_its_card_says(dataset):
     from lie_stats.datasets import find_dataset
 
-    card = find_dataset("pico_pythia_pair", DATA)
+    path, models = PAIR_CUBES[dataset]
+    card = find_dataset(dataset, DATA)
     assert card.state == "present" and card.readme.is_file()
-    ds = open_cube(PAIR)
-    assert ds[schema.MODEL].values.tolist() == ["p96_s0", "p96_s1", "p96_s0_ft", "p96_s1_ft"]
-    for m, steps in (("p96_s0", PICO_STEPS), ("p96_s1", PICO_STEPS), ("p96_s0_ft", FT_STEPS),
-                     ("p96_s1_ft", FT_STEPS)):
+    ds = open_cube(path)
+    assert ds[schema.MODEL].values.tolist() == list(models)
+    for m, steps in models.items():
         pd_ = ds["param_delta"].sel(model=m)
         have = [int(s) for s in ds[schema.STEP].values if np.isfinite(pd_.sel(step=s)).any()]
         assert have == steps, m
@@ -250,6 +265,23 @@ def test_committed_pair_cube_holds_what_its_card_says():
             w = last["param_base_norm_layer"].sel(category=c).values
             assert float(np.sqrt(((r * w) ** 2).sum() / (w ** 2).sum())) == pytest.approx(
                 float(last["param_delta"].sel(category=c)), rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_converged_twins_start_at_their_base_and_move_apart(seed):
+    """A fine-tune and its continuation begin at the base's last weights (so every layer summary
+    at their step 0 is the base's at 2,560, exactly) and end somewhere else."""
+    ds = open_cube(CONVERGED)
+    base, ft, cont = f"c48_s{seed}", f"c48_s{seed}_ft", f"c48_s{seed}_cont"
+    for v in ("killing_cv", "killing_eig_spread", "commutator_raw_var"):
+        at_base = ds[v].sel(model=base, step=CONVERGED_BASE_STEPS[-1], projection="none").values
+        assert np.isfinite(at_base[..., :6]).all()
+        for twin in (ft, cont):
+            np.testing.assert_array_equal(ds[v].sel(model=twin, step=0, projection="none").values, at_base)
+        end_ft = ds[v].sel(model=ft, step=256, projection="none").values
+        end_cont = ds[v].sel(model=cont, step=256, projection="none").values
+        assert not np.array_equal(end_ft[..., :6], at_base[..., :6])
+        assert not np.array_equal(end_ft[..., :6], end_cont[..., :6])
 
 
 @pytest.mark.parametrize("model,source", [("p96_s1", "pico_pythia/pico_pythia.nc"),
