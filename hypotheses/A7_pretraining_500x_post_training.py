@@ -142,13 +142,18 @@ A7_above_floor_converged = HypothesisSpec(
     id="A7-above-floor-converged", claim=CLAIM, source=GEOMETRY, datasets=("pico_converged",),
     selection=_four("killing_cv", CONVERGED_TUNED, CONVERGED_FLOOR, family="Q", projection="none"),
     test="ratio_of_changes", params={"ci": 0.95, "unit": "run"}, prediction=Prediction("above", value=1.0),
-    reference=REFERENCE, gate="pinned", choices={"family": FAMILIES, "projection": PROJECTIONS},
+    reference={"direction": "the post-training change above the late-pretraining drift"}, gate="pinned",
+    choices={"family": FAMILIES, "projection": PROJECTIONS},
     notes=("Whether A7's denominator is a signal: the change of the Killing summary under "
            "post-training (c48_s*_ft, 0 -> 256) over its change under continued pretraining from the "
            "same base with the same steps and rates (c48_s*_cont, 0 -> 256: the late-pretraining "
            "drift). Supported when the 95 % interval lies above 1 (the fine-tune moves the metric "
            "more than the drift does); the essay gives no figure for this ratio, so no magnitude. "
-           + CONVERGED_DECLARED),
+           + CONVERGED_DECLARED + " Changed 2026-12-04, after its first evaluation (inconclusive, "
+           "one-sided p 0.0995): the reference was the essay's 500x, A7's figure for pretraining "
+           "over post-training, copied from A7's specs by mistake; it is not a figure of this ratio "
+           "(the diagnosis planted it as this ratio's alternative), so the reference now states the "
+           "direction only. Test, data and verdict rule unchanged."),
 )
 
 A7_pythia = OutOfScope(
