@@ -2,7 +2,8 @@
 
 The reports are read claim by claim: results are grouped by their claim (the id up to its
 first ``-``: ``A10-eq-af`` belongs to ``A10``), each claim shows one main result on the
-first screen (the result whose id is the claim's own, else its first result that was run),
+first screen (the result whose id is the claim's own, else its first result that was run and
+tests the claim's figure, else its first result that was run),
 and every result keeps its full details below. This module decides every word and number
 of that view; :mod:`lie_stats.report.templates` only lays them out (escaped by the template
 engine for HTML, by :func:`lie_stats.report.text.md_text` for Markdown).
@@ -248,6 +249,7 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
         "p_label": label, "p": fmt(r.get("p_value")),
         "essay": reference_text(r.get("reference") or {}),
         "magnitude": str(mag.get("status") or "-"), "magnitude_text": _magnitude_text(mag),
+        "tests_figure": mag.get("reference") is not None,
         "power": fmt(diag.get("power")) if diag else "-",
         "power_warning": power_warning(diag),
         "finding": str(r.get("finding") or ""),
@@ -309,12 +311,14 @@ def _curve_text(r: Mapping[str, Any], share: Any, sup: Any) -> str:
 
 
 def _main_of(views: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any]:
-    """The claim's own result that was run, else its first result that was run, else its
-    own result, else its first."""
+    """The claim's own result that was run, else its first result that was run and tests the
+    claim's figure (its declaration has a magnitude; not a direction-only check beside it),
+    else its first result that was run, else its own result, else its first."""
     run = [v for v in views if v["verdict"] != "skipped"]
-    for pool in (run, views):
+    with_figure = [v for v in run if v.get("tests_figure")]
+    for pool, first_if_not_own in ((run, False), (with_figure, True), (run, True), (views, True)):
         own = [v for v in pool if v["id"] == key]
-        if own or pool:
+        if own or (first_if_not_own and pool):
             return (own or pool)[0]
     raise ValueError(f"claim {key!r} has no result")
 

@@ -130,3 +130,20 @@ def test_strings_from_files_are_escaped():
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md
     # the anchors are letters, digits and dashes whatever the dataset's name
     assert re.search(r'id="r-a1-d-i"', html)
+
+
+def test_a_claim_without_its_own_result_leads_with_one_that_tests_its_figure():
+    figure = {"status": "within", "reference": 500.0, "band": [50.0, 5000.0]}
+    check = {"status": "not_tested", "reference": None, "band": None,
+             "reason": "the declaration states no magnitude"}
+    rows = [row("A7-above-floor", magnitude=check, verdict="inconclusive"),
+            row("A7-killing_cv", magnitude=figure, verdict="refuted"),
+            row("A7-params", magnitude=figure, verdict="skipped"),
+            row("B4", magnitude=check, verdict="refuted"), row("B4-share", magnitude=figure)]
+    mains = {g["key"]: g["main"]["id"] for g in claim_views(rows)}
+    # A7: the direction-only check sorts first, the first run result with a figure leads;
+    # B4: the claim's own result leads even without a figure
+    assert mains == {"A7": "A7-killing_cv", "B4": "B4"}
+    # with no run result that tests a figure, the first run result leads
+    rows = [row("A7-above-floor", magnitude=check), row("A7-params", magnitude=figure, verdict="skipped")]
+    assert claim_views(rows)[0]["main"]["id"] == "A7-above-floor"
