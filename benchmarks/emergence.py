@@ -207,16 +207,6 @@ def with_bos(arr, bos: int):
 
 
 # ---------------------------------------------------------------------------------------- state
-def _atomic_torch_save(obj, path: Path) -> None:
-    import torch
-
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    torch.save(obj, tmp)
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 class StopRun(Exception):
     """Raised by ``--stop-after`` to simulate a hard kill (no state written; tests)."""
 
@@ -441,7 +431,7 @@ def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_ST
                 build._save_checkpoint(model, checkpoints / name, step)
             st.update(step=step, acc=[0.0, 0], steps_since=0, t_since=0.0, model=model.state_dict(),
                       optimizer=opt.state_dict(), rng=torch.get_rng_state())
-            _atomic_torch_save(st, state_path)
+            build._atomic_save_state(st, state_path)
             write_curves({k: v for k, v in st.items() if k not in ("model", "optimizer")}, out, name)
             log(f"[{name}] step {step}: held-out {val:.4f}, max sink {row['max_sink_score']:.3f} ({row['sink_head']}), "
                 f"sink>0.5 {row['heads_sink_gt_half']}, anchors {row['anchors']}, "

@@ -417,10 +417,14 @@ class Ctx:
 
 
 def _atomic_save_state(state: dict, path: Path) -> None:
+    """``torch.save`` to a temporary file beside ``path``, flushed to disk, then renamed over it:
+    an interruption at any moment leaves the previous state or the new one, whole."""
     import torch
 
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     torch.save(state, tmp)
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
