@@ -706,8 +706,8 @@ def write_reports(summaries: list[dict], curves: Path, card: Path | None, log) -
     axes[0].set_title("pretraining (Austen + Shakespeare): train (line), held-out (dots), unigram (dotted)",
                       fontsize=8)
     if has_ft:
-        axes[1].set_title("second phase: held-out loss of its own text (World English Bible for a "
-                          "fine-tune, the pretraining text for a continuation)", fontsize=8)
+        axes[1].set_title("second phase: held-out loss on its own text\n(a fine-tune: the World English "
+                          "Bible; a continuation: the pretraining text)", fontsize=8)
     for ax in axes:
         ax.set_xlabel("step")
         ax.set_ylabel("cross-entropy (nats/token)")
