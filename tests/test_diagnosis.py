@@ -386,3 +386,16 @@ def test_a_simulation_is_decided_with_the_declared_magnitude_as_the_main_analysi
     assert outside["power"] == 0.0 and outside["refuted_planted"] >= 0.9, outside
     excluded = D.diagnose_arrays(spec, arrays, settings, dataset="elsewhere")
     assert excluded["power"] >= 0.9, excluded  # the direction alone decides there
+
+
+def test_a_statistic_imported_as_a_module_is_in_its_kinds_fingerprint(monkeypatch):
+    """iut_equivalence reaches its statistic as ``stats.intersection as iut`` (a module, not a
+    function): a change there must make the kind's cached diagnoses stale."""
+    import importlib
+    import inspect
+
+    before = D.code_fingerprint("iut_equivalence")
+    stat = importlib.import_module("lie_stats.stats.intersection")
+    monkeypatch.setattr(inspect, "getsource", lambda m, _real=inspect.getsource: (
+        _real(m) + "\n# changed" if m is stat else _real(m)))
+    assert D.code_fingerprint("iut_equivalence") != before

@@ -184,7 +184,10 @@ def iut_equivalence(
       index into ``changes``);
     - ``effect``: the relative change ``exp(mean) - 1`` of the unit with the largest
       ``|mean log change|`` (``largest_unit``, its row index); ``ci_low``, ``ci_high``: its
-      ``1 - 2 alpha`` t interval;
+      t interval at ``1 - alpha / n`` (Bonferroni), as a relative change: the unit is picked
+      for being the largest, so its own ``1 - 2 alpha`` interval misses its true change far
+      more often than ``2 alpha`` (24 units at 0 with 3 df each: it covered 0 in 182 of 400
+      draws); the simultaneous one covers it with probability at least ``1 - alpha``;
     - ``n_within``: units whose own TOST rejects; ``n_beyond``: units whose beyond-the-bound
       p is below ``alpha / n`` (Bonferroni); ``p_beyond``: ``min(1, n * min p_beyond)``;
       some unit lies beyond the bound (family-wise error at most alpha) when it is below
@@ -224,18 +227,17 @@ def iut_equivalence(
     lower_binds = sps.t.sf(u["t_lower"][worst], df[worst]) >= sps.t.cdf(u["t_upper"][worst], df[worst])
     stat = u["t_lower"][worst] if lower_binds else u["t_upper"][worst]
     big = int(np.argmax(np.abs(mean)))
-    tcrit = float(sps.t.ppf(1.0 - alpha, df[big]))
     b = float(np.log1p(float(bound)))
     resolvable = bool((sps.t.ppf(1.0 - alpha, df) * se < b).all())
-    half = sps.t.ppf(1.0 - alpha / (2.0 * n), df) * se
+    half = sps.t.ppf(1.0 - alpha / (2.0 * n), df) * se  # every unit's, simultaneous over the units
     abs_mean = np.abs(mean)
     abs_low = np.maximum(0.0, abs_mean - half)
     abs_high = abs_mean + half
     return v.frame(IUT_COLUMNS, {
         C.N: n, C.STATISTIC: float(stat), C.P_VALUE: float(p_eq.max()),
         C.EFFECT: float(np.expm1(mean[big])),
-        C.CI_LOW: float(np.expm1(mean[big] - tcrit * se[big])),
-        C.CI_HIGH: float(np.expm1(mean[big] + tcrit * se[big])),
+        C.CI_LOW: float(np.expm1(mean[big] - half[big])),
+        C.CI_HIGH: float(np.expm1(mean[big] + half[big])),
         C.BOUND: float(bound), C.DF: float(df.min()), N_WITHIN: int((p_eq < alpha).sum()),
         N_BEYOND: int((p_beyond < alpha / n).sum()), P_BEYOND: float(min(1.0, n * p_beyond.min())),
         N_REPLICATES: int(u["replicates"]), NOISE_FLOOR: float(np.expm1(u["noise_sd"].max())),

@@ -162,3 +162,23 @@ def test_the_interval_covers_the_largest_true_change_at_its_level():
                                   bound=B, alpha=0.05).iloc[0]
         hits += res[iut.LARGEST_ABS_CI_LOW] <= target <= res[iut.LARGEST_ABS_CI_HIGH]
     assert hits / 400 >= 0.93  # simultaneous (Bonferroni): at least 1 - alpha, up to Monte Carlo error
+
+
+def test_the_largest_units_interval_covers_its_own_change_despite_being_picked():
+    """With every unit at 0, the unit with the largest |mean| is the one whose own 90 % interval
+    most often misses 0; the reported interval is simultaneous (t at 1 - alpha / n), so it
+    covers the picked unit's true change (0) in at least 1 - alpha of draws."""
+    rng = np.random.default_rng(12)
+    hits = per_unit = 0
+    for _ in range(400):
+        d = rng.normal(0.0, 4e-4, size=(24, 2))
+        z, z_cells = rng.normal(0.0, 4e-4, size=48), np.repeat(np.arange(24), 2)
+        res = iut.iut_equivalence(d, np.arange(24), z, z_cells, bound=B, alpha=0.05).iloc[0]
+        hits += res["ci_low"] <= 0.0 <= res["ci_high"]
+        # the picked unit's own 1 - 2 alpha interval, for contrast: scipy.stats.t.interval(0.90, ...)
+        units = iut.unit_equivalence(d, np.arange(24), z, z_cells, bound=B)
+        row = units[units["unit"] == int(res[iut.LARGEST_UNIT])].iloc[0]
+        lo, hi = sps.t.interval(0.90, row["df"], loc=row["mean"], scale=row["se"])
+        per_unit += lo <= 0.0 <= hi
+    assert hits / 400 >= 0.93
+    assert per_unit / 400 < 0.6  # what the picked unit's own interval would have given
