@@ -538,13 +538,14 @@ def _train_one(spec: ModelSpec, ctx: Ctx) -> dict:
     mdir.mkdir(parents=True, exist_ok=True)
     ft = spec.is_finetune
     cont = spec.continues_pretraining  # a second phase on the pretraining text
+    post_text = ft and not cont  # trains and is evaluated on the post-training text
     n_steps = spec.steps or (run.finetune_steps if ft else run.pretrain_steps)
     peak = spec.peak_lr or (run.finetune_lr if ft else run.peak_lr)
     warmup = max(1, round((run.finetune_warmup_frac if ft else run.warmup_frac) * n_steps))
-    stream = ctx.data.post_train if ft and not cont else ctx.data.pre_train
-    if ft and windows(stream, run.seq_len) == 0:
+    stream = ctx.data.post_train if post_text else ctx.data.pre_train
+    if post_text and windows(stream, run.seq_len) == 0:
         raise RuntimeError(f"[{spec.name}] no post-training text (World English Bible failed?)")
-    val_arr = eval_windows(ctx.data.post_val if ft and not cont else ctx.data.pre_val, run)
+    val_arr = eval_windows(ctx.data.post_val if post_text else ctx.data.pre_val, run)
     pre_val_arr = eval_windows(ctx.data.pre_val, run) if ft else None
     ckpts = checkpoint_steps(n_steps, run.n_between, run.max_pow2, run.ckpt_base)
 
@@ -629,7 +630,7 @@ def _train_one(spec: ModelSpec, ctx: Ctx) -> dict:
         "steps": n_steps, "checkpoints": ckpts, "peak_lr": peak, "warmup_steps": warmup,
         "s_per_step": round(elapsed / max(n_steps, 1), 4), "train_seconds": round(elapsed, 1),
         "final_val_loss": final_val, "init_val_loss": vals[0]["val_loss"], "unigram_val_loss": uni,
-        "eval_text": "World English Bible (held-out)" if ft and not cont else "Austen + Shakespeare (held-out)",
+        "eval_text": "World English Bible (held-out)" if post_text else "Austen + Shakespeare (held-out)",
         "threads": ctx.threads, "attn_implementation": run.attn_implementation, **init_info,
     }
     if ft:

@@ -371,8 +371,12 @@ def code_fingerprint(test: str) -> str:
                 names.update(f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__))
     for value in vars(module(kind.fn.__module__)).values():
         # a statistic imported by name (its function) or as a module (``stats.intersection as iut``)
-        name = value.__name__ if inspect.ismodule(value) else (
-            getattr(value, "__module__", None) or "" if callable(value) else "")
+        if inspect.ismodule(value):
+            name = value.__name__
+        elif callable(value):
+            name = getattr(value, "__module__", None) or ""
+        else:
+            continue
         if name.startswith("lie_stats.stats"):
             names.add(name)
     sources = [inspect.getsource(module(n)) for n in sorted(names)]

@@ -315,11 +315,10 @@ def _main_of(views: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any]:
     claim's figure (its declaration has a magnitude; not a direction-only check beside it),
     else its first result that was run, else its own result, else its first."""
     run = [v for v in views if v["verdict"] != "skipped"]
-    with_figure = [v for v in run if v.get("tests_figure")]
-    for pool, first_if_not_own in ((run, False), (with_figure, True), (run, True), (views, True)):
-        own = [v for v in pool if v["id"] == key]
-        if own or (first_if_not_own and pool):
-            return (own or pool)[0]
+    for pool in ([v for v in run if v["id"] == key], [v for v in run if v.get("tests_figure")], run,
+                 [v for v in views if v["id"] == key], views):
+        if pool:
+            return pool[0]
     raise ValueError(f"claim {key!r} has no result")
 
 
