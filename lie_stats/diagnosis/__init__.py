@@ -134,18 +134,17 @@ def _evaluate(spec: Any, arrays: Arrays, params: dict[str, Any],
     (:func:`lie_stats.spec.magnitude.combine`: a supported direction whose interval lies
     outside the band is refuted)."""
     from ..spec import Decision, TestInput
-    from ..spec.magnitude import assess_magnitude, combine
+    from ..spec.magnitude import decide
 
     kind = spec.kind
     data = TestInput(arrays=arrays, params=params, prediction=spec.prediction,
-                     reference=dict(spec.reference))
+                     reference=dict(spec.reference), dataset=dataset)
     try:
         row = kind.run(data)
     except StatsInputError:
         return "inconclusive", {}
-    verdict, reason = kind.decide(row, Decision(spec.prediction, float(params["alpha"]),
-                                                dict(spec.reference), params))
-    verdict, _ = combine(verdict, reason, assess_magnitude(spec.prediction.magnitude, row, dataset))
+    verdict, *_ = decide(kind, row, Decision(spec.prediction, float(params["alpha"]), dict(spec.reference), params),
+                         dataset)
     return verdict, row
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import schema
-from ..errors import LieStatsError, SpecError, StatsInputError
+from ..errors import SpecError, StatsInputError
 from .declaration import HypothesisSpec
-from .magnitude import assess_magnitude, combine, finding
+from .magnitude import decide, finding
 from .parts import jsonable, spec_error
 from .results import Result, json_number, result_for
 from .rules import Decision
@@ -47,7 +47,7 @@ def run_once(spec: HypothesisSpec, cube: Any, dataset: str) -> Result:
         return _finished(result_for(spec, dataset, "skipped", str(e)), "skipped")
     params = spec.resolved_params()
     data = TestInput(arrays=arrays, params=params, prediction=spec.prediction,
-                     reference=dict(spec.reference))
+                     reference=dict(spec.reference), dataset=dataset)
     kind = spec.kind
     try:
         row = kind.run(data)
@@ -59,13 +59,7 @@ def run_once(spec: HypothesisSpec, cube: Any, dataset: str) -> Result:
     except SpecError as e:
         raise SpecError(f"{where}: {e}") from e
     ctx = Decision(spec.prediction, float(params["alpha"]), dict(spec.reference), params)
-    verdict, reason = kind.decide(row, ctx)
-    if verdict not in schema.VERDICTS[:3]:
-        raise LieStatsError(f"Test {spec.test!r}: decision rule returned {verdict!r}; expected one of "
-                            f"{schema.VERDICTS[:3]}.")
-    direction = verdict
-    magnitude = assess_magnitude(spec.prediction.magnitude, row, dataset)
-    verdict, reason = combine(verdict, reason, magnitude)
+    verdict, reason, direction, magnitude = decide(kind, row, ctx, dataset)
     res = result_for(spec, dataset, verdict, reason)
     for col in schema.STAT_COLUMNS:
         setattr(res, col, row[col])

@@ -33,9 +33,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from .. import schema
+from ..errors import LieStatsError
 from .parts import Magnitude
 
-__all__ = ["assess_magnitude", "combine", "finding", "band_text", "figure", "MAGNITUDE_STATUSES",
+__all__ = ["assess_magnitude", "combine", "decide", "finding", "band_text", "figure", "MAGNITUDE_STATUSES",
            "NOT_DECLARED"]
 
 #: Values of ``magnitude["status"]``.
@@ -193,6 +195,30 @@ def combine(verdict: str, reason: str, magnitude: Mapping[str, Any]) -> tuple[st
     if status in ("within", "outside") and verdict in ("supported", "refuted", "inconclusive"):
         return verdict, f"{reason}; magnitude {status}: {magnitude['reason']}"
     return verdict, reason
+
+
+def decide(kind: Any, row: Mapping[str, Any], ctx: Any, dataset: str) -> tuple[str, str, str, dict[str, Any]]:
+    """A kind's result row decided as an evaluation decides it: the kind's rule gives the
+    direction, then the declared magnitude (``ctx.prediction.magnitude``) on ``dataset``
+    (:func:`assess_magnitude`, :func:`combine`).
+
+    Returns
+    -------
+    (verdict, reason, direction, magnitude)
+        ``direction`` is the kind's own verdict; ``magnitude`` the result's magnitude field.
+
+    Raises
+    ------
+    LieStatsError
+        The kind's rule returned something other than supported, refuted or inconclusive.
+    """
+    direction, reason = kind.decide(row, ctx)
+    if direction not in schema.VERDICTS[:3]:
+        raise LieStatsError(f"Test {kind.name!r}: decision rule returned {direction!r}; expected one of "
+                            f"{schema.VERDICTS[:3]}.")
+    magnitude = assess_magnitude(ctx.prediction.magnitude, row, dataset)
+    verdict, reason = combine(direction, reason, magnitude)
+    return verdict, reason, direction, magnitude
 
 
 _DIRECTION_WORDS = {

@@ -236,6 +236,22 @@ class Prediction:
             out["magnitude"] = self.magnitude.declaration()
         return out
 
+    @classmethod
+    def from_declaration(cls, declared: Mapping[str, Any]) -> "Prediction":
+        """The prediction whose :meth:`declaration` is ``declared`` (its magnitude a
+        :class:`Magnitude` again, an infinite band edge a float again).
+
+        >>> m = Magnitude(3.0, 2.0, math.inf, justification="at least 2x")
+        >>> p = Prediction("above", value=1.0, magnitude=m)
+        >>> Prediction.from_declaration(p.declaration()) == p
+        True
+        """
+        fields_ = dict(declared)
+        mag = fields_.pop("magnitude", None)
+        if isinstance(mag, Mapping):
+            mag = Magnitude(**{**mag, **{k: float(mag[k]) for k in ("reference", "low", "high")}})
+        return cls(**fields_, magnitude=mag)
+
 
 def jsonable(value: Any) -> Any:
     """``value`` as JSON-ready data: parts as their declarations, tuples as lists, numpy

@@ -56,6 +56,9 @@ class TestInput:
         The resolved parameters.
     prediction : Prediction
     reference : dict
+    dataset : str
+        The dataset evaluated ("" when none is named), for a kind that decides as the whole
+        evaluation does (a magnitude's ``not_on`` is keyed by dataset).
     """
 
     __test__ = False  # not a pytest class
@@ -64,6 +67,7 @@ class TestInput:
     params: dict[str, Any]
     prediction: Prediction
     reference: dict[str, Any]
+    dataset: str = ""
     _tables: dict[tuple[str, ...], Any] = field(default_factory=dict, repr=False)
 
     def table(self, *roles: str, drop_model: bool = False) -> Any:

@@ -132,6 +132,16 @@ def test_reference_slope_is_the_declared_magnitude_else_two_models_of_the_select
             M.reference_slope(comparison_spec(reference=reference, magnitude=None), table, "log2_d_head")
 
 
+def test_an_agreements_target_keeps_its_declared_slope_to_plant():
+    # verdict_agreement records its target's prediction as a declaration (JSON); the target
+    # rebuilt from it has its Magnitude again, so the target's design finds the slope to plant
+    # (a plain dict had no .estimate: "neither a declared magnitude ... gives an effect size")
+    target = AG.target_of(agreement_spec(comparison_spec(), n_comps=2))
+    assert target.prediction.magnitude == A8_SLOPE
+    table = M._table(sweep_arrays({m: 0.5 for m in SWEEP}, np.random.default_rng(0)), comparison_spec())
+    assert M.reference_slope(target, table, "log2_d_head") == (pytest.approx(-0.0415), [])
+
+
 def test_model_comparison_null_holds_alpha_against_a_strong_width_effect():
     rng = np.random.default_rng(3)
     # the response is width: a null that kept it would be "supported" nearly always

@@ -73,7 +73,7 @@ def target_of(spec: Any) -> TargetSpec:
         if i == 0:
             selection[base] = sel
     return TargetSpec(id=str(p["target_id"]), test=str(p["target_test"]),
-                      params=dict(p["target_params"]), prediction=Prediction(**p["target_prediction"]),
+                      params=dict(p["target_params"]), prediction=Prediction.from_declaration(p["target_prediction"]),
                       reference=dict(p["target_reference"] or {}), selection=selection,
                       datasets=tuple(getattr(spec, "datasets", ())))
 

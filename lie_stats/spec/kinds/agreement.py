@@ -21,6 +21,7 @@ from ... import schema
 from ...errors import SpecError, StatsInputError
 from ...stats import columns as C
 from ..declaration import HypothesisSpec
+from ..magnitude import decide
 from ..parts import SWEEP_SELECT, Prediction, check_projection, jsonable, replace
 from ..registry import all_roles, get_kind, register_test
 from ..rules import Decision, finite
@@ -69,7 +70,9 @@ def _is_agreement_role(role: str) -> bool:
 
 def _run_verdict_agreement(data: TestInput) -> Any:
     """Evaluate the target's test under each compression on the units every compression
-    has (same models, layers, heads and steps), and compare the verdicts."""
+    has (same models, layers, heads and steps), and compare the verdicts: each the target's
+    verdict as its own evaluation gives it, its direction and then its declared magnitude on
+    this dataset (a supported direction whose estimate lies outside the band is refuted)."""
     import pandas as pd
     import xarray as xr
 
@@ -90,17 +93,19 @@ def _run_verdict_agreement(data: TestInput) -> Any:
                             coords={d: first[d] for d in first.dims if d in first.indexes})
         for i, a in enumerate(arrays):
             per_comp[i][role] = a.where(mask)
-    prediction = Prediction(**p["target_prediction"])
+    prediction = Prediction.from_declaration(p["target_prediction"])
     tparams = dict(p["target_params"])
     reference = dict(p["target_reference"] or {})
     alpha = float(tparams.get("alpha", 0.05))
     out: dict[str, float] = {}
     codes = []
     for i, comp in enumerate(comps):
-        sub = TestInput(arrays=per_comp[i], params=tparams, prediction=prediction, reference=reference)
+        sub = TestInput(arrays=per_comp[i], params=tparams, prediction=prediction, reference=reference,
+                        dataset=data.dataset)
         try:
             row = kind.run(sub)
-            verdict, _ = kind.decide(row, Decision(prediction, alpha, reference, tparams))
+            # the target's verdict as its own evaluation gives it: direction, then magnitude
+            verdict, *_ = decide(kind, row, Decision(prediction, alpha, reference, tparams), data.dataset)
         except StatsInputError:
             row, verdict = {}, "inconclusive"
         tag = compression_tag(comp)
@@ -260,7 +265,8 @@ register_test("verdict_agreement", _run_verdict_agreement, decide_agreement, rol
               required_params=("target_id", "target_test", "target_params", "target_prediction",
                                "target_reference", "compressions"),
               directions=("equivalent",),
-              description="the target hypothesis's verdict under each compression, on the units "
+              description="the target hypothesis's verdict (its direction, then its declared "
+                          "magnitude) under each compression, on the units "
                           "every compression has; supported when the verdict codes agree within "
                           "the bound, refuted only by opposite decisions (build with "
                           "compression_agreement)")

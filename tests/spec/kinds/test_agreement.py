@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from lie_stats.errors import SpecError
-from lie_stats.spec import AGREE_VERDICT, N_OPPOSITE, Prediction, Select, compression_agreement, evaluate_cube
+from lie_stats.spec import (AGREE_VERDICT, N_OPPOSITE, Magnitude, Prediction, Select, compression_agreement,
+                            evaluate_cube)
 from lie_stats.stats import columns as C
 from tests._spec_cubes import COMPRESSIONS, FAST_MORE_BOOT, enrichment_target, tost_spec, toy_spec
 
@@ -20,6 +21,25 @@ def test_agreement_supported_when_compressions_agree(compressed):
     assert res.verdict == "supported", res.reason
     assert res.extra[f"{AGREE_VERDICT}_none"] == res.extra[f"{AGREE_VERDICT}_adaptive"] == 1.0
     assert res.effect == 0.0 and res.extra[f"{C.EFFECT}_none"] == pytest.approx(5.0, rel=0.1)
+
+
+@pytest.mark.parametrize("not_on, code", [({}, -1.0), ({"synth": "not this dataset"}, 1.0)])
+def test_agreement_compares_the_targets_verdicts_magnitude_included(compressed, not_on, code):
+    # the enrichment is about 5x under both compressions: a declared 40-60x band puts the
+    # magnitude outside, so the target's own verdict is "refuted" (direction replicated,
+    # magnitude outside); the agreement compares those verdicts, not the direction alone
+    # (which is "supported" under both), unless the band is not tested on this dataset
+    base = enrichment_target()
+    mag = Magnitude(50.0, 40.0, 60.0, justification="a test band", not_on=not_on)
+    target = toy_spec(**{**{k: getattr(base, k) for k in ("id", "test", "selection", "params", "choices")},
+                         "prediction": Prediction("above", value=1.0, magnitude=mag)})
+    res = evaluate_cube(compression_agreement(target, id="A", claim="same", source="s",
+                                              compressions=("none", "adaptive")), compressed, dataset="synth")
+    assert res.extra[f"{AGREE_VERDICT}_none"] == res.extra[f"{AGREE_VERDICT}_adaptive"] == code
+    assert res.verdict == "supported", res.reason
+    own = evaluate_cube(target, compressed, dataset="synth")
+    curve = {c["choice"]["projection"]: c["verdict"] for c in own.spec_curve}
+    assert curve["none"] == curve["adaptive"] == {-1.0: "refuted", 1.0: "supported"}[code]
 
 
 def test_agreement_decisive_beside_inconclusive_does_not_refute(compressed):
