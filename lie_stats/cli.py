@@ -350,7 +350,7 @@ def _cmd_kinds(args: argparse.Namespace) -> int:
 
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     from .collect import collect
-    from .diagnosis import Settings, diagnose_declarations, diagnosis_table
+    from .diagnosis import Settings, diagnose_declarations, diagnosis_by_kind, diagnosis_table
 
     _check_datasets_dir(args.datasets)
     settings = Settings(n_sims=args.n_sims, seed=args.seed)
@@ -372,6 +372,8 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     print(diagnosis_table(done))
+    print()
+    print(diagnosis_by_kind(done))
     print(f"{len(done)} result(s): {sum(not d.cached for d in done)} diagnosed, "
           f"{sum(d.cached for d in done)} from the cache; {settings.n_sims} simulations each, "
           f"n_perm {settings.n_perm}, n_boot {settings.n_boot}, seed {settings.seed}")

@@ -220,7 +220,11 @@ def test_the_diagnose_verb_prints_a_table_and_writes_the_cache(root, tmp_path, c
     assert main(["diagnose", str(hyp), "--datasets", str(root), "--n-sims", "2"]) == 0
     out = capsys.readouterr().out
     assert "B5::synth" in out and "1 diagnosed, 0 from the cache" in out
-    assert "B5::synth" in D.read_cache(hyp / D.DIAGNOSIS_FILE)
+    cached = D.read_cache(hyp / D.DIAGNOSIS_FILE)
+    assert "B5::synth" in cached
+    # the per-kind summary counts the one result under its kind, with its own FPR
+    fpr = cached["B5::synth"]["diagnosis"]["fpr"]
+    assert f"| correlation | 1 | 1 | {fpr:.3f} |" in out
 
 
 @pytest.mark.slow  # a whole `lie-stats run` with its report and figures: about 15 s

@@ -515,6 +515,35 @@ def _finite(diag: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in diag.items()}
 
 
+def diagnosis_by_kind(rows: Sequence[Diagnosed]) -> str:
+    """The diagnoses summarized per kind, as a Markdown table: how many results, how many have
+    an FPR and a power, and the range of each (a result without one has a reason instead).
+
+    >>> rows = [Diagnosed("a::d", {"fpr": 0.01, "power": 0.9}, False, test="trend"),
+    ...         Diagnosed("b::d", {"fpr": 0.04, "power": None}, True, test="trend")]
+    >>> print(diagnosis_by_kind(rows))
+    | kind | results | with an FPR | FPR (range) | with a power | power (range) |
+    |---|---|---|---|---|---|
+    | trend | 2 | 2 | 0.010-0.040 | 1 | 0.90 |
+    """
+    def span(values: list[float], digits: int) -> str:
+        if not values:
+            return "-"
+        lo, hi = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
+        return lo if lo == hi else f"{lo}-{hi}"
+
+    kinds: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        kinds.setdefault(r.test, []).append(r.diagnosis)
+    lines = ["| kind | results | with an FPR | FPR (range) | with a power | power (range) |",
+             "|---|---|---|---|---|---|"]
+    for kind in sorted(kinds):
+        fpr = [d["fpr"] for d in kinds[kind] if d.get("fpr") is not None]
+        power = [d["power"] for d in kinds[kind] if d.get("power") is not None]
+        lines.append(f"| {kind} | {len(kinds[kind])} | {len(fpr)} | {span(fpr, 3)} | {len(power)} | {span(power, 2)} |")
+    return "\n".join(lines)
+
+
 def diagnosis_table(rows: Sequence[Diagnosed]) -> str:
     """The diagnoses as a plain-text table: key, kind, FPR, power, coverage, type-S, seconds,
     reason."""
