@@ -28,7 +28,8 @@ hub and a probe set: skipped).
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, P96, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
+from ._common import (ANCHORS, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
+                      SUDOKU_DECLARED)
 
 CLAIM = ("Anchors stabilize early and workers specialize late: anchors reach 90 % of their final "
          "change from initialization earlier in training than workers")
@@ -89,3 +90,4 @@ def _b10_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str
 
 B10_sudoku = _b10_on_suite("B10-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
 B10_bos = _b10_on_suite("B10-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)
+B10_bos_cpu = _b10_on_suite("B10-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, BOS_CPU_DECLARED)

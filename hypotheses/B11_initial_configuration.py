@@ -25,7 +25,8 @@ Pythia-160m (needs the hub and a probe set: skipped).
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, P96, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
+from ._common import (ANCHORS, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
+                      SUDOKU_DECLARED)
 
 CLAIM = "The initial random configuration partly predicts which heads become anchors"
 ANCHOR, WORKER = LABEL_CODES["anchor"], LABEL_CODES["worker"]
@@ -83,3 +84,4 @@ def _b11_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str
 
 B11_sudoku = _b11_on_suite("B11-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
 B11_bos = _b11_on_suite("B11-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)
+B11_bos_cpu = _b11_on_suite("B11-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, BOS_CPU_DECLARED)

@@ -14,7 +14,8 @@ import math
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import ANCHORS, FAMILIES, P96, PROJECTIONS, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
+from ._common import (ANCHORS, FAMILIES, P96, PROJECTIONS, BOS_CPU_DECLARED, BOS_CPU_RUNS,
+                      BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED)
 
 B1 = HypothesisSpec(
     id="B1",
@@ -53,3 +54,4 @@ def _b1_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str)
 
 B1_sudoku = _b1_on_suite("B1-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
 B1_bos = _b1_on_suite("B1-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)
+B1_bos_cpu = _b1_on_suite("B1-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, BOS_CPU_DECLARED)

@@ -60,7 +60,8 @@ import math
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import ANCHORS, FAMILIES, P96, PICO_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
+from ._common import (ANCHORS, FAMILIES, P96, PICO_RUNS, BOS_CPU_DECLARED, BOS_CPU_RUNS,
+                      BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED)
 
 CLAIM = ("Head-level enrichment far exceeds layer-level enrichment (a head at 119.7x in a layer "
          "at 4.9x)")
@@ -152,3 +153,4 @@ def _b2_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str)
 
 B2_sudoku = _b2_on_suite("B2-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
 B2_bos = _b2_on_suite("B2-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)
+B2_bos_cpu = _b2_on_suite("B2-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, BOS_CPU_DECLARED)

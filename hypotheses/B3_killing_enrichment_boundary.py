@@ -41,7 +41,8 @@ skipped here). Declared before any evaluation on the bundled data.
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import ANCHORS, FAMILIES, PICO_RUNS, PROJECTIONS, RANDOM_TWIN, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
+from ._common import (ANCHORS, FAMILIES, PICO_RUNS, PROJECTIONS, RANDOM_TWIN, BOS_CPU_DECLARED,
+                      BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED)
 
 CLAIM = "Killing-form enrichment is largest at the boundary layers (L0 76.5x, L11 42.1x)"
 REFERENCE = {"enrichment_first_layer": 76.5, "enrichment_last_layer": 42.1, "n_layers": 12}
@@ -132,3 +133,4 @@ def _b3_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str)
 
 B3_sudoku = _b3_on_suite("B3-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
 B3_bos = _b3_on_suite("B3-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)
+B3_bos_cpu = _b3_on_suite("B3-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, BOS_CPU_DECLARED)

@@ -43,7 +43,7 @@ With few layers per model (MiniLM-L3: 3) the per-model percentile intervals are 
 
 from lie_stats.spec import HypothesisSpec, Magnitude, OutOfScope, Prediction, Select
 
-from ._common import ANCHORS, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
+from ._common import ANCHORS, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
 from .A8_head_width_not_count import PANEL
 
 CLAIM = ("Attention sinks: the first token receives the largest attention in most heads "
@@ -155,3 +155,11 @@ B4_bos = _share("B4-bos", "pico_bos", BOS_RUNS, 0.5, _BOS, "")
 B4_nearly_all_bos = _share("B4-nearly-all-bos", "pico_bos", BOS_RUNS, 0.9, _BOS, "")
 B4_values_bos = _values("B4-values-bos", "pico_bos", BOS_RUNS, 1.0, _BOS, "")
 B4_values_near_zero_bos = _values("B4-values-near-zero-bos", "pico_bos", BOS_RUNS, 0.5, _BOS, "")
+#: pico_bos_cpu (declared 2026-12-04): the same four tests on its three CPU runs pooled.
+_BOS_CPU = (BOS_CPU_DECLARED + " The probe starts every sequence with a dedicated <bos> token that "
+            "carries no text (causal attention: every query sees it). Pooled over the three runs; per "
+            "run in the curve.")
+B4_bos_cpu = _share("B4-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, 0.5, _BOS_CPU, "")
+B4_nearly_all_bos_cpu = _share("B4-nearly-all-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, 0.9, _BOS_CPU, "")
+B4_values_bos_cpu = _values("B4-values-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, 1.0, _BOS_CPU, "")
+B4_values_near_zero_bos_cpu = _values("B4-values-near-zero-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, 0.5, _BOS_CPU, "")

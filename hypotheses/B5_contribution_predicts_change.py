@@ -17,7 +17,8 @@ Each seed of the bundled 96-head run is one replication attempt (specification c
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import ANCHORS, P96, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
+from ._common import (ANCHORS, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
+                      SUDOKU_DECLARED)
 
 B5 = HypothesisSpec(
     id="B5",
@@ -57,3 +58,4 @@ def _b5_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str)
 
 B5_sudoku = _b5_on_suite("B5-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
 B5_bos = _b5_on_suite("B5-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)
+B5_bos_cpu = _b5_on_suite("B5-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, BOS_CPU_DECLARED)

@@ -22,7 +22,8 @@ Each 96-head seed is one choice of the specification curve.
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, P96, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
+from ._common import (ANCHORS, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
+                      SUDOKU_DECLARED)
 
 CLAIM = ("Heads with low value norm (anchors) change less during training than heads with "
          "high value norm (workers)")
@@ -119,3 +120,6 @@ def _b6_groups_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declare
 
 B6_groups_sudoku = _b6_groups_on_suite("B6-groups-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
 B6_groups_bos = _b6_groups_on_suite("B6-groups-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)
+B6_bos_cpu = _b6_on_suite("B6-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, BOS_CPU_DECLARED)
+B6_partial_bos_cpu = _b6_partial_on_suite("B6-partial-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, BOS_CPU_DECLARED)
+B6_groups_bos_cpu = _b6_groups_on_suite("B6-groups-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, BOS_CPU_DECLARED)

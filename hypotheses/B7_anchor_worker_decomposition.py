@@ -35,7 +35,8 @@ layers, like the original's model); its cube needs the hub and a probe set (skip
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, P96, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
+from ._common import (ANCHORS, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
+                      SUDOKU_DECLARED)
 
 CLAIM = ("The B5 signal (initial contribution predicts change) decomposes into two populations, "
          "anchors and workers, with different change dynamics")
@@ -99,3 +100,4 @@ def _b7_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str)
 
 B7_sudoku = _b7_on_suite("B7-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
 B7_bos = _b7_on_suite("B7-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)
+B7_bos_cpu = _b7_on_suite("B7-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, BOS_CPU_DECLARED)

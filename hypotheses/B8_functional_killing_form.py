@@ -49,7 +49,8 @@ evaluation on the bundled data.
 
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, FAMILIES, P96, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
+from ._common import (ANCHORS, FAMILIES, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED,
+                      BOS_RUNS, SUDOKU, SUDOKU_DECLARED)
 
 CLAIM = ("Functional Killing form: weighting by value norm lowers boundary-layer enrichment "
          "relative to the total Killing form (part of it is anchor geometry)")
@@ -111,3 +112,4 @@ def _b8_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str)
 
 B8_sudoku = _b8_on_suite("B8-sudoku", "pico_sudoku", SUDOKU, SUDOKU_DECLARED)
 B8_bos = _b8_on_suite("B8-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)
+B8_bos_cpu = _b8_on_suite("B8-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, BOS_CPU_DECLARED)

@@ -44,7 +44,8 @@ declaration (see each spec's notes).
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS, P96, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
+from ._common import (ANCHORS, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
+                      SUDOKU_DECLARED)
 
 CLAIM = ("Gradient alignment cos(grad KF, grad CE) differs systematically between anchors and "
          "workers; a bidirectional threshold classifies workers (above +t), disrupted anchors "
@@ -159,3 +160,6 @@ def _b9_classifier_on_suite(ident: str, dataset: str, runs: tuple[str, ...], dec
 B9_classifier_sudoku = _b9_classifier_on_suite("B9-classifier-sudoku", "pico_sudoku", SUDOKU,
                                                SUDOKU_DECLARED + _SUDOKU_GRAD)
 B9_classifier_bos = _b9_classifier_on_suite("B9-classifier-bos", "pico_bos", BOS_RUNS, BOS_DECLARED)
+B9_bos_cpu = _b9_on_suite("B9-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, BOS_CPU_DECLARED)
+B9_classifier_bos_cpu = _b9_classifier_on_suite("B9-classifier-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS,
+                                                BOS_CPU_DECLARED)

@@ -52,6 +52,18 @@ BOS_DECLARED = (
     "pico_sudoku declaration of this claim; the first run (seed 0) is the primary analysis, the "
     "three seeds the specification curve.")
 
+#: The three runs of pico_bos_cpu: the same configuration as pico_bos, seeds 2, 3, 4, trained on
+#: the CPU here to a declared 10,000 steps (datasets/pico_bos_cpu/README.md).
+BOS_CPU_RUNS = ("bos_l12h8d16_s2", "bos_l12h8d16_s3", "bos_l12h8d16_s4")
+#: Said by every spec declared on pico_bos_cpu.
+BOS_CPU_DECLARED = (
+    "Declared 2026-12-04 on pico_bos_cpu while its runs trained, before any of its checkpoints "
+    "was extracted and before its cube existed (seen beforehand: the emergence study's curves of "
+    "seeds 0 and 1, max sink_score 0.19 and 0.38 and 0 anchors, and the first 128 steps of these "
+    "three runs, max sink_score 0.04-0.05), with the same test as the pico_bos declaration of "
+    "this claim; the first run (seed 2) is the primary analysis, the three seeds the "
+    "specification curve.")
+
 #: The pair re-made from converged bases (datasets/pico_converged): three GPT-NeoX 6 x 8 bases
 #: trained to the end of their schedule (2,560 steps, final lr 2e-4), their fine-tunes on the
 #: World English Bible (256 steps, peak lr 1e-4) and, as the pair's noise floor, their

@@ -217,7 +217,8 @@ def _specs():
 
 #: dataset -> (id suffix, its runs) of the suites the label-based claims are declared on
 SUITES = {"pico_sudoku": ("-sudoku", ("sudoku_s0", "sudoku_s1", "sudoku_s2")),
-          "pico_bos": ("-bos", ("bos_l12h8d16_s0_cuda", "bos_l12h8d16_s1_cuda", "bos_l12h8d16_s2_cuda"))}
+          "pico_bos": ("-bos", ("bos_l12h8d16_s0_cuda", "bos_l12h8d16_s1_cuda", "bos_l12h8d16_s2_cuda")),
+          "pico_bos_cpu": ("-bos-cpu", ("bos_l12h8d16_s2", "bos_l12h8d16_s3", "bos_l12h8d16_s4"))}
 
 
 def test_registry_declarations(planted_root):
@@ -233,7 +234,7 @@ def test_registry_declarations(planted_root):
         elif s.datasets == ("panel",):  # B9 on the panel's trained decoders, which have anchors
             assert s.id.startswith("B9-panel-")
             assert {sel.models for sel in s.selection.values()} in ({("smollm2_135m",)}, {("gemma3_270m",)})
-        elif s.datasets in (("pico_sudoku",), ("pico_bos",)):  # the anchors suites: three runs each
+        elif s.datasets[0] in SUITES:  # the anchors suites: three runs each
             suffix, runs = SUITES[s.datasets[0]]
             assert s.id.endswith(suffix)
             assert {tuple(c["models"]) for c in s.choice_grid()} == {(m,) for m in runs}
