@@ -25,6 +25,7 @@ measurement), ``--out/<run>.json`` (config plus every head's values at every mea
     nice -n 19 python benchmarks/emergence.py --seed 0 --steps 5000 [--deadline 23:05]
     python benchmarks/emergence.py --table RUN      # the curves as a Markdown table
     python benchmarks/emergence.py --replot RUN     # csv, json and png again from the state
+    python benchmarks/emergence.py --compare RUN RUN ...   # the runs side by side: <out>/seeds.png
 
 ``--deadline HH:MM`` (UTC): past it, the run measures at the step it reached, saves and exits
 (exit code 0; rerun later to go on). SIGTERM does the same at the end of the current step.
@@ -298,6 +299,51 @@ def plot(st: dict, path: Path, name: str) -> None:
     os.replace(tmp, path)
 
 
+def plot_seeds(csv_paths: list[Path], path: Path) -> dict[str, list[float]]:
+    """The runs' curves side by side (``--compare``): max sink_score, heads with argmax on
+    ``<bos>`` above 0.5, anchors and held-out loss against the step, one line per run; written
+    atomically to ``path``. Returns each run's max sink_score series (by run name), as plotted."""
+    import csv
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = {}
+    for p in csv_paths:
+        if not Path(p).is_file():
+            raise SystemExit(f"{p}: no such curves file (expected <out>/<run>.csv of a run of this study)")
+        with open(p, newline="") as f:
+            runs[Path(p).stem] = list(csv.DictReader(f))
+    fig, ax = plt.subplots(2, 2, figsize=(11, 7.5))
+    panels = ((ax[0, 0], "max_sink_score", "max sink_score over heads"),
+              (ax[0, 1], "heads_argmax_gt_half", "heads with argmax on <bos> > 0.5"),
+              (ax[1, 0], "anchors", "anchors (METRICS §8)"),
+              (ax[1, 1], "val_loss", "held-out cross-entropy (nats/token)"))
+    plotted = {}
+    for i, (name, rows) in enumerate(runs.items()):
+        x = [int(r["step"]) for r in rows]
+        for a, col, label in panels:
+            y = [float(r[col]) for r in rows]
+            a.plot(x, y, "o-", ms=2.5, lw=1, color=f"C{i}", label=name)
+            a.set_ylabel(label)
+            if col == "max_sink_score":
+                plotted[name] = y
+    ax[0, 0].axhline(0.5, color="k", ls=":", lw=0.8, label="anchor threshold 0.5")
+    ax[1, 0].axhline(8, color="k", ls=":", lw=0.8, label="suite target: 8 anchors")
+    for a, _, _ in panels:
+        a.set_xlabel("step")
+        a.legend(fontsize=7)
+    fig.suptitle("Emergence of sinks and anchors with <bos> at position 0: every run of the study", fontsize=10)
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return plotted
+
+
 def markdown_table(csv_path: Path) -> str:
     """The curves of a ``<run>.csv`` as a Markdown table."""
     import csv
@@ -540,7 +586,12 @@ def main(argv=None) -> int:
                     help="only fetch and tokenize the text into the state folder, then exit (a GPU machine cannot fetch)")
     ap.add_argument("--table", default=None, metavar="RUN", help="print RUN's curves as a Markdown table and exit")
     ap.add_argument("--replot", default=None, metavar="RUN", help="rewrite RUN's csv, json and png from its state and exit")
+    ap.add_argument("--compare", nargs="+", default=None, metavar="RUN",
+                    help="plot the RUNs' curves side by side into <out>/seeds.png and exit")
     args = ap.parse_args(argv)
+    if args.compare:
+        plot_seeds([Path(args.out) / f"{r}.csv" for r in args.compare], Path(args.out) / "seeds.png")
+        return 0
     if args.table:
         print(markdown_table(Path(args.out) / f"{args.table}.csv"))
         return 0

@@ -87,6 +87,19 @@ def test_markdown_table(tmp_path):
     assert table[-1] == "| 250 | 512,000 | 5.000 | 0.610 | 2 | 0.900 | 3 | 1 | 60 | 35 | L11H2 (8) |"
 
 
+def test_compare_plots_every_run_from_its_csv(tmp_path):
+    head = ",".join(E.CSV_COLUMNS) + "\n"
+    (tmp_path / "a.csv").write_text(head + "0,0,0,,8.6,0.05,0,0.2,0,0,60,36,L1H0,3,0,\n"
+                                    "250,512000,0.002,5.1,5.0,0.61,2,0.9,3,1,60,35,L11H2,8,100,0.7\n")
+    (tmp_path / "b.csv").write_text(head + "0,0,0,,8.5,0.04,0,0.1,0,0,60,36,L2H1,5,0,\n")
+    assert E.main(["--out", str(tmp_path), "--compare", "a", "b"]) == 0
+    assert (tmp_path / "seeds.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert E.plot_seeds([tmp_path / "a.csv", tmp_path / "b.csv"], tmp_path / "x.png") == {
+        "a": [0.05, 0.61], "b": [0.04]}
+    with pytest.raises(SystemExit, match="c.csv: no such curves file"):
+        E.main(["--out", str(tmp_path), "--compare", "a", "c"])
+
+
 def test_checkpoints_make_a_suite_lie_stats_extracts(tmp_path):
     """``--checkpoints``: every measured step saved as a checkpoint folder, the probe beside them,
     and ``lie-stats extract`` (the suite's card command) turns them into a cube with the sink
