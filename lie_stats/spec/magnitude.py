@@ -4,7 +4,8 @@ A :class:`~lie_stats.spec.parts.Prediction` may carry a
 :class:`~lie_stats.spec.parts.Magnitude` (the essay's figure as a band, with its
 justification). After the test kind has decided the direction, :func:`assess_magnitude`
 compares the estimate's interval with the band, :func:`combine` turns the two into the
-verdict, and :func:`finding` writes the one sentence a reader checks against the numbers.
+verdict (:func:`decide`: the kind's rule and these two, the one way every evaluation decides a
+row), and :func:`finding` writes the one sentence a reader checks against the numbers.
 
 The rule (the same for every kind):
 
