@@ -103,8 +103,10 @@ def test_sigkill_of_the_driver_keeps_shards_leaves_no_orphan_or_lock_and_resume_
         seen = []
         for child in driver.children(recursive=True):
             with contextlib.suppress(psutil.Error):
-                if child.pid not in workers:
-                    workers[child.pid] = child.create_time()
+                workers.setdefault(child.pid, child.create_time())
+                # classified again until it is a worker: a child seen between its fork and its
+                # exec still shows the driver's command line, and was counted "other" for good
+                if roles.get(child.pid) != "worker":
                     roles[child.pid] = "worker" if "spawn_main" in " ".join(child.cmdline()) else "other"
                 seen.append(child.pid)
         at_once.append(sum(roles.get(pid) == "worker" for pid in seen))
