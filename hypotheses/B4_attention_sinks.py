@@ -148,18 +148,19 @@ B4_nearly_all_sudoku = _share("B4-nearly-all-sudoku", "pico_sudoku", SUDOKU, 0.9
 B4_values_sudoku = _values("B4-values-sudoku", "pico_sudoku", SUDOKU, 1.0, _SUDOKU, "")
 B4_values_near_zero_sudoku = _values("B4-values-near-zero-sudoku", "pico_sudoku", SUDOKU, 0.5, _SUDOKU, "")
 
+#: What the <bos> suites' probe is, said by their B4 specs.
+_BOS_PROBE = (" The probe starts every sequence with a dedicated <bos> token that carries no text (causal "
+              "attention: every query sees it). Pooled over the three runs; per run in the curve.")
 #: pico_bos (declared 2026-12-04): the same four tests on its three runs pooled.
-_BOS = (BOS_DECLARED + " The probe starts every sequence with a dedicated <bos> token that carries no "
-        "text (causal attention: every query sees it). Pooled over the three runs; per run in the curve.")
+_BOS = BOS_DECLARED + _BOS_PROBE
 B4_bos = _share("B4-bos", "pico_bos", BOS_RUNS, 0.5, _BOS, "")
 B4_nearly_all_bos = _share("B4-nearly-all-bos", "pico_bos", BOS_RUNS, 0.9, _BOS, "")
 B4_values_bos = _values("B4-values-bos", "pico_bos", BOS_RUNS, 1.0, _BOS, "")
 B4_values_near_zero_bos = _values("B4-values-near-zero-bos", "pico_bos", BOS_RUNS, 0.5, _BOS, "")
 #: pico_bos_cpu (declared 2026-12-04): the same four tests on its three CPU runs pooled.
-_BOS_CPU = (BOS_CPU_DECLARED + " The probe starts every sequence with a dedicated <bos> token that "
-            "carries no text (causal attention: every query sees it). Pooled over the three runs; per "
-            "run in the curve.")
+_BOS_CPU = BOS_CPU_DECLARED + _BOS_PROBE
 B4_bos_cpu = _share("B4-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, 0.5, _BOS_CPU, "")
 B4_nearly_all_bos_cpu = _share("B4-nearly-all-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, 0.9, _BOS_CPU, "")
 B4_values_bos_cpu = _values("B4-values-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, 1.0, _BOS_CPU, "")
-B4_values_near_zero_bos_cpu = _values("B4-values-near-zero-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, 0.5, _BOS_CPU, "")
+B4_values_near_zero_bos_cpu = _values("B4-values-near-zero-bos-cpu", "pico_bos_cpu", BOS_CPU_RUNS, 0.5,
+                                      _BOS_CPU, "")
