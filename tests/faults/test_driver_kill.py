@@ -89,7 +89,7 @@ def _comparable(ds: xr.Dataset) -> xr.Dataset:
 
 
 def test_sigkill_of_the_driver_keeps_shards_leaves_no_orphan_or_lock_and_resume_completes(
-        run_folder, tmp_path):
+        run_folder, tmp_path, monkeypatch):
     out = tmp_path / "out.nc"
     store = shard_dir(out)
     proc = subprocess.Popen(_cmd(run_folder, out, "--workers", "2"), cwd=tmp_path, env=_env(),
@@ -169,6 +169,8 @@ def test_sigkill_of_the_driver_keeps_shards_leaves_no_orphan_or_lock_and_resume_
 
     (tmp_path / "ref").mkdir()  # extract creates no folder
     ref_out = tmp_path / "ref" / "ref.nc"  # uninterrupted, in-process
+    # the provenance records OMP_NUM_THREADS: the reference sees what the subprocesses saw
+    monkeypatch.setenv("OMP_NUM_THREADS", _env()["OMP_NUM_THREADS"])
     assert cli.main(["extract", str(run_folder), "-o", str(ref_out), *ARGS]) == cli.EXIT_OK
     reference = open_cube(ref_out)
     xr.testing.assert_identical(_comparable(resumed), _comparable(reference))
