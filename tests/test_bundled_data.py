@@ -165,3 +165,44 @@ def test_pico_sudoku_cube_holds_the_three_trained_runs_with_their_probe_metrics(
     for s in json.loads((ROOT / "pico_sudoku/curves/summary.json").read_text()):
         assert s["steps"] == 3000 and s["norm"] == "pre"
         assert s["final_val_cell_acc"] > 0.5 > s["init_val_cell_acc"]
+
+
+BOS_CPU_RUNS = ["bos_l12h8d16_s2", "bos_l12h8d16_s3", "bos_l12h8d16_s4"]
+CURVES = ROOT.parent / "benchmarks" / "emergence"
+
+
+def test_pico_bos_cpu_cube_holds_the_three_runs_at_the_grid_and_agrees_with_their_curves():
+    """The card's three runs at the emergence study's 49-step grid (the runs' off-grid stop
+    checkpoints left out), exact operators, the probe's activation metrics; and at every one of
+    those steps the extracted sink_score, value_norm and head labels are those the trainer measured in
+    memory (benchmarks/emergence/<run>.json, rounded to 6 decimals): one probe, one metric code,
+    the same weights."""
+    import json
+
+    ds = open_cube(ROOT / "pico_bos_cpu/pico_bos_cpu.nc")
+    curves = {m: json.loads((CURVES / f"{m}.json").read_text()) for m in BOS_CPU_RUNS}
+    grid = curves[BOS_CPU_RUNS[0]]["meta"]["grid"]
+    assert len(grid) == 49 and grid[-1] == 10000
+    assert ds[schema.MODEL].values.tolist() == BOS_CPU_RUNS
+    assert ds[schema.STEP].values.tolist() == grid
+    assert ds[schema.FAMILY].values.tolist() == ["Q", "K", "V", "O", "QK", "OV"]
+    assert ds[schema.PROJECTION].values.tolist() == ["none"]
+    prov = provenance_of(ds)
+    assert len(prov) == 3 * len(grid)
+    assert {p["architecture"] for p in prov} == {"gpt_neox"}
+    assert {p["options"]["probe"] for p in prov} == {c["meta"]["probe"]["sha256"] for c in curves.values()}
+    assert ds.attrs["store_dtype"] == "float32"
+    for m in BOS_CPU_RUNS:
+        assert [int(ds[c].sel(model=m)) for c in ("n_layers", "n_heads", "d_head", "d_model")] == [12, 8, 16, 128]
+        for name in ACTIVATION_VARS:
+            assert np.isfinite(ds[name].sel(model=m)).all(), (m, name)
+        measured = {r["step"]: r for r in curves[m]["measurements"]}
+        assert curves[m]["config"]["steps"] == 10000 and max(measured) == 10000
+        flags = dict(zip(ds["head_label"].attrs["flag_meanings"].split(), ds["head_label"].attrs["flag_values"]))
+        assert flags == curves[m]["label_codes"]
+        for step in grid:
+            at = ds.sel(model=m, step=step)
+            for name in ("sink_score", "value_norm"):  # 6 decimals, and float32 in the cube
+                np.testing.assert_allclose(at[name].values, measured[step][name], rtol=1e-6, atol=2e-6,
+                                           err_msg=f"{m} step {step} {name}")
+            assert at["head_label"].values.tolist() == measured[step]["head_label"], (m, step)
