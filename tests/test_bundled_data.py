@@ -174,9 +174,9 @@ CURVES = ROOT.parent / "benchmarks" / "emergence"
 def test_pico_bos_cpu_cube_holds_the_three_runs_at_the_grid_and_agrees_with_their_curves():
     """The card's three runs at the emergence study's 49-step grid (the runs' off-grid stop
     checkpoints left out), exact operators, the probe's activation metrics; and at every one of
-    those steps the extracted sink_score, value_norm and head labels are those the trainer measured in
-    memory (benchmarks/emergence/<run>.json, rounded to 6 decimals): one probe, one metric code,
-    the same weights."""
+    those steps the extracted sink_score, value_norm and head labels are those the trainer
+    measured in memory (benchmarks/emergence/<run>.json, rounded to 6 decimals): one probe, one
+    metric code, the same weights."""
     import json
 
     ds = open_cube(ROOT / "pico_bos_cpu/pico_bos_cpu.nc")
@@ -198,11 +198,11 @@ def test_pico_bos_cpu_cube_holds_the_three_runs_at_the_grid_and_agrees_with_thei
             assert np.isfinite(ds[name].sel(model=m)).all(), (m, name)
         measured = {r["step"]: r for r in curves[m]["measurements"]}
         assert curves[m]["config"]["steps"] == 10000 and max(measured) == 10000
-        flags = dict(zip(ds["head_label"].attrs["flag_meanings"].split(), ds["head_label"].attrs["flag_values"]))
-        assert flags == curves[m]["label_codes"]
+        attrs = ds["head_label"].attrs
+        assert dict(zip(attrs["flag_meanings"].split(), attrs["flag_values"])) == curves[m]["label_codes"]
         for step in grid:
             at = ds.sel(model=m, step=step)
             for name in ("sink_score", "value_norm"):  # 6 decimals, and float32 in the cube
-                np.testing.assert_allclose(at[name].values, measured[step][name], rtol=1e-6, atol=2e-6,
-                                           err_msg=f"{m} step {step} {name}")
+                np.testing.assert_allclose(at[name].values, measured[step][name], rtol=1e-6,
+                                           atol=2e-6, err_msg=f"{m} step {step} {name}")
             assert at["head_label"].values.tolist() == measured[step]["head_label"], (m, step)
