@@ -6,6 +6,7 @@ describe (models, steps, shapes, families, compressions) and that every card is 
 
 from __future__ import annotations
 
+import json
 import pathlib
 
 import numpy as np
@@ -142,8 +143,6 @@ SUDOKU_STEPS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 761, 1010, 1258, 1507,
 def test_pico_sudoku_cube_holds_the_three_trained_runs_with_their_probe_metrics():
     """The card's three pre-LN runs at its 21 checkpoints, every family the card extracts, exact
     operators, and the activation metrics of the committed probe at every checkpoint."""
-    import json
-
     from lie_stats.probe import load_probe
 
     ds = open_cube(ROOT / "pico_sudoku/pico_sudoku.nc")
@@ -177,8 +176,6 @@ def test_pico_bos_cpu_cube_holds_the_three_runs_at_the_grid_and_agrees_with_thei
     those steps the extracted sink_score, value_norm and head labels are those the trainer
     measured in memory (benchmarks/emergence/<run>.json, rounded to 6 decimals): one probe, one
     metric code, the same weights."""
-    import json
-
     ds = open_cube(ROOT / "pico_bos_cpu/pico_bos_cpu.nc")
     curves = {m: json.loads((CURVES / f"{m}.json").read_text()) for m in BOS_CPU_RUNS}
     grid = curves[BOS_CPU_RUNS[0]]["meta"]["grid"]
