@@ -1,4 +1,5 @@
-"""Activation metrics of METRICS.md §7 and the anchor / worker labels of §8.
+"""Activation metrics of METRICS.md §7, the anchor / worker labels of §8 and their written-norm
+variant of §9.
 
 These need text: forward passes of a :class:`lie_stats.probe.ProbeSet` through the model's own
 transformers implementation (``attn_implementation="eager"``, attention probabilities from
@@ -20,10 +21,14 @@ architecture adapter from the live parameters:
                            ``v_t = x_t W_V[h]`` (``d_head``-dimensional, no bias) (§7.4): a ratio
                            of means; 0 when ``v_0 = 0``; NaN when every ``v_t``, ``t >= 1``, is 0;
                            under grouped-query attention, equal for heads sharing a K/V head
+``written_norm``           mean over sequences and all query positions ``t`` of
+                           ``||sum_s a[t, s] x_s W_V[h] W_O[h]||``: what the head writes after
+                           attention (§9.1; no bias, as ``value_norm``)
 ``grad_alignment``         cosine between the gradient of the layer-summary objective and that of
                            the language-model loss, w.r.t. the head's slices of ``W_Q, W_K, W_V,
                            W_O`` (biases excluded) (§7.5); see :func:`activation_metrics`
 ``head_label``             §8 codes of :data:`lie_stats.schema.LABEL_CODES` (:func:`head_labels`)
+``head_label_written``     §9.2: the same rule with ``written_norm`` in place of ``value_norm``
 =========================  ======================================================================
 
 Position 0 is the first token of every probe sequence (``[CLS]``, ``<bos>`` or the first word:
@@ -70,6 +75,8 @@ V_VNORM = variable_info("value_norm").name
 V_RATIO = variable_info("sink_value_ratio").name
 V_GRAD = variable_info("grad_alignment").name
 V_LABEL = variable_info("head_label").name
+V_WNORM = variable_info("written_norm").name
+V_LABEL_W = variable_info("head_label_written").name
 V_KFUNC = variable_info("killing_functional").name
 
 #: Layer-summary objectives of METRICS.md §7.5 that have a differentiable implementation here.
@@ -317,6 +324,9 @@ def head_labels(sink_score: np.ndarray, value_norm: np.ndarray, *, sink_threshol
     NaN where ``sink_score`` or ``value_norm`` is NaN (a layer with a NaN ``value_norm`` has
     no thirds). The last axis is ``head``; leading axes (``layer``) are kept.
 
+    The written-norm label of §9.2 (``head_label_written``) is this function with
+    ``written_norm`` passed as ``value_norm``: the same thresholds, ties and categories.
+
     Examples
     --------
     >>> head_labels(np.array([[0.9, 0.9, 0.1, 0.1, 0.9, 0.1]]), np.array([[1., 9, 2, 8, 7, 3]]))
@@ -392,7 +402,7 @@ def activation_metrics(
     mask_seed: int = 0,
     mask_token_id: int | None = None,
 ) -> ActivationMetrics:
-    """The activation metrics of METRICS.md §7 and the labels of §8 for one checkpoint.
+    """The activation metrics of METRICS.md §7, the labels of §8 and §9's for one checkpoint.
 
     Parameters
     ----------
@@ -410,7 +420,7 @@ def activation_metrics(
         Layer summary whose gradient ``grad_alignment`` compares with the LM loss's
         (METRICS.md §7.5 default: ``killing_cv`` of family ``Q``; :data:`OBJECTIVES`).
     sink_threshold, value_quantile
-        §8 thresholds (:func:`head_labels`); recorded in ``attrs``.
+        §8 thresholds (:func:`head_labels`), used by §9.2's label too; recorded in ``attrs``.
     grad
         Compute ``grad_alignment`` (a backward pass over the probe); NaN when False.
     mask_fraction, mask_seed, mask_token_id
@@ -424,8 +434,9 @@ def activation_metrics(
     -------
     ActivationMetrics
         ``{name: float64 array [layer, head]}`` for ``sink_score``, ``sink_argmax_fraction``,
-        ``value_norm``, ``sink_value_ratio``, ``grad_alignment`` and ``head_label`` (codes as
-        floats, NaN where undefined), plus ``.attrs`` (see :class:`ActivationMetrics`).
+        ``value_norm``, ``sink_value_ratio``, ``grad_alignment``, ``head_label`` (codes as
+        floats, NaN where undefined), ``written_norm`` and ``head_label_written`` (§9), plus
+        ``.attrs`` (see :class:`ActivationMetrics`).
         ``killing_functional`` needs the weight metrics' ``killing``: :func:`functional_killing`.
 
     Notes
@@ -498,6 +509,7 @@ def activation_metrics(
     sink = torch.zeros(L, H, dtype=f64, device=dev)
     argmax = torch.zeros(L, H, dtype=f64, device=dev)
     vnorm = torch.zeros(L, H, dtype=f64, device=dev)
+    wnorm = torch.zeros(L, H, dtype=f64, device=dev)
     v0 = torch.zeros(L, H, dtype=f64, device=dev)
     vrest = torch.zeros(L, H, dtype=f64, device=dev)
     for start in range(0, n_seq, batch_size):
@@ -511,6 +523,10 @@ def activation_metrics(
             v = torch.einsum("btd,hdr->bhtr", xs[layer].to(f64), w.W_V)  # value vectors, no bias
             write_sq = torch.einsum("bhtr,hrs,bhts->bht", v, gram_o[layer], v)
             vnorm[layer] += torch.sqrt(torch.clamp(write_sq, min=0.0)).sum((0, 2))
+            # §9.1: what the head writes after attention, sum_s a[t, s] v_s W_O, every query t
+            z = torch.einsum("bhts,bhsr->bhtr", attn[layer].to(f64), v)
+            written_sq = torch.einsum("bhtr,hrs,bhts->bht", z, gram_o[layer], z)
+            wnorm[layer] += torch.sqrt(torch.clamp(written_sq, min=0.0)).sum((0, 2))
             vn = torch.linalg.vector_norm(v, dim=-1)  # [b, H, T]
             v0[layer] += vn[:, :, 0].sum(0)
             vrest[layer] += vn[:, :, 1:].sum((0, 2))
@@ -519,6 +535,7 @@ def activation_metrics(
     sink_np = (sink / n_query).cpu().numpy()
     argmax_np = (argmax / n_query).cpu().numpy()
     vnorm_np = (vnorm / (n_seq * T)).cpu().numpy()
+    wnorm_np = (wnorm / (n_seq * T)).cpu().numpy()
     v0m = (v0 / n_seq).cpu().numpy()
     vrm = (vrest / n_query).cpu().numpy()
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -544,6 +561,8 @@ def activation_metrics(
     arrays = {
         V_SINK: sink_np, V_ARGMAX: argmax_np, V_VNORM: vnorm_np, V_RATIO: ratio, V_GRAD: galign,
         V_LABEL: head_labels(sink_np, vnorm_np, sink_threshold=sink_threshold, value_quantile=value_quantile),
+        V_WNORM: wnorm_np,
+        V_LABEL_W: head_labels(sink_np, wnorm_np, sink_threshold=sink_threshold, value_quantile=value_quantile),
     }
     attrs = {
         "probe": probe.metadata(), "first_token": probe.first_token,
@@ -556,7 +575,9 @@ def activation_metrics(
         "grad_alignment_note": note,
         "n_tokens": int(n_seq * T),
         "definitions": "value_norm: ||x W_V W_O|| (no b_V); sink_value_ratio: v = x W_V (no b_V), "
-                       "ratio of means; t >= 1 for sink_score and sink_argmax_fraction (METRICS.md §7)",
+                       "ratio of means; t >= 1 for sink_score and sink_argmax_fraction (METRICS.md §7); "
+                       "written_norm: ||sum_s a[t, s] x_s W_V W_O|| over every query t (no b_V), "
+                       "head_label_written: §8's rule on written_norm (METRICS.md §9)",
     }
     return ActivationMetrics(arrays, attrs)
 
@@ -704,6 +725,9 @@ def main(argv: list[str] | None = None) -> int:
     labels = out[V_LABEL]
     counts = {k: int((labels == v).sum()) for k, v in LABEL_CODES.items()}
     print(f"\n§8 labels (sink >= 0.5, lowest third of value_norm): {counts}")
+    labels_w = out[V_LABEL_W]
+    counts_w = {k: int((labels_w == v).sum()) for k, v in LABEL_CODES.items()}
+    print(f"§9.2 labels (sink >= 0.5, lowest third of written_norm): {counts_w}")
     return 0
 
 

@@ -164,7 +164,7 @@ def checkpoint_shard(
 
 def _var_attrs(info: schema.VariableInfo) -> dict[str, str]:
     attrs = {"units": info.units, "long_name": info.long_name, "definition": info.definition}
-    if info.name == "head_label":
+    if info.name in schema.LABEL_VARIABLES:
         attrs["flag_values"] = np.array(list(schema.LABEL_CODES.values()), dtype=np.int64)
         attrs["flag_meanings"] = " ".join(schema.LABEL_CODES)
     return attrs

@@ -23,12 +23,13 @@ __all__ = [
     "PROJECTION_NONE", "PROJECTION_ADAPTIVE", "parse_projection", "format_projection",
     "VariableInfo", "VARIABLES", "variable_info",
     "STAT_COLUMNS", "RESULT_FIELDS", "VERDICTS", "GATES",
-    "LABEL_CODES", "ATTR_PROVENANCE", "ATTR_METRICS_VERSION", "ATTR_LIB_VERSION",
+    "LABEL_CODES", "LABEL_VARIABLES", "ATTR_PROVENANCE", "ATTR_METRICS_VERSION", "ATTR_LIB_VERSION",
     "ATTR_CREATED", "ATTR_CONVENTIONS", "ATTR_FAILED",
 ]
 
 #: Version of METRICS.md's definitions the code implements (bumped on any change there).
-METRICS_VERSION = 1
+#: 1: §1-§8; 2: adds §9 (``written_norm``, ``head_label_written``), no earlier definition changed.
+METRICS_VERSION = 2
 
 # ---------------------------------------------------------------------------- dimensions
 MODEL = "model"
@@ -156,6 +157,9 @@ _VARS = [
     VariableInfo("grad_alignment", _HEAD, "1", "cosine between the layer-summary gradient and the LM-loss gradient", "METRICS.md §7.5", "activation"),
     VariableInfo("head_label", _HEAD, "1", "anchor / worker / mixed label (flag values)", "METRICS.md §8", "activation"),
     VariableInfo("killing_functional", _PAIR, "1", "Killing form weighted by normalized value norms", "METRICS.md §8", "activation"),
+    # §9 what a head writes after attention, and the label on it
+    VariableInfo("written_norm", _HEAD, "1", "mean norm of the head's attention output sum_s a[t,s] x_s W_V W_O", "METRICS.md §9.1", "activation"),
+    VariableInfo("head_label_written", _HEAD, "1", "anchor / worker / mixed label on written_norm (flag values)", "METRICS.md §9.2", "activation"),
     # §6.4 parameter-delta map (against the run's first checkpoint; built by lie_stats.delta,
     # not by the per-head metric engine: kind "delta")
     VariableInfo("param_delta", (CATEGORY,), "1", "relative Frobenius change of a parameter category since the first checkpoint", "METRICS.md §6.4", "delta"),
@@ -196,6 +200,9 @@ def variable_info(name: str) -> VariableInfo:
 
 #: §8 label codes (stored as integers with CF flag_values / flag_meanings).
 LABEL_CODES = {"mixed": 0, "anchor": 1, "worker": 2}
+
+#: Variables that hold LABEL_CODES: §8's label and §9.2's on written_norm.
+LABEL_VARIABLES = ("head_label", "head_label_written")
 
 # ---------------------------------------------------------------------------- global attrs
 ATTR_METRICS_VERSION = "metrics_version"

@@ -395,5 +395,6 @@ def test_cuda_equals_cpu():
     probe = _probe(n_seq=5, seq_len=9, seed=2, first=3)
     cpu = activation_metrics(make_model("gpt2", seed=6, n_layers=2), probe, device="cpu")
     gpu = activation_metrics(make_model("gpt2", seed=6, n_layers=2), probe, device="cuda")
+    assert {"written_norm", "head_label_written"} <= set(cpu) and set(gpu) == set(cpu)
     for name in cpu:
         np.testing.assert_allclose(gpu[name], cpu[name], rtol=1e-4, atol=1e-5, err_msg=name)

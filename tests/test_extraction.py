@@ -170,13 +170,18 @@ def test_extract_with_probe_adds_activation_metrics_at_every_checkpoint(neox_run
     assert cli.main(["extract", str(neox_run), "-o", str(out), *FAST, "--probe", str(path)]) == 0
     ds = open_cube(out)
     for name in ("sink_score", "sink_argmax_fraction", "value_norm", "sink_value_ratio",
-                 "grad_alignment", "head_label", "killing_functional"):
+                 "grad_alignment", "head_label", "killing_functional", "written_norm",
+                 "head_label_written"):
         assert name in ds, name
         assert np.isfinite(ds[name].sel(model="run").values).all(), name
     ck = open_source(str(neox_run))[2]
     direct = activation_metrics(ck.path, probe)
     np.testing.assert_allclose(ds["sink_score"].sel(model="run", step=ck.step).values,
                                direct["sink_score"], rtol=1e-12)
+    np.testing.assert_allclose(ds["written_norm"].sel(model="run", step=ck.step).values,
+                               direct["written_norm"], rtol=1e-12)
+    attrs = ds["head_label_written"].attrs  # CF flags, as head_label's
+    assert dict(zip(attrs["flag_meanings"].split(), attrs["flag_values"])) == schema.LABEL_CODES
     np.testing.assert_allclose(
         ds["killing_functional"].sel(model="run", step=ck.step).values,
         functional_killing(ds["killing"].sel(model="run", step=ck.step).values, direct["value_norm"]),
