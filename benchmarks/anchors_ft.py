@@ -61,6 +61,8 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 FORMAT = "lie_stats.benchmarks.anchors_ft/1"
 ARMS = ("shakespeare", "python")
+#: probe sequences (each bos + 127 Austen tokens)
+PROBE_SEQS = 8
 #: between two chunks of an arm's token stream
 DOC_SEP = "<|endoftext|>"
 CSV_COLUMNS = ("step", "tokens", "train_loss", "val_loss", "max_sink_score", "heads_sink_ge_half",
@@ -92,7 +94,7 @@ class Config:
     arm: str = "shakespeare"
     seed: int = 0
     steps: int = 300
-    batch_size: int = 2
+    batch_size: int = 1
     seq_len: int = 128
     lr: float = 1e-4
     weight_decay: float = 0.01
@@ -227,7 +229,7 @@ def prepare(build: Path = BUILD, log=print) -> None:
                      "split": f"chunks of {corpus.CHUNK_CHARS} chars, 1 in {corpus.VAL_EVERY} held out"}
         log(f"[prepare] {arm}: {len(streams['train']):,} train / {len(streams['val']):,} held-out tokens")
     austen = "\n\n".join(t for _, t in by_source["austen"])
-    probe = build_probe(austen, tok, n_seq=16, seq_len=128, seed=0, first_token="bos", first_token_id=bos,
+    probe = build_probe(austen, tok, n_seq=PROBE_SEQS, seq_len=128, seed=0, first_token="bos", first_token_id=bos,
                         tokenizer_name=f"SmolLM2-135M-Instruct GGUF tokenizer, bos {tok.id_to_token(bos)} = {bos}",
                         text_source=f"Jane Austen, 6 novels ({manifest['austen'].get('file')}, sha256 "
                                     f"{manifest['austen'].get('sha256')}), public domain")
@@ -348,13 +350,14 @@ def evaluate(model, arr: np.ndarray) -> float:
 
 
 def make_optimizer(model, cfg: Config):
-    """AdamW (betas 0.9 / ``beta2``); weight decay on matrices only (not norms)."""
+    """AdamW (betas 0.9 / ``beta2``; torch's fused CPU kernel); weight decay on matrices only (not norms)."""
     import torch
 
     decay = [p for p in model.parameters() if p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.ndim < 2]
     return torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                              {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, cfg.beta2))
+                              {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, cfg.beta2),
+                             fused=True)
 
 
 def train(cfg: Config, *, build: Path = BUILD, out: Path = DEFAULT_OUT, state_root: Path | None = None,
