@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from lie_stats import schema
-from lie_stats.report import fmt, register_section, result_field
+from lie_stats.report import fmt, md_text, register_section, result_field
 from lie_stats.spec import AGREE_VERDICT, compression_tag
 
 __all__ = ["A10_METRICS", "COMPRESSIONS", "agreement_rows", "agreement_markdown", "summary_markdown",
@@ -110,7 +110,7 @@ def agreement_markdown(results: Sequence[Any]) -> str:
     head = ["target", "dataset", *COMPRESSIONS, "A10 verdict"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
-        cells = [str(row["target"]), str(row["dataset"])]
+        cells = [md_text(row["target"]), md_text(row["dataset"])]  # names read from results
         for comp in COMPRESSIONS:
             cells.append(f"{row[comp]} ({fmt(row.get(f'{comp} effect'))})" if comp in row else "-")
         cells.append(str(row["verdict"]))
@@ -283,7 +283,7 @@ def takeaway_markdown(results: Sequence[Any], cube: Any, *, family: str = "Q",
         return ""
     d_head = dict(zip(cube[schema.MODEL].values.tolist(), cube["d_head"].values.tolist())) \
         if "d_head" in cube.coords else {}
-    contrasts = [f"{m} (d_head {int(d_head[m])}) {fmt(z['adaptive'][m])} under adaptive vs "
+    contrasts = [f"{md_text(m)} (d_head {int(d_head[m])}) {fmt(z['adaptive'][m])} under adaptive vs "
                  f"{fmt(z['fixed:64'][m])} under fixed:64"
                  for m in models if m in d_head and int(d_head[m]) != 64
                  and m in z["adaptive"] and m in z["fixed:64"]]

@@ -4,7 +4,9 @@ Atomic writes (a temporary file in the target's folder, fsync, rename: a failure
 earlier file as it was), file and text hashes, canonical JSON (the form hashed for
 pre-registration and written into NetCDF attributes), the CF global attributes of every
 NetCDF file lie_stats writes, the resolution of a ``--device`` word to a torch device, and
-the escaping of strings read from files before they are shown (:func:`terminal_safe`).
+the one check that a path built from an id, a name or a file's content stays inside its
+folder (:func:`inside`). Strings read from files are escaped for each medium they are shown
+in by :mod:`lie_stats._text`.
 
 This module sits at the bottom of the data flow: it imports only the standard library,
 numpy, :mod:`lie_stats.schema` and :mod:`lie_stats.errors` (torch lazily, in
@@ -42,6 +44,7 @@ __all__ = [
     "resolve_device",
     "lock_path",
     "file_lock",
+    "inside",
 ]
 
 #: Permissions of what lie_stats writes for others to read (cubes, reports, indexes, pins);
@@ -87,14 +90,54 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any], *,
     return path
 
 
+def inside(folder: str | os.PathLike, *parts: str | os.PathLike, what: str = "file") -> Path:
+    """``folder / parts...``, checked to stay inside ``folder``: the one way lie_stats builds a
+    path from an id, a name or a file's content (a figure, an export, a shard, a lock, a
+    cached or temporary file, a file an index names).
+
+    The path is resolved (``..`` and symbolic links followed) and must lie inside the resolved
+    ``folder`` (or be it); a part that is absolute, empty, or holds a NUL byte is refused too.
+    The path returned is ``folder`` joined with the parts, as given (not resolved).
+
+    Raises
+    ------
+    LieStatsError
+        Naming the parts, the folder and ``what`` the path was for.
+
+    Examples
+    --------
+    >>> inside("reports", "figures", "X1__toy.png").as_posix()
+    'reports/figures/X1__toy.png'
+    >>> inside("reports", "../x.png", what="figure")
+    Traceback (most recent call last):
+    ...
+    lie_stats.errors.LieStatsError: figure path '../x.png' leaves its folder reports (it resolves to .../x.png); expected a name inside that folder.
+    """
+    folder = Path(folder)
+    path = folder
+    for part in parts:
+        text = os.fspath(part)
+        if not text or "\0" in text or os.path.isabs(text):
+            raise LieStatsError(f"{what} path {text!r} is not a name inside its folder {folder}: "
+                                f"expected a relative, non-empty name without NUL bytes.")
+        path = path / text
+    base = folder.resolve()
+    real = path.resolve()
+    if real != base and base not in real.parents:
+        rel = "/".join(os.fspath(p) for p in parts)
+        raise LieStatsError(f"{what} path {rel!r} leaves its folder {folder} (it resolves to "
+                            f"{real}); expected a name inside that folder.")
+    return path
+
+
 def lock_path(path: str | os.PathLike) -> Path:
     """The lock file that guards ``path`` against concurrent writers: ``.<name>.lock`` beside it.
 
-    >>> lock_path("hypotheses/verdicts.json").as_posix(), lock_path("/srv/reports/").name
-    ('hypotheses/.verdicts.json.lock', '.reports.lock')
+    >>> lock_path("/srv/hypotheses/verdicts.json").as_posix(), lock_path("/srv/reports/").name
+    ('/srv/hypotheses/.verdicts.json.lock', '.reports.lock')
     """
-    path = Path(path)
-    return path.with_name(f".{path.name}.lock")
+    path = Path(os.path.abspath(path))
+    return inside(path.parent, f".{path.name}.lock", what="lock file")
 
 
 @contextlib.contextmanager
@@ -260,28 +303,3 @@ def resolve_device(device: Any, *, error: type[Exception] = LieStatsError) -> An
         raise error(f"Device {device!r} asked for, but torch sees no CUDA device; "
                     f"use 'auto' or 'cpu'.")
     return dev
-
-
-def terminal_safe(text: Any, *, one_line: bool = False) -> str:
-    """``text`` with every non-printable character escaped (``\\x1b``, ``\\n``, ``\\u202e``),
-    for strings read from files and shown in a terminal or a report: an ANSI escape, a newline
-    or a bidirectional override in a model name cannot restyle the screen or forge a line.
-
-    ``one_line`` shows tabs and newlines as spaces instead (a table cell, a report line).
-
-    Examples
-    --------
-    >>> terminal_safe("run\\x1b]0;pwned\\x07\\n  valid: yes")
-    'run\\\\x1b]0;pwned\\\\x07\\\\n  valid: yes'
-    >>> terminal_safe("model\\x1b[31m red\\nvalid: yes", one_line=True)
-    'model\\\\x1b[31m red valid: yes'
-    >>> terminal_safe("pythia-70m / step 1000 é")
-    'pythia-70m / step 1000 é'
-    """
-    text = str(text)
-    if one_line:
-        text = text.replace("\t", " ").replace("\n", " ")
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
-                   for ch in text)

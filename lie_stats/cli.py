@@ -203,13 +203,13 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     n = len(provenance_of(cube))
     print(f"wrote {args.output}: {n} checkpoints, {cube.sizes['model']} model(s)")
     if failed:
-        from ._io import terminal_safe
+        from ._text import terminal_line
         from .extraction import shard_dir
 
         for f in failed:
-            print(terminal_safe(f"FAILED {f['source']}: {f['error']}"), file=sys.stderr)
+            print(terminal_line(f"FAILED {f['source']}: {f['error']}"), file=sys.stderr)
             if f.get("first_of_run"):
-                print(terminal_safe(
+                print(terminal_line(
                     f"NOTE: {f['source']} is the first checkpoint of model {f['model']!r}, from which "
                     f"change_from_init (METRICS.md §5.5) is measured: that variable is NaN for the "
                     f"model's other checkpoints; every other metric of them is in the cube."),
@@ -289,10 +289,12 @@ def _run(args: argparse.Namespace, run: object) -> int:
         done = export_hypotheses(args.paths, args.export, datasets_dir=args.datasets,
                                  reports_dir=args.reports, update_verdicts=args.update_verdicts,
                                  strict=False)
+        from ._text import terminal_line
+
         print(verdict_table(done.results))
         for failure in done.failures:
-            print(f"FAILED {failure}")
-        print(f"exported {sum(1 for e in done.entries if e['file'])} file(s) to {args.export}")
+            print(f"FAILED {terminal_line(failure)}")
+        print(f"exported {sum(1 for e in done.entries if e['file'])} file(s) to {terminal_line(args.export)}")
         return done.status
     return int(run(args.paths, datasets_dir=args.datasets, reports_dir=args.reports,
                    update_verdicts=args.update_verdicts))
@@ -300,7 +302,7 @@ def _run(args: argparse.Namespace, run: object) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from .export import INDEX_FILE, export_hypotheses
-    from ._io import terminal_safe
+    from ._text import terminal_line
 
     _check_datasets_dir(args.datasets)
     done = export_hypotheses(args.paths, args.output, datasets_dir=args.datasets)
@@ -308,17 +310,14 @@ def _cmd_export(args: argparse.Namespace) -> int:
     print(f"exported {len(files)} file(s) ({sum(e['bytes'] for e in files)} bytes) to {args.output}; "
           f"{len(done.entries) - len(files)} skipped result(s) listed in {INDEX_FILE}")
     for error in done.errors:  # a result that could not be evaluated (a selection error, ...)
-        print(f"ERROR {terminal_safe(error, one_line=True)}", file=sys.stderr)
+        print(f"ERROR {terminal_line(error)}", file=sys.stderr)
     return EXIT_OK if not done.errors else 1
 
 
 def _cmd_datasets(args: argparse.Namespace) -> int:
     from .collect import dataset_users
     from .datasets import describe_contents, list_datasets
-    from ._io import terminal_safe
-
-    def t(text: object) -> str:
-        return terminal_safe(text, one_line=True)
+    from ._text import terminal_line as t
 
     _check_datasets_dir(args.datasets)
     cards = list_datasets(args.datasets)
@@ -343,8 +342,11 @@ def _cmd_kinds(args: argparse.Namespace) -> int:
     from .spec import test_kinds
     from .spec.registry import describe_kind, get_kind
 
+    from ._text import terminal_lines
+
     kinds = [get_kind(n) for n in args.names] if args.names else list(test_kinds().values())
-    print("\n\n".join(describe_kind(k) for k in kinds))
+    # a kind registered by a hypothesis module describes itself: shown as data, line by line
+    print("\n\n".join(terminal_lines(describe_kind(k)) for k in kinds))
     return EXIT_OK
 
 
@@ -354,9 +356,11 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
     _check_datasets_dir(args.datasets)
     settings = Settings(n_sims=args.n_sims, seed=args.seed)
+    from ._text import terminal_lines
+
     found = collect(args.paths, datasets_dir=args.datasets, dirs=None)
-    for error in found.errors:
-        print(f"ERROR {error}", file=sys.stderr)
+    for error in found.errors:  # messages quote names and values read from the modules
+        print(f"ERROR {terminal_lines(error)}", file=sys.stderr)
     decls = [d for d in found.declarations if not d.out_of_scope]
     total = settings.n_sims * sum(len([ds for ds in d.datasets if args.only is None or ds in args.only])
                                   for d in decls)
@@ -406,9 +410,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "(rerun with --resume).", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (LieStatsError, ValueError) as e:
-        from ._io import terminal_safe  # messages quote names read from files and folders
+        from ._text import terminal_line  # messages quote names read from files and folders
 
-        print(f"lie-stats {args.verb}: error: {terminal_safe(e)}", file=sys.stderr)
+        print(f"lie-stats {args.verb}: error: {terminal_line(e)}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `lie-stats info x.nc | head`: the reader left, nothing is wrong
         sys.stderr.close()

@@ -86,8 +86,11 @@ class Declaration:
 
     def item_name(self, dataset: str | None = None) -> str:
         """The name of its test item on ``dataset``: ``<id>[<dataset>]``; the id alone for
-        an OutOfScope record."""
-        return self.obj.id if dataset is None else f"{self.obj.id}[{dataset}]"
+        an OutOfScope record. pytest prints it as it is, so it is a terminal line
+        (:func:`lie_stats._text.terminal_line`: a newline or an escape in an id shows escaped)."""
+        from ._text import terminal_line
+
+        return terminal_line(self.obj.id if dataset is None else f"{self.obj.id}[{dataset}]")
 
     def select(self, names: Iterable[str]) -> Declaration | None:
         """This declaration restricted to the items that pytest node names select (``<id>``

@@ -24,7 +24,8 @@ import numpy as np
 import xarray as xr
 
 from . import schema
-from ._io import atomic_write, cf_global_attrs, terminal_safe
+from ._io import atomic_write, cf_global_attrs
+from ._text import terminal_line
 from .errors import CubeError, did_you_mean
 
 __all__ = [
@@ -663,7 +664,7 @@ def describe_cube(ds: xr.Dataset, *, where: str = "<cube>") -> str:
     """A human summary of a cube for ``lie-stats info``: models, steps, variables, provenance.
 
     Strings from the file are shown with non-printable characters escaped
-    (:func:`lie_stats._io.terminal_safe`). A cube that breaks the contract is still described (its last
+    (:func:`lie_stats._text.terminal_line`). A cube that breaks the contract is still described (its last
     line says why it is not valid), as long as it is a Dataset with ``model`` and ``step`` dimensions and JSON
     provenance; otherwise :class:`~lie_stats.errors.CubeError` naming ``where``.
     """
@@ -716,4 +717,4 @@ def describe_cube(ds: xr.Dataset, *, where: str = "<cube>") -> str:
         lines.append(f"  valid: NO ({e})")
     # strings from the file (model names, sources, errors) cannot restyle the terminal or
     # forge a line: every non-printable character is shown escaped
-    return "\n".join(terminal_safe(line) for line in lines)
+    return "\n".join(terminal_line(line) for line in lines)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._io import inside
 from .errors import LieStatsError, did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -172,8 +173,11 @@ def read_card(path: str | Path) -> DatasetCard:
         )
     cubes = []
     for rel in data["cubes"]:
-        p = (folder / rel).resolve()
-        if Path(rel).is_absolute() or folder not in p.parents:
+        try:
+            p = inside(folder, rel, what="cube").resolve()
+        except LieStatsError:
+            p = folder
+        if p == folder:
             raise DatasetError(
                 f"Dataset card {str(path)!r}: cube path {rel!r} must be relative to and inside "
                 f"{str(folder)!r}."

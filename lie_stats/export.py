@@ -70,7 +70,7 @@ from typing import Any
 import numpy as np
 
 from . import schema
-from ._io import file_sha256, write_text_atomic
+from ._io import file_sha256, inside, write_text_atomic
 from ._version import __version__
 from .errors import LieStatsError, SpecError, did_you_mean
 
@@ -454,7 +454,7 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
                          if datasets_dir is not None else [])
                 ds = result_dataset(res, record=rec, cube=_cube_for(rec["dataset"], cubes, datasets_dir),
                                     dataset_cubes=files)
-                path = stage / name
+                path = inside(stage, name, what="export")
                 try:
                     _write_netcdf(ds, path)
                 except (OSError, RuntimeError, ValueError, TypeError) as e:
@@ -465,7 +465,7 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
                 entry.update(file=name, bytes=path.stat().st_size, sha256=file_sha256(path))
             entries.append(entry)
         for entry in entries:  # never replace a file that no earlier export of ours listed
-            target = outdir / entry["file"] if entry["file"] else None
+            target = inside(outdir, entry["file"], what="export") if entry["file"] else None
             if target is not None and entry["file"] not in old and (target.exists() or target.is_symlink()):
                 raise LieStatsError(f"{target}: a file of that name is already in the export folder "
                                     f"and no earlier lie-stats export listed it in {INDEX_FILE}; it "
@@ -473,15 +473,14 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
                                     f"folder (-o DIR), or move that file away.")
         for entry in entries:
             if entry["file"]:
-                os.replace(stage / entry["file"], outdir / entry["file"])
+                os.replace(inside(stage, entry["file"], what="export"), inside(outdir, entry["file"], what="export"))
         index = {"lie_stats_version": __version__,
                  "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                  "exports": entries}
         write_text_atomic(outdir / INDEX_FILE, json.dumps(index, indent=2, sort_keys=True, allow_nan=False) + "\n")
         keep = {e["file"] for e in entries if e["file"]}
         for name in sorted(old - keep):
-            if Path(name).name == name:  # only plain names of the folder
-                (outdir / name).unlink(missing_ok=True)
+            inside(outdir, name, what="earlier export").unlink(missing_ok=True)  # names checked on reading
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         if created_dir:

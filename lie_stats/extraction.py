@@ -28,7 +28,8 @@ import numpy as np
 import xarray as xr
 
 from . import schema
-from ._io import resolve_device, terminal_safe, text_sha256, write_text_atomic
+from ._io import inside, resolve_device, text_sha256, write_text_atomic
+from ._text import log_text, terminal_line
 from .cube import check_output, checkpoint_shard, merge_shards, open_cube, write_cube
 from .errors import CheckpointError, LieStatsError
 from .executors import run_tasks
@@ -518,7 +519,7 @@ def shard_dir(out: Path) -> Path:
 
 
 def _shard_path(store: Path, task: Task) -> Path:
-    return store / f"{task.key}.nc"
+    return inside(store, f"{task.key}.nc", what="shard")
 
 
 _LOCK_NAME = "LOCK"
@@ -621,7 +622,7 @@ def _progress(total: int, *, enabled: bool) -> Callable[[str], None]:
         bar = tqdm(total=total, unit="ckpt", desc="extract", file=sys.stderr)
 
         def update(label: str) -> None:
-            bar.set_postfix_str(terminal_safe(label), refresh=False)
+            bar.set_postfix_str(terminal_line(label), refresh=False)
             bar.update(1)
             if bar.n >= total:
                 bar.close()
@@ -636,7 +637,7 @@ def _progress(total: int, *, enabled: bool) -> Callable[[str], None]:
         el = time.perf_counter() - state["t0"]
         rate = state["n"] / el if el > 0 else float("nan")
         eta = (total - state["n"]) / rate if rate > 0 else float("nan")
-        print(f"[lie-stats extract] {state['n']}/{total} {terminal_safe(label)} ({rate:.2f} ckpt/s, eta {eta:.0f} s)",
+        print(f"[lie-stats extract] {state['n']}/{total} {terminal_line(label)} ({rate:.2f} ckpt/s, eta {eta:.0f} s)",
               file=sys.stderr, flush=True)
 
     return log_line
@@ -784,7 +785,7 @@ def _extract_locked(tasks: list[Task], store: Path, out: Path, *, options: Extra
                                   "revision": c.revision, "error": outcome.error}
             if task.init is c and any(t.init is c and t is not task for t in tasks):
                 failures[task.key]["first_of_run"] = True
-            log.error("checkpoint %s failed: %s", terminal_safe(task.label), terminal_safe(outcome.error))
+            log.error("checkpoint %s failed: %s", log_text(task.label), log_text(outcome.error))
             tick(f"{task.label} FAILED")
             continue
         write_cube(outcome.shard, _shard_path(store, task))

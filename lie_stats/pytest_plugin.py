@@ -212,10 +212,14 @@ class ModuleErrorItem(pytest.Item):
         raise _ModuleError(self.text)
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> str:
-        return f"hypothesis module {self.path} could not be collected:\n{self.text}"
+        from ._text import terminal_line, terminal_lines
+
+        return f"hypothesis module {terminal_line(self.path)} could not be collected:\n{terminal_lines(self.text)}"
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, 0, f"{self.path.name}: collection error"
+        from ._text import terminal_line
+
+        return self.path, 0, f"{terminal_line(self.path.name)}: collection error"
 
 
 class _ModuleError(Exception):
@@ -295,19 +299,23 @@ class SpecItem(pytest.Item):
             raise GateFailure(result, gate.message)
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
+        from ._text import terminal_line  # messages quote ids, names and reasons from files
+
         if isinstance(excinfo.value, GateFailure):
             from . import report
 
-            return f"{excinfo.value.message}\n{report.result_row_text(excinfo.value.result)}"
+            return f"{terminal_line(excinfo.value.message)}\n{report.result_row_text(excinfo.value.result)}"
         err = excinfo.value
         from .errors import LieStatsError
 
         if isinstance(err, LieStatsError):
-            return f"{type(err).__name__}: {err}"
+            return f"{type(err).__name__}: {terminal_line(err)}"
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, 0, f"{self.spec.id} on {self.dataset} [{self.spec.gate}]"
+        from ._text import terminal_line
+
+        return self.path, 0, terminal_line(f"{self.spec.id} on {self.dataset} [{self.spec.gate}]")
 
 
 class OutOfScopeItem(pytest.Item):
@@ -332,11 +340,17 @@ class OutOfScopeItem(pytest.Item):
         _skip(f"{self.record.id}: {self.result.reason}")
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, 0, f"{self.record.id} (out of scope)"
+        from ._text import terminal_line
+
+        return self.path, 0, terminal_line(f"{self.record.id} (out of scope)")
 
 
 def _skip(reason: str) -> None:
-    """Skip the running item, reported at the item's location (not this module's line)."""
+    """Skip the running item, reported at the item's location (not this module's line); the
+    reason (it quotes ids, names and reasons from files) is shown as a terminal line."""
+    from ._text import terminal_line
+
+    reason = terminal_line(reason)
     try:
         raise pytest.skip.Exception(reason, _use_item_location=True)
     except TypeError:  # pragma: no cover - a pytest without the keyword
@@ -393,6 +407,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state is None or not state.results:
         return
     from . import report
+    from ._text import terminal_line
 
     tr = terminalreporter
     if _INTERRUPTED is not None:
@@ -403,7 +418,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for line in report.verdict_table(state.results, outcomes=state.outcomes).splitlines():
         tr.write_line(line)
     for key, (old, new) in sorted(state.changed.items()):
-        tr.write_line(f"DECLARATION CHANGED after pinning: {key} (hash {str(old)[:12]} -> {new[:12]})",
+        tr.write_line(f"DECLARATION CHANGED after pinning: {terminal_line(key)} (hash {str(old)[:12]} -> {new[:12]})",
                       yellow=True)
     if state.update and state.pins:
         n = sum(len(p) for p in state.pins.values())

@@ -26,10 +26,10 @@ relative to the reports folder, or ``null``).
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,12 +37,13 @@ from typing import Any
 import numpy as np
 
 from .. import schema
-from .._io import file_sha256, terminal_safe, write_text_atomic
+from .._io import file_sha256, inside, write_text_atomic
+from .._text import html_link_target, html_text, md_link_target, terminal_cell, terminal_line
 from .figures import draw_figure
 from .sections import linked_images, register_section, report_sections, unregister_section, write_sections
 from .figures import draw_magnitude_figure
 from .render import render_html, render_markdown
-from .text import estimate_text, figure_name, fmt, reference_text, relative_path, result_field
+from .text import estimate_text, figure_name, fmt, md_text, reference_text, relative_path, result_field
 from .view import gate_text, outside_interval, p_label
 from .writing import check_reports_dir, keep_identical_figures, stable_numbers, staged_reports
 
@@ -52,6 +53,7 @@ __all__ = [
     "verdict_table",
     "result_row_text",
     "fmt",
+    "md_text",
     "figure_name",
     "dataset_records",
     "result_field",
@@ -104,7 +106,7 @@ def result_row_text(result: Any) -> str:
     if result_field(result, "pinned_verdict"):
         lines.append(f"pinned   {result_field(result, 'pinned_verdict')} (hash "
                      f"{str(result_field(result, 'pinned_hash'))[:12]}; now {str(result_field(result, 'spec_hash'))[:12]})")
-    return "\n".join(terminal_safe(line, one_line=True) for line in lines)
+    return "\n".join(terminal_line(line) for line in lines)
 
 
 _TABLE_COLS = ("id", "dataset", "gate", "verdict", "outcome", "effect [CI]", "p", "reference", "agree", "flag")
@@ -143,7 +145,7 @@ def verdict_table(results: Sequence[Any], *, outcomes: Mapping[str, str] | None 
     X1  toy      pinned  refuted  pin held  -0.3 [-0.5, -0.1]  permutation p 0.001  rho = -0.274  -
     """
     records = [r if isinstance(r, Mapping) else r.row() for r in results]
-    rows = [[terminal_safe(c, one_line=True) for c in row] for row in _table_rows(records, outcomes)]
+    rows = [[terminal_cell(c) for c in row] for row in _table_rows(records, outcomes)]
     widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(_TABLE_COLS)]
 
     def line(cells: Sequence[str]) -> str:
@@ -191,7 +193,7 @@ def results_records(results: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    e = html.escape
+    e = html_text
     out = ["<table>", "<tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"]
     out += ["<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>" for row in rows]
     return "\n".join(out + ["</table>"])
@@ -208,8 +210,11 @@ def _markdown_to_html(text: str) -> str:
     <tr><td>1</td><td>2</td></tr>
     </table>
     <p><img src="f.png" alt="x"></p>
+
+    Text is escaped (:func:`lie_stats._text.html_text`), so a section's string from a file
+    adds no markup; an image's source is a relative path or an http(s) address, else ``#``.
     """
-    e = html.escape
+    e = html_text
     out: list[str] = []
     table: list[list[str]] = []
 
@@ -233,11 +238,24 @@ def _markdown_to_html(text: str) -> str:
             out.append(f"<h{level}>{e(line.lstrip('#').strip())}</h{level}>")
         elif line.startswith("![") and "](" in line and line.endswith(")"):
             alt, src = line[2:-1].split("](", 1)
-            out.append(f'<p><img src="{e(src)}" alt="{e(alt)}"></p>')
+            out.append(f'<p><img src="{html_link_target(src)}" alt="{e(alt)}"></p>')
         else:
             out.append(f"<p>{e(line)}</p>")
     flush()
     return "\n".join(out)
+
+
+_MD_TARGET = re.compile(r"(\]\()((?:[^()\s]|\([^()\s]*\))*)(\))")
+
+
+def _inert_link_targets(markdown: str) -> str:
+    """A section's Markdown with the target of each link and image a relative path or an
+    http(s) address (:func:`lie_stats._text.md_link_target`), any other target ``#``.
+
+    >>> _inert_link_targets("![A](figures/a.png) [x](javascript:alert(1)) [y](https://a.org)")
+    '![A](figures/a.png) [x](#) [y](https://a.org)'
+    """
+    return _MD_TARGET.sub(lambda m: m.group(1) + md_link_target(m.group(2)) + m.group(3), markdown)
 
 
 def _data_rows(data: Sequence[Mapping[str, Any]]) -> list[list[str]]:
@@ -326,14 +344,17 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
             rec["figure"] = None
             if figures and rec["verdict"] != "skipped":
                 rel = f"{FIGURES}/{figure_name(rec['id'], rec['dataset'])}"
-                if draw_figure(res, rec, stage / rel):
+                if draw_figure(res, rec, inside(stage, rel, what="figure")):
                     rec["figure"] = rel
                     drawn[f"{rec['id']}::{rec['dataset']}"] = rel
         extra = []
         if figures and datasets_dir is not None:
             for name, section in write_sections(results, stage, datasets_dir):
+                section = _inert_link_targets(section)
                 extra.append(section)
-                images = linked_images(section)
+                images = [rel for rel in linked_images(section) if not rel.startswith(("#", "http:", "https:"))]
+                for rel in images:  # a figure the section drew: inside the reports folder
+                    inside(reports_dir, rel, what=f"figure of the report section {name!r}")
                 drawn.update({name if len(images) == 1 else f"{name}:{k}": rel
                               for k, rel in enumerate(images, start=1)})
         data = []
@@ -344,7 +365,7 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
         magnitude_figure = None
         if figures:
             rel = f"{FIGURES}/{MAGNITUDE_FIGURE}"
-            if draw_magnitude_figure(records, stage / rel):
+            if draw_magnitude_figure(records, inside(stage, rel, what="figure")):
                 magnitude_figure = rel
                 drawn["magnitudes"] = rel
         keep_identical_figures(stage, reports_dir, drawn.values())
@@ -353,7 +374,7 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
                                                              magnitude_figure=magnitude_figure))
         write_text_atomic(stage / REPORT_HTML, render_html(records, rows, [_markdown_to_html(x) for x in extra],
                                                            magnitude_figure=magnitude_figure))
-    written = {key: reports_dir / rel for key, rel in drawn.items()}
+    written = {key: inside(reports_dir, rel, what="figure") for key, rel in drawn.items()}
     written.update(json=reports_dir / RESULTS_JSON, markdown=reports_dir / REPORT_MD,
                    html=reports_dir / REPORT_HTML)
     return written

@@ -21,6 +21,10 @@ FOREST_ROWS = 30
 FOREST_TAIL = 12
 #: Height of one forest row in inches: labels of 7 points (0.1 in) do not overlap.
 ROW_INCHES = 0.16
+#: Matplotlib settings while a figure is drawn: every text (an id, a model name, a claim's
+#: label) is plain text, never mathtext, so a "$" in a string from a file cannot fail the
+#: report (the figure medium of :mod:`lie_stats._text`).
+PLAIN_TEXT = {"text.parse_math": False}
 
 
 def draw_figure(result: Any, record: Mapping[str, Any], path: Path) -> bool:
@@ -33,7 +37,7 @@ def draw_figure(result: Any, record: Mapping[str, Any], path: Path) -> bool:
     from matplotlib.figure import Figure
 
     data = getattr(result, "data", None)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), matplotlib.rc_context(PLAIN_TEXT):
         # layout and legend placement notices are cosmetic; they must not fail a report
         # (the project turns lie_stats-attributed warnings into errors)
         warnings.simplefilter("ignore", UserWarning)
@@ -350,7 +354,7 @@ def draw_magnitude_figure(records: Any, path: Path) -> bool:
               (("ratios (log scale)", True), ("other figures (linear scale)", False))]
     panels = [(t, rs) for t, rs in panels if rs]
     heights = [max(1.0, ROW_INCHES * 1.6 * len(rs)) for _, rs in panels]
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), matplotlib.rc_context(PLAIN_TEXT):
         warnings.simplefilter("ignore", UserWarning)
         fig = Figure(figsize=(10, sum(heights) + 1.0 * len(panels)), dpi=100)
         axes = fig.subplots(len(panels), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]

@@ -1,11 +1,15 @@
 """The report documents from their templates (``templates/report.html.j2`` and
 ``templates/report.md.j2``, jinja2).
 
-HTML is rendered with autoescape on: every string of a results row, a dataset card or a
-file name is escaped by the engine. Markdown has no autoescape of its own, so every value
-the Markdown template prints goes through :func:`lie_stats.report.text.md_text` (the
-engine's ``finalize``); only the Markdown of registered sections (written by the claims'
-own modules and already meant as Markdown) and, in HTML, their rendering by
+Every value a template prints goes through the escaping function of its medium
+(:mod:`lie_stats._text`), as the engine's ``finalize``: :func:`~lie_stats._text.html_text`
+in HTML (autoescape stays on beneath it), :func:`~lie_stats._text.md_text` in Markdown, so a
+string of a results row, a dataset card or a file name shows as text. A link's or an
+image's target goes through the ``link`` filter (:func:`~lie_stats._text.md_link_target`,
+:func:`~lie_stats._text.html_link_target`): a relative path or an http(s) address, else
+``#``. Only the Markdown of registered sections (written by the claims' own modules and
+already meant as Markdown, their link targets made inert by
+``lie_stats.report._inert_link_targets``) and, in HTML, their rendering by
 ``lie_stats.report._markdown_to_html`` pass as they are.
 """
 
@@ -16,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .text import md_text
+from .._text import html_link_target, html_text, md_link_target, md_text
 from .view import GATE_LEGEND, P_LEGEND, VERDICT_ORDER, change_views, claim_views, summary_counts
 
 __all__ = ["render_html", "render_markdown", "TEMPLATES"]
@@ -34,16 +38,15 @@ def _environment(kind: str) -> Any:
     import jinja2
     from markupsafe import Markup
 
-    if kind == "html":
-        env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
-                                 undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    else:
-        def finalize(value: Any) -> Any:
-            return value if isinstance(value, Markup) else md_text(value)
+    escape, target = (html_text, html_link_target) if kind == "html" else (md_text, md_link_target)
 
-        env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
-                                 undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                                 finalize=finalize)
+    def finalize(value: Any) -> Any:
+        return value if isinstance(value, Markup) else Markup(escape(value))
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=kind == "html",
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             finalize=finalize)
+    env.filters["link"] = lambda value: Markup(target(value))
     env.globals["verdict_class"] = _verdict_class
     return env
 

@@ -33,7 +33,11 @@ def register_section(match: str | Callable[[Any], bool], writer: SectionWriter, 
     datasets_dir)`` when at least one result matches; the writer draws its figures under
     ``reports_dir`` (the staging folder the whole report is written into before it replaces
     the reports folder: write only below it) and returns the section's Markdown (headings, pipe tables, images,
-    paragraphs; the HTML report renders the same subset), or ``None`` for no section.
+    paragraphs; the HTML report renders the same subset), or ``None`` for no section. The
+    Markdown is the writer's own: a string it quotes from a result or a cube (a name, a
+    reason) goes through :func:`lie_stats.report.md_text`; every link's target is made inert
+    unless it is a relative path or an http(s) address, and an image that is not inside the
+    reports folder stops the report with an error naming the section.
     Sections follow the per-result sections in the order registered. They are written
     with the figures (``figures=True``) when ``datasets_dir`` is given. A claim's module
     registers its section when imported; registering a name again replaces the earlier

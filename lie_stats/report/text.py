@@ -2,7 +2,8 @@
 
 The one place that rounds numbers for humans; ``results.json`` keeps
 12 significant digits (:mod:`lie_stats.report.writing`). Strings from files are escaped
-here for Markdown (:func:`md_text`); for the terminal, :func:`lie_stats._io.terminal_safe`.
+by :mod:`lie_stats._text`, one function per medium (:func:`md_text` for Markdown, re-exported
+here for the report sections of the claims' modules).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._io import terminal_safe
+from .._text import md_text
 
 __all__ = ["fmt", "interval_text", "estimate_text", "reference_text", "figure_name", "result_field",
            "relative_path", "md_text", "MAX_NAME"]
@@ -105,25 +106,6 @@ def figure_name(result_id: str, dataset: str) -> str:
     b = b[: max(room // 3, room - len(a))]
     a = a[: room - len(b)]
     return f"{a}__{b}-{digest}.png"
-
-
-_MD_SPECIAL = str.maketrans({"\\": "\\\\", "&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|",
-                             "`": "\\`", "\n": " ", "\r": " "})
-# a link or an image needs "](" (inline) or "][" (reference); a lone bracket, as in the
-# interval "[0.1, 0.5]", is left as it is
-_MD_LINK = re.compile(r"\](?=[(\[])")
-
-
-def md_text(text: Any) -> str:
-    """``text`` as literal Markdown: raw HTML (``<script>``, ``<img onerror>``), entities,
-    links and images (``[x](javascript:...)``), code spans and table pipes are escaped, line
-    breaks become spaces, so a string from a file (a claim, a card title, a note, a file
-    name, a reason) shows as the text it is and cannot add markup.
-
-    >>> print(md_text("<script>alert(1)</script> [x](javascript:alert(1)) a|b [0.1, 0.5]"))
-    &lt;script&gt;alert(1)&lt;/script&gt; [x\\](javascript:alert(1)) a\\|b [0.1, 0.5]
-    """
-    return _MD_LINK.sub(r"\\]", terminal_safe(text, one_line=True).translate(_MD_SPECIAL))
 
 
 def result_field(result: Any, name: str, default: Any = None) -> Any:

@@ -205,9 +205,11 @@ def keep_identical_figures(stage: Path, earlier: Path, names: Iterable[str]) -> 
     earlier version in ``earlier`` has the same size and pixels, put the earlier bytes back
     (PNG encoders of different zlib builds compress the same image differently). Returns
     how many were kept."""
+    from .._io import inside
+
     kept = 0
     for rel in names:
-        new, old = stage / rel, earlier / rel
+        new, old = inside(stage, rel, what="figure"), inside(earlier, rel, what="figure")
         if not (new.is_file() and old.is_file()):
             continue
         if new.read_bytes() == old.read_bytes():

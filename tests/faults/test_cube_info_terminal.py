@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 from lie_stats import cli
-from lie_stats._io import terminal_safe
+from lie_stats._text import terminal_line
 from lie_stats.cube import describe_cube, open_cube
 
 from .._checkpoints import make_run
@@ -50,7 +50,7 @@ def test_describe_cube_escapes_each_line():
     ds = ds.assign_coords(model=np.array(["m\x1b[2J"], dtype=object))
     text = describe_cube(ds, where="c.nc")
     assert "\x1b" not in text and "m\\x1b[2J" in text
-    assert terminal_safe("tab\there") == "tab\\there"
+    assert terminal_line("tab\there") == "tab\\there"
 
 
 def test_extract_errors_and_failures_are_escaped_too(tmp_path, capsys):

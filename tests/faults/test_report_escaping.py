@@ -43,7 +43,7 @@ def test_report_md_shows_strings_from_files_as_text(tmp_path):
     assert not re.search(r"(?<!\\)\]\(javascript:", md)  # no link: every "](" is escaped
     assert not re.search(r"<[a-zA-Z!/]", md)  # no tag of any kind passes through
     assert "heads &lt;script&gt;alert(\"claim\")&lt;/script&gt; agree" in md
-    assert "[the data\\](javascript:alert('notes'))" in md
+    assert "\\[the data\\](javascript:alert('notes'))" in md
     assert "toy &lt;img src=x onerror=" in md and "&lt;img src=x onerror=alert(1)&gt;.nc" in md
     assert "family &lt;b onmouseover=alert(3)&gt;Q&lt;/b&gt; is absent" in md
     html = out["html"].read_text()
