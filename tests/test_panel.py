@@ -434,3 +434,8 @@ def test_compare_cubes_finds_one_changed_value(tmp_path, capsys):
     assert cc.main([str(tmp_path / "a.nc"), str(tmp_path / "b.nc")]) == 1
     out = capsys.readouterr().out
     assert "killing " in out and ", 1 differ " in out.splitlines()[-1]
+    # a new cube that lacks one of the old cube's variables fails, one that adds a variable does not
+    write_cube(ds.drop_vars("sink_value_ratio"), tmp_path / "c.nc")
+    assert cc.main([str(tmp_path / "a.nc"), str(tmp_path / "c.nc")]) == 1
+    assert "variables only in the old cube: ['sink_value_ratio']" in capsys.readouterr().out
+    assert cc.main([str(tmp_path / "c.nc"), str(tmp_path / "a.nc")]) == 0

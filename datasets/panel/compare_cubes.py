@@ -8,7 +8,9 @@ the number of values compared, how many differ (a NaN on one side only counts as
 the largest absolute and relative difference. Shard stores are matched checkpoint by checkpoint
 on (model, step), so two stores written from different paths compare. ``--model`` restricts a
 cube comparison to one model and its own layers and heads (e.g. one model of a multi-model
-cube against a cube of that model alone). Exit status 0 when nothing differs, 1 otherwise.
+cube against a cube of that model alone). A variable of OLD that NEW lacks counts as a
+difference (a rebuild that adds variables, as METRICS.md §9's, must keep every old one).
+Exit status 0 when nothing differs, 1 otherwise.
 The numbers in the panel, pico_pythia and pico_pythia_ft cards' reproduction notes come from
 this script.
 """
@@ -91,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("new", type=pathlib.Path)
     ap.add_argument("--model", default=None, help="compare this model only (cubes, not stores)")
     args = ap.parse_args(argv)
+    lost: list[str] = []
     if args.old.is_dir():
         result, unmatched = compare_stores(args.old, args.new)
         if unmatched:
@@ -98,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         old, new = open_cube(args.old), open_cube(args.new)
         print(f"variables only in the new cube: {sorted(set(new.data_vars) - set(old.data_vars))}")
-        print(f"variables only in the old cube: {sorted(set(old.data_vars) - set(new.data_vars))}")
+        lost = sorted(set(old.data_vars) - set(new.data_vars))
+        print(f"variables only in the old cube: {lost}")
         if args.model:
             old, new = _one_model(old, args.model), _one_model(new, args.model)
         for c in ("model", "step", "layer", "head", "family", "projection"):
@@ -113,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"max rel {r['max_rel']:.3e}")
     worst = max((r["max_rel"] for r in result.values()), default=0.0)
     print(f"{len(result)} variables, {n} values compared, {bad} differ (max rel {worst:.3e})")
-    return 1 if bad else 0
+    return 1 if bad or lost else 0
 
 
 if __name__ == "__main__":
