@@ -303,3 +303,18 @@ def resolve_device(device: Any, *, error: type[Exception] = LieStatsError) -> An
         raise error(f"Device {device!r} asked for, but torch sees no CUDA device; "
                     f"use 'auto' or 'cpu'.")
     return dev
+
+
+def terminal_safe(text: Any, *, one_line: bool = False) -> str:
+    """:func:`lie_stats._text.terminal_line` under its former name, for
+    :func:`lie_stats.diagnosis.diagnosis_table` only: the source of ``lie_stats.diagnosis`` is
+    part of every cached diagnosis's code fingerprint, so editing that module would discard
+    the committed ``hypotheses/diagnosis.json``. New code uses :mod:`lie_stats._text`.
+    ``one_line`` is accepted and changes nothing (a newline shows as ``\\n`` either way).
+
+    >>> terminal_safe("model\\x1b[31m\\nvalid: yes", one_line=True)
+    'model\\\\x1b[31m\\\\nvalid: yes'
+    """
+    from ._text import terminal_line
+
+    return terminal_line(text)

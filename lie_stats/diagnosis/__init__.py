@@ -547,7 +547,7 @@ def diagnosis_by_kind(rows: Sequence[Diagnosed]) -> str:
 def diagnosis_table(rows: Sequence[Diagnosed]) -> str:
     """The diagnoses as a plain-text table: key, kind, FPR, power, coverage, type-S, seconds,
     reason."""
-    from .._text import terminal_cell, terminal_line
+    from .._io import terminal_safe
 
     def fmt(v: Any) -> str:
         return "-" if v is None else f"{v:.3f}"
@@ -557,9 +557,9 @@ def diagnosis_table(rows: Sequence[Diagnosed]) -> str:
     for r in rows:
         d = r.diagnosis
         sec = "cache" if r.cached else f"{r.seconds:.1f}"
-        lines.append(f"{terminal_cell(r.key, 44):44s} {r.test[:22]:22s} "
+        lines.append(f"{terminal_safe(r.key, one_line=True)[:44]:44s} {r.test[:22]:22s} "
                      f"{fmt(d.get('fpr')):>6s} {fmt(d.get('power')):>6s} {fmt(d.get('coverage')):>6s} "
                      f"{fmt(d.get('type_s')):>6s} {sec:>6s}  "
-                     f"{terminal_line(d.get('reason') or '')}")
+                     f"{terminal_safe(d.get('reason') or '', one_line=True)}")
     return "\n".join(lines)
 
