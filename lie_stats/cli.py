@@ -296,8 +296,10 @@ def _run(args: argparse.Namespace, run: object) -> int:
             print(f"FAILED {terminal_line(failure)}")
         print(f"exported {sum(1 for e in done.entries if e['file'])} file(s) to {terminal_line(args.export)}")
         return done.status
+    # no .pytest_cache in the current folder: lie-stats run writes only the reports, the
+    # pins (--update-verdicts) and the lock beside the reports folder
     return int(run(args.paths, datasets_dir=args.datasets, reports_dir=args.reports,
-                   update_verdicts=args.update_verdicts))
+                   update_verdicts=args.update_verdicts, pytest_args=["-p", "no:cacheprovider"]))
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
