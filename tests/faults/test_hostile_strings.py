@@ -1,17 +1,18 @@
 """Strings from files are data wherever they are shown, and paths built from them stay inside
 their folders.
 
-One hostile project is built once (tmp folder): a dataset card whose title, build command and
-cube file name, a cube whose model name and family label, and a hypothesis module whose
-claim, source, notes and ids all carry a newline with a forged line, ``<script>``, a
-``](javascript:...)`` link, an ANSI colour, table pipes, backticks, a ``$...$`` that
-matplotlib would parse as mathtext, and a long run of
-characters; one id also climbs out with ``../`` and one is absolute, and a spec selects a
-family the cube lacks, so that the family labels reach a reason. Then every writer runs on it
+One hostile project is built once (tmp folder): a dataset card's title, build command and
+cube file name, a second card's build command (quoted by the skip reason of its absent
+cube), a cube's model name and family label, and a hypothesis module's claim, source, notes
+and ids all carry a newline with a forged line, ``<script>``, a ``](javascript:...)`` link,
+an ANSI colour, table pipes, backticks, a ``$...$`` that matplotlib would parse as mathtext
+and a long run of characters; one id also climbs out with ``../`` and one is absolute, and
+two specs select a family the cube lacks (one as its selection, one as a choice of its
+specification curve), so that the family labels reach a reason. Then every writer runs on it
 as a user runs it: ``lie-stats run`` as a process (console, report.md, report.html,
-results.json), ``export``, ``datasets``, ``info``, ``kinds`` (a kind registered with a hostile
-description), ``diagnose``, ``extract`` of a run folder with a hostile name (its failure log),
-and the results.json consumers (the verdict table, a failure's row text).
+results.json), ``export``, ``datasets``, ``info``, ``kinds`` (a kind registered with a
+hostile description), ``diagnose``, ``extract`` of a run folder with a hostile name (its
+failure log), and the results.json consumers (the verdict table, a failure's row text).
 
 :func:`test_every_output_shows_hostile_strings_as_data` checks each output by the rules of
 its medium (terminal, log, Markdown, HTML); :func:`test_no_writer_leaves_its_folder` checks that
@@ -53,7 +54,7 @@ FAST = {{"n_perm": 99, "n_boot": 20}}
 EVIL = {evil!r}
 ROLES = {{"x": Select("value_norm"), "y": Select("change_from_init")}}
 X1 = HypothesisSpec(id="X1", claim="claim" + EVIL, source="source" + EVIL, notes="notes" + EVIL + {long!r},
-                    datasets=("hostile",), test="correlation", selection=ROLES, params=FAST,
+                    datasets=("hostile", "absent"), test="correlation", selection=ROLES, params=FAST,
                     prediction=Prediction("negative"), gate="report")
 X2 = HypothesisSpec(id="X2/../../../escape" + EVIL + {long!r}, claim="claim" + EVIL, source="s",
                     datasets=("hostile",), test="correlation", selection=ROLES, params=FAST,
@@ -61,6 +62,10 @@ X2 = HypothesisSpec(id="X2/../../../escape" + EVIL + {long!r}, claim="claim" + E
 X3 = HypothesisSpec(id="/abs/X3", claim="claim" + EVIL, source="s", datasets=("hostile",),
                     test="correlation", params=FAST, prediction=Prediction("negative"), gate="report",
                     selection={{"x": Select("killing_self", family="V", projection="none"),
+                                "y": Select("change_from_init")}})
+X4 = HypothesisSpec(id="X4", claim="claim", source="s", datasets=("hostile",), test="correlation",
+                    params=FAST, prediction=Prediction("negative"), gate="report", choices={{"family": ["Q", "V"]}},
+                    selection={{"x": Select("killing_self", family="Q", projection="none"),
                                 "y": Select("change_from_init")}})
 """
 
@@ -77,6 +82,10 @@ def _build(root: Path) -> dict[str, Path]:
     (folder / "dataset.toml").write_text(  # JSON strings are TOML basic strings
         f"name = \"hostile\"\ntitle = {json.dumps('title' + EVIL)}\ncubes = [{json.dumps(cube_file.name)}]\n"
         f"build = {json.dumps('make' + EVIL)}\n", encoding="utf-8")
+    (cards / "absent").mkdir()  # its cube is absent: a skip whose reason quotes the build command
+    (cards / "absent" / "dataset.toml").write_text(
+        f"name = \"absent\"\ntitle = \"absent\"\ncubes = [{json.dumps(f'absent{EVIL_FILE}.nc')}]\n"
+        f"build = {json.dumps('build' + EVIL)}\n", encoding="utf-8")
     hyp = root / "hyp"
     hyp.mkdir()
     (hyp / "X_hostile.py").write_text(MODULE.format(evil=EVIL, long=LONG), encoding="utf-8")
@@ -244,7 +253,7 @@ def test_no_writer_leaves_its_folder(project):
     figures = sorted(p.name for p in (w / "reports" / "figures").iterdir())
     assert any(n.startswith("X2_.._.._.._escape") for n in figures), figures  # drawn, inside
     exports = json.loads((w / "exports" / "index.json").read_text())["exports"]
-    assert [Path(e["file"]).name == e["file"] for e in exports if e["file"]] == [True, True]
+    assert [Path(e["file"]).name == e["file"] for e in exports if e["file"]] == [True, True, True]  # X1, X2, X4
 
 
 @pytest.mark.parametrize("parts", [("../x.png",), ("figures", "../../x.png"), ("/etc/x.png",), ("a\0b",), ("",)])
