@@ -10,7 +10,10 @@ The public API, in the style of xarray (``import lie_stats as ls``):
 * :class:`HypothesisSpec` (with :class:`Select`, :class:`Prediction`) declares a hypothesis,
   :class:`OutOfScope` a claim not testable here;
 * :func:`evaluate` (on a spec's datasets) and :func:`evaluate_cube` (on a cube in hand)
-  give a :class:`~lie_stats.spec.Result` with its verdict;
+  give a :class:`~lie_stats.spec.Result` with its verdict; :class:`Magnitude` declares the
+  size a claim states;
+* :func:`run`: hypothesis modules -> a :class:`ResultsTable` (``.to_dataframe()``), the
+  engine of ``lie-stats run`` without pytest;
 * :func:`test_kinds`: the registry of test kinds (``lie-stats kinds`` prints it);
 * the errors, all subclasses of :class:`LieStatsError`.
 
@@ -43,6 +46,9 @@ _LAZY = {
     "HypothesisSpec": "lie_stats.spec",
     "Select": "lie_stats.spec",
     "Prediction": "lie_stats.spec",
+    "Magnitude": "lie_stats.spec",
+    "run": "lie_stats.engine",
+    "ResultsTable": "lie_stats.engine",
     "OutOfScope": "lie_stats.spec",
     "evaluate": "lie_stats.spec",
     "evaluate_cube": "lie_stats.spec",
@@ -59,8 +65,11 @@ __all__ = [
     "HypothesisSpec",
     "Select",
     "Prediction",
+    "Magnitude",
     "OutOfScope",
     "evaluate",
+    "run",
+    "ResultsTable",
     "evaluate_cube",
     "open_cube",
     "load_dataset",
@@ -88,4 +97,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(__all__)

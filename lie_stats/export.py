@@ -539,62 +539,6 @@ class ExportRun:
     errors: list[str] = field(default_factory=list)
 
 
-def _check_paths(paths: Sequence[str | os.PathLike]) -> None:
-    for p in (Path(str(x).split("::")[0]) for x in paths):  # a pytest node id names its file
-        if p.exists():
-            if p.is_file() and p.suffix != ".py":
-                raise SpecError(f"{p}: not a hypothesis module; expected a .py file or a folder "
-                                f"of hypothesis modules.")
-            continue
-        parent = p.parent if str(p.parent) else Path(".")
-        near = ([c.name for c in parent.iterdir()] if parent.is_dir() else [])
-        raise SpecError(f"{p}: no such hypothesis module or folder.{did_you_mean(p.name, near)} "
-                        f"Expected a .py file or a folder of hypothesis modules (default: hypotheses).")
-
-
-def _evaluate(found: Any, datasets_dir: Path, update: bool) -> tuple[list[Any], list[str], list[str], dict]:
-    """Evaluate every collected declaration as the plugin's items do; gates applied."""
-    from . import gates
-    from .spec import evaluate
-
-    results: list[Any] = []
-    failures: list[str] = []
-    errors: list[str] = []
-    registries: dict[Path, dict] = {}
-    pins: dict[Path, dict] = {}
-    for decl in found.declarations:
-        if decl.out_of_scope:
-            res = decl.obj.result()
-            res.outcome = "skipped"
-            results.append(res)
-            continue
-        path = decl.path.parent / gates.REGISTRY_FILE
-        for ds in decl.datasets:
-            key = f"{decl.obj.id}::{ds}"
-            try:
-                res = gates.check_selection(evaluate(decl.obj, datasets_dir, datasets=[ds])[0], datasets_dir)
-            except Exception as e:  # noqa: BLE001 - this item fails; the others still run
-                failures.append(f"{key}: {type(e).__name__}: {e}")
-                errors.append(failures[-1])
-                continue
-            results.append(res)
-            try:
-                if path not in registries:
-                    registries[path] = gates.read_registry(path)
-                gate = gates.check(res, registries[path].get(key), update=update, registry=path)
-            except LieStatsError as e:
-                res.outcome = "failed"
-                failures.append(f"{key}: {type(e).__name__}: {e}")
-                continue
-            gate.annotate(res)
-            res.outcome = gate.outcome
-            if gate.pin is not None:
-                pins.setdefault(path, {})[key] = gate.pin
-            if gate.failed:
-                failures.append(f"{key}: {gate.message}")
-    return results, failures, errors, pins
-
-
 def export_hypotheses(paths: Sequence[str | os.PathLike] = ("hypotheses",),
                       outdir: str | os.PathLike = "exports", *,
                       datasets_dir: str | os.PathLike = "datasets",
@@ -650,27 +594,24 @@ def export_hypotheses(paths: Sequence[str | os.PathLike] = ("hypotheses",),
     ...
     lie_stats.errors.SpecError: no_such_folder: no such hypothesis module or folder. Expected a .py file or a folder of hypothesis modules (default: hypotheses).
     """
-    from . import collect, gates, report
+    from . import report
+    from .engine import check_paths, run
 
-    _check_paths(paths)
+    check_paths(paths)
     outdir = Path(outdir)
     if outdir.exists() and not outdir.is_dir():  # before the (long) evaluation
         _prepare_outdir(outdir)
     if outdir.is_dir():
         _previous_files(outdir)  # a foreign or malformed index: refused before any work
     datasets = Path(datasets_dir).resolve()
-    found = collect.collect(paths, datasets_dir=datasets, dirs=None)  # any folder, as lie-stats run
-    errors = [str(e) for e in found.errors]
-    if strict and errors:  # evaluate nothing: a partial export would look complete
-        raise SpecError("cannot export: hypothesis module(s) could not be collected:\n" + "\n".join(errors))
-    results, failures, item_errors, pins = _evaluate(found, datasets, update_verdicts)
-    failures = errors + failures
+    try:  # the engine of lie-stats run: collection, evaluation, diagnosis, gates, pins
+        table = run(paths, datasets_dir=datasets, update_verdicts=update_verdicts, strict=strict)
+    except SpecError as e:
+        raise SpecError(f"cannot export: {e}") from e
+    results = list(table.results)
     if not results:
         raise SpecError(f"no hypothesis was evaluated under {', '.join(map(str, paths))}; "
                         f"expected modules declaring HypothesisSpec objects.")
-    for path, new in pins.items():
-        gates.update_registry(path, new)  # merged under the registry's lock
-    results = sorted(results, key=lambda r: (str(r.id), str(r.dataset)))
     if reports_dir is not None:
         report.write_reports(results, reports_dir, datasets_dir=datasets)
         base = Path(reports_dir).resolve().parent
@@ -682,5 +623,5 @@ def export_hypotheses(paths: Sequence[str | os.PathLike] = ("hypotheses",),
     # the rows exactly as results.json holds them (key order, JSON types)
     records = json.loads(json.dumps(records, sort_keys=True, allow_nan=False))
     entries = export_results(results, outdir, records=records, datasets_dir=datasets_dir)
-    return ExportRun(status=1 if failures else 0, entries=entries, outdir=outdir, results=results,
-                     failures=failures, errors=errors + item_errors)
+    return ExportRun(status=table.status, entries=entries, outdir=outdir, results=results,
+                     failures=list(table.failures), errors=list(table.errors))

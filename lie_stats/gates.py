@@ -272,13 +272,12 @@ class GateOutcome:
         return self.outcome == "failed"
 
     def annotate(self, result: Any) -> Any:
-        """Copy the pin and the flag onto ``result`` (``pinned_verdict``, ``pinned_hash``,
-        ``declaration_changed``, as results.json reports them); returns ``result``."""
-        result.pinned_verdict = self.pinned_verdict
-        result.pinned_hash = self.pinned_hash
-        result.declaration_changed = self.declaration_changed
-        result.previous_pin = self.previous_pin
-        return result
+        """``result`` with the pin, the flag and the outcome (``pinned_verdict``,
+        ``pinned_hash``, ``declaration_changed``, ``previous_pin``, ``outcome``, as
+        results.json reports them): a new result, ``result`` is left as it is."""
+        return result.evolve(pinned_verdict=self.pinned_verdict, pinned_hash=self.pinned_hash,
+                             declaration_changed=self.declaration_changed,
+                             previous_pin=self.previous_pin, outcome=self.outcome)
 
 
 def check(result: Any, pinned: Mapping[str, Any] | None, *, update: bool = False,

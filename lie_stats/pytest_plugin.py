@@ -60,24 +60,37 @@ __all__ = ["run", "SpecItem", "OutOfScopeItem", "HypothesisModule", "ModuleError
 
 @dataclass
 class _State:
-    datasets: Path
+    """The session's state, in ``config.stash``: the engine and what pytest adds to it."""
+
+    engine: Any  # lie_stats.engine.Engine
     reports: Path
-    registry_override: Path | None
-    update: bool
     figures: bool = True
     results: list = field(default_factory=list)
     outcomes: dict = field(default_factory=dict)  # result key -> pytest outcome
-    registries: dict = field(default_factory=dict)  # path -> dict (loaded)
-    pins: dict = field(default_factory=dict)  # path -> {key: entry} to write
-    changed: dict = field(default_factory=dict)  # result key -> (old hash, new hash)
     declarations: collect.Declarations = field(default_factory=collect.Declarations)
     roots: tuple = ()  # with --lie-paths-are-hypotheses: the command line's paths
+    #: The session ended by Ctrl-C (pytest's exit status 2 also means a collection error):
+    #: set by pytest_keyboard_interrupt, read at session end.
+    interrupted: BaseException | None = None
+
+    @property
+    def datasets(self) -> Path:
+        return self.engine.datasets_dir
 
 
 _STATE = pytest.StashKey[_State]()
-#: The session ended by Ctrl-C (pytest's exit status 2 also means a collection error):
-#: set by pytest_keyboard_interrupt, read at session end and by run().
-_INTERRUPTED: BaseException | None = None
+_WATCH = pytest.StashKey["_InterruptWatch"]()
+
+
+class _InterruptWatch:
+    """Records a Ctrl-C (not ``pytest.exit()``) of the session it is registered with."""
+
+    def __init__(self) -> None:
+        self.interrupted: BaseException | None = None
+
+    def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
+        if isinstance(excinfo.value, KeyboardInterrupt):
+            self.interrupted = excinfo.value
 
 
 # ----------------------------------------------------------------------------- options
@@ -126,8 +139,8 @@ def default_reports_dir(project: str | os.PathLike) -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    global _INTERRUPTED
-    _INTERRUPTED = None
+    from .engine import Engine
+
     base = Path(config.invocation_params.dir)
     override = config.getoption("--lie-verdicts")
     datasets = (base / config.getoption("--lie-datasets")).resolve()
@@ -143,15 +156,18 @@ def pytest_configure(config: pytest.Config) -> None:
     roots: tuple = ()
     if config.getoption("--lie-paths-are-hypotheses"):
         roots = tuple((base / str(a).split("::")[0]).resolve() for a in config.args)
+    engine = Engine(datasets, update=bool(config.getoption("--update-verdicts")),
+                    registry=(base / override).resolve() if override else None)
     config.stash[_STATE] = _State(
-        datasets=datasets,
+        engine=engine,
         reports=(base / given).resolve() if given is not None else default_reports_dir(base),
         roots=roots,
-        registry_override=(base / override).resolve() if override else None,
-        update=bool(config.getoption("--update-verdicts")),
         figures=not config.getoption("--lie-no-figures"),
         declarations=collect.Declarations(datasets),
     )
+    watch = _InterruptWatch()
+    config.stash[_WATCH] = watch
+    config.pluginmanager.register(watch, "lie-stats-interrupt-watch")
 
 
 # ----------------------------------------------------------------------------- collection
@@ -268,35 +284,20 @@ class SpecItem(pytest.Item):
         return f"{self.spec.id}::{self.dataset}"
 
     def registry_path(self) -> Path:
-        state = self.config.stash[_STATE]
-        return state.registry_override or (self.path.parent / REGISTRY_FILE)
+        return self.config.stash[_STATE].engine.registry_path(self.path)
 
     def runtest(self) -> None:
-        from . import diagnosis, gates
-        from . import spec as spec_mod
-
+        # the engine evaluates, diagnoses and gates (lie_stats.engine); a changed declaration
+        # is flagged in the terminal summary and the report (not a Python warning: the
+        # project turns lie_stats warnings into errors, which would fail report gates)
         state = self.config.stash[_STATE]
-        result = spec_mod.evaluate(self.spec, state.datasets, datasets=[self.dataset])[0]
-        gates.check_selection(result, state.datasets)  # present data, nothing selected: an error
-        result.diagnosis = diagnosis.cached_diagnosis(  # read from `lie-stats diagnose`'s cache
-            result.id, result.dataset, result.spec_hash, self.path.parent / diagnosis.DIAGNOSIS_FILE,
-            state.datasets, test=result.test)
-        self.result = result
-        state.results.append(result)
-        path = self.registry_path()
-        gate = gates.check(result, _registry(state, path).get(self.key), update=state.update,
-                           registry=path)
-        gate.annotate(result)
-        if gate.changed is not None:
-            # flagged in the terminal summary and the report (not a Python warning: the
-            # project turns lie_stats warnings into errors, which would fail report gates)
-            state.changed[self.key] = gate.changed
-        if gate.outcome == "skipped":
-            _skip(gate.message)
-        if gate.pin is not None:  # re-pin every gate's verdict; only the pinned gate's check is skipped
-            state.pins.setdefault(path, {})[self.key] = gate.pin
-        if gate.failed:
-            raise GateFailure(result, gate.message)
+        done = state.engine.evaluate(self.spec, self.dataset, self.path)
+        self.result = done.result
+        state.results.append(done.result)
+        if done.gate.outcome == "skipped":
+            _skip(done.gate.message)
+        if done.gate.failed:
+            raise GateFailure(done.result, done.gate.message)
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
         from ._text import terminal_line  # messages quote ids, names and reasons from files
@@ -332,11 +333,9 @@ class OutOfScopeItem(pytest.Item):
         return self.result.key if self.result is not None else self.record.id
 
     def runtest(self) -> None:
-        from .diagnosis import empty_diagnosis
-
-        self.result = self.record.result()
-        self.result.diagnosis = empty_diagnosis("out of scope: nothing is tested")
-        self.config.stash[_STATE].results.append(self.result)
+        state = self.config.stash[_STATE]
+        self.result = state.engine.out_of_scope(self.record)
+        state.results.append(self.result)
         _skip(f"{self.record.id}: {self.result.reason}")
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
@@ -357,21 +356,6 @@ def _skip(reason: str) -> None:
         pytest.skip(reason)
 
 
-def _registry(state: _State, path: Path) -> dict:
-    """The registry at ``path``, read once per session."""
-    if path not in state.registries:
-        from .gates import read_registry
-
-        state.registries[path] = read_registry(path)
-    return state.registries[path]
-
-
-def pytest_keyboard_interrupt(excinfo: Any) -> None:
-    global _INTERRUPTED
-    if isinstance(excinfo.value, KeyboardInterrupt):  # not pytest.exit()
-        _INTERRUPTED = excinfo.value
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
     rep = yield
@@ -390,16 +374,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(_STATE, None)
     if state is None or not state.results:
         return
-    from . import gates, report
+    from . import report
 
-    if _INTERRUPTED:  # nothing is written: the earlier report and pins are kept
+    if session.config.stash[_WATCH].interrupted:  # nothing is written: the earlier report and pins are kept
         return
-    for path, pins in state.pins.items():
-        gates.update_registry(path, pins)  # re-read under the lock: a concurrent run's pins are kept
-
-    for res in state.results:
-        res.outcome = state.outcomes.get(res.key, "")
-    report.write_reports(state.results, state.reports, figures=state.figures, datasets_dir=state.datasets)
+    # pins re-read under the lock: a concurrent run's pins are kept
+    table = state.engine.finish(state.results, outcomes=state.outcomes)
+    report.write_reports(table.results, state.reports, figures=state.figures, datasets_dir=state.datasets)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -410,19 +391,20 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     from ._text import terminal_line
 
     tr = terminalreporter
-    if _INTERRUPTED is not None:
+    if config.stash[_WATCH].interrupted is not None:
         tr.write_line(f"interrupted: no report written; the earlier report in {state.reports} "
                       f"and the pinned verdicts are kept", yellow=True)
         return
     tr.write_sep("=", "lie_stats verdicts")
     for line in report.verdict_table(state.results, outcomes=state.outcomes).splitlines():
         tr.write_line(line)
-    for key, (old, new) in sorted(state.changed.items()):
+    for key, (old, new) in sorted(state.engine.changed.items()):
         tr.write_line(f"DECLARATION CHANGED after pinning: {terminal_line(key)} (hash {str(old)[:12]} -> {new[:12]})",
                       yellow=True)
-    if state.update and state.pins:
-        n = sum(len(p) for p in state.pins.values())
-        tr.write_line(f"re-pinned {n} verdict(s) in {', '.join(map(str, state.pins))}")
+    pins = state.engine.pins
+    if state.engine.update and pins:
+        n = sum(len(p) for p in pins.values())
+        tr.write_line(f"re-pinned {n} verdict(s) in {', '.join(map(str, pins))}")
     tr.write_line(f"reports written to {state.reports}")
 
 
@@ -469,15 +451,13 @@ def run(
     >>> run([tempfile.mkdtemp()], pytest_args=["-q", "-p", "no:cacheprovider"])  # doctest: +SKIP
     5
     """
-    global _INTERRUPTED
     args = [*map(str, paths), "--lie-datasets", str(datasets_dir), "--lie-reports", str(reports_dir),
             "--lie-paths-are-hypotheses"]
     if update_verdicts:
         args.append("--update-verdicts")
     args.extend(pytest_args)
-    _INTERRUPTED = None
-    status = int(pytest.main(args))
-    if _INTERRUPTED is not None:
-        interrupted, _INTERRUPTED = _INTERRUPTED, None
-        raise interrupted  # the caller says what was kept (lie-stats run: exit 130)
+    watch = _InterruptWatch()
+    status = int(pytest.main(args, plugins=[watch]))
+    if watch.interrupted is not None:
+        raise watch.interrupted  # the caller says what was kept (lie-stats run: exit 130)
     return status

@@ -252,8 +252,8 @@ def test_the_report_writes_each_result_s_diagnosis_into_results_json(tmp_path):
     from lie_stats.spec import Result
 
     r = Result(id="X1", claim="c", source="s", dataset="toy", verdict="skipped", reason="no cube",
-               gate="report", test="correlation", spec_hash="0" * 64, reference={})
-    r.diagnosis = D.empty_diagnosis(D.NOT_DIAGNOSED)
+               gate="report", test="correlation", spec_hash="0" * 64, reference={},
+               diagnosis=D.empty_diagnosis(D.NOT_DIAGNOSED))
     out = write_reports([r], tmp_path / "reports", figures=False)
     row = json.loads(out["json"].read_text())[0]
     assert row["diagnosis"] == {**dict.fromkeys(("fpr", "power", "coverage", "type_s", "n_sims", "seed")),

@@ -303,7 +303,7 @@ def test_a_failed_write_leaves_the_earlier_export_untouched(cubes, tmp_path, mon
         return real(self, path, *a, **k)
 
     monkeypatch.setattr(xr.Dataset, "to_netcdf", fail_second)
-    results[1].p_value = 0.5  # this export would change the pair's file
+    results[1] = results[1].evolve(p_value=0.5)  # this export would change the pair's file
     with pytest.raises(LieStatsError, match=r"X1__synth\.nc: could not write the export .*No space left"):
         export.export_results(results, out, cubes=cubes)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no staging folder left
@@ -332,9 +332,8 @@ def test_results_without_data_or_cube_are_clear_errors(cubes, tmp_path):
     with pytest.raises(LieStatsError, match="its cube is needed for provenance; pass cubes="):
         export.export_results([res], tmp_path / "out")
     assert not (tmp_path / "out").exists()
-    res.data = None
     with pytest.raises(LieStatsError, match="carries no selected data"):
-        export.result_dataset(res, cube=cubes["synth"])
+        export.result_dataset(res.evolve(data=None), cube=cubes["synth"])
 
 
 # ----------------------------------------------------------------------------- the CLI

@@ -96,11 +96,13 @@ def test_skipped_results_skip_under_every_gate_and_are_never_pinned():
     assert out.message == "P1::toy: r." and out.declaration_changed  # the flag all the same
 
 
-def test_annotate_copies_the_pin_onto_the_result():
+def test_annotate_returns_a_new_result_with_the_pin_and_leaves_the_old_one():
     res = result(spec_hash=OTHER)
-    gates.check(res, pin("supported")).annotate(res)
-    assert (res.pinned_verdict, res.pinned_hash, res.declaration_changed) == ("supported", HASH, True)
-    assert res.row()["declaration_changed"] is True
+    got = gates.check(res, pin("supported")).annotate(res)
+    assert (got.pinned_verdict, got.pinned_hash, got.declaration_changed) == ("supported", HASH, True)
+    assert got.outcome == "failed"  # pinned 'supported' and a changed declaration
+    assert (res.pinned_verdict, res.pinned_hash, res.declaration_changed, res.outcome) == (None, None, False, "")
+    assert got.row()["declaration_changed"] is True
 
 
 def test_re_pinning_records_the_pin_it_replaces_until_the_next_change(tmp_path):

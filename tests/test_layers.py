@@ -35,6 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("lie_stats.spec", "lie_stats.spec."),
     ("lie_stats.collect", "lie_stats.gates", "lie_stats.diagnosis", "lie_stats.diagnosis."),
     ("lie_stats.report", "lie_stats.report."),
+    ("lie_stats.engine",),
     ("lie_stats.export",),
     ("lie_stats.pytest_plugin",),
     ("lie_stats.cli",),

@@ -285,7 +285,7 @@ def test_run_passes_the_plugin_options_to_pytest(monkeypatch):
     from lie_stats import pytest_plugin
 
     seen = []
-    monkeypatch.setattr(pytest_plugin.pytest, "main", lambda args: seen.append(args) or 3)
+    monkeypatch.setattr(pytest_plugin.pytest, "main", lambda args, plugins=(): seen.append(args) or 3)
     assert pytest_plugin.run() == 3
     assert pytest_plugin.run(["h/B5.py", "h/B6.py"], datasets_dir="d", reports_dir="r",
                              update_verdicts=True, pytest_args=["-q", "-k", "B5"]) == 3

@@ -53,24 +53,20 @@ def run_once(spec: HypothesisSpec, cube: Any, dataset: str) -> Result:
         row = kind.run(data)
     except StatsInputError as e:
         res = result_for(spec, dataset, "inconclusive", f"the test is undefined on these data: {e}")
-        res.data = data
-        res.undefined = True
-        return _finished(res, "inconclusive")
+        return _finished(res.evolve(data=data, undefined=True), "inconclusive")
     except SpecError as e:
         raise SpecError(f"{where}: {e}") from e
     ctx = Decision(spec.prediction, float(params["alpha"]), dict(spec.reference), params)
     verdict, reason, direction, magnitude = decide(kind, row, ctx, dataset)
     res = result_for(spec, dataset, verdict, reason)
-    for col in schema.STAT_COLUMNS:
-        setattr(res, col, row[col])
-    res.extra = {k: v for k, v in row.items() if k not in schema.STAT_COLUMNS}
-    res.data = data
-    res.magnitude = magnitude
     if verdict != direction:
         decided_by = "none"  # the magnitude's interval decided, not a p
     else:
         decided_by = "raw" if _p_decides(kind, row, ctx, direction) else "none"
-    res.multiplicity["decided_by"] = decided_by
+    res = res.evolve(**{col: row[col] for col in schema.STAT_COLUMNS},
+                     extra={k: v for k, v in row.items() if k not in schema.STAT_COLUMNS},
+                     data=data, magnitude=magnitude,
+                     multiplicity={**res.multiplicity, "decided_by": decided_by})
     return _finished(res, direction)
 
 
@@ -88,10 +84,9 @@ def _p_decides(kind: Any, row: dict[str, Any], ctx: Decision, verdict: str) -> b
 
 def _finished(res: Result, direction: str) -> Result:
     """Fill in the sentence of a result from its numbers (after its verdict is final)."""
-    res.finding = finding(direction, res.verdict, res.reason,
-                          {c: getattr(res, c) for c in schema.STAT_COLUMNS},
-                          res.prediction, res.magnitude)
-    return res
+    return res.evolve(finding=finding(direction, res.verdict, res.reason,
+                                      {c: getattr(res, c) for c in schema.STAT_COLUMNS},
+                                      res.prediction, res.magnitude))
 
 
 def evaluate_cube(spec: HypothesisSpec, cube: Any, *, dataset: str = "<cube>",
@@ -140,6 +135,7 @@ def evaluate_cube(spec: HypothesisSpec, cube: Any, *, dataset: str = "<cube>",
     cube = _without_controls(cube, controls)
     main = run_once(spec, cube, dataset)
     alpha = float(spec.resolved_params()["alpha"])
+    curve: list[dict[str, Any]] = []
     for choice in spec.choice_grid():
         sub_spec = spec.with_choice(choice)
         sub = run_once(sub_spec, cube, dataset)
@@ -152,8 +148,8 @@ def evaluate_cube(spec: HypothesisSpec, cube: Any, *, dataset: str = "<cube>",
         why = degenerate(sub, alpha)
         if why:
             entry["dropped"] = why
-        main.spec_curve.append(entry)
-    return main
+        curve.append(entry)
+    return main.evolve(spec_curve=curve)
 
 
 def degenerate(res: Result, alpha: float) -> str:
@@ -239,11 +235,8 @@ def evaluate(spec: HypothesisSpec, datasets_dir: str | Path = "datasets", *,
             res = result_for(spec, name, "skipped",
                                f"dataset {name!r} is {card.state}: missing "
                                f"{', '.join(p.name for p in card.missing)}{need}")
-            res.build = card.build
-            out.append(res)
+            out.append(res.evolve(build=card.build))
             continue
         res = evaluate_cube(spec, card_cubes(card), dataset=name, controls=card.controls)
-        if res.verdict == "skipped":
-            res.build = card.build
-        out.append(res)
+        out.append(res.evolve(build=card.build) if res.verdict == "skipped" else res)
     return out

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -47,16 +47,21 @@ MULTIPLICITY_METHOD = "holm"
 NO_DATASET = "-"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Result:
     """The outcome of one hypothesis on one dataset (one row of reports/results.json).
+
+    A result is an immutable value: each later stage (the gate, the diagnosis, the test
+    outcome) makes a new one with :meth:`evolve`; setting an attribute raises
+    ``dataclasses.FrozenInstanceError``.
 
     The fields of :data:`lie_stats.schema.RESULT_FIELDS` plus ``source``, ``reason``,
     ``build`` (the command that builds missing data), ``extra`` (the test's other numeric
     columns), the declared ``selection``, ``params`` and ``prediction``, the specification
     curve (one entry per analysis choice), the pinned verdict and hash with the flag
-    ``declaration_changed``, the pin the last re-pinning replaced (``previous_pin``) and the
-    pytest ``outcome`` (filled in by the plugin), and
+    ``declaration_changed``, the pin the last re-pinning replaced (``previous_pin``), the
+    gate's ``outcome`` (as pytest's outcome of its item), the design ``diagnosis``
+    (:mod:`lie_stats.diagnosis`; None until the engine attaches it, and then a row field), and
     ``data`` (the selected values, for figures; not serialized).
     """
 
@@ -94,15 +99,28 @@ class Result:
     declaration_changed: bool = False
     previous_pin: dict[str, Any] | None = None
     outcome: str = ""
-    data: Any = field(default=None, repr=False)
+    diagnosis: dict[str, Any] | None = None
+    data: Any = field(default=None, repr=False, compare=False)
     undefined: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.multiplicity:
-            self.multiplicity = {"family": claim_family(self.id), "method": MULTIPLICITY_METHOD,
-                                 "p_adjusted": None, "decided_by": "none"}
+            object.__setattr__(self, "multiplicity", {
+                "family": claim_family(self.id), "method": MULTIPLICITY_METHOD,
+                "p_adjusted": None, "decided_by": "none"})
         if not self.finding and self.verdict in ("skipped", "out_of_scope"):
-            self.finding = finding(self.verdict, self.verdict, self.reason, {}, self.prediction, self.magnitude)
+            object.__setattr__(self, "finding", finding(self.verdict, self.verdict, self.reason, {},
+                                                        self.prediction, self.magnitude))
+
+    def evolve(self, **changes: Any) -> "Result":
+        """A new result with ``changes`` applied (this one is left as it is).
+
+        >>> r = Result(id="X1", claim="c", source="s", dataset="d", verdict="skipped", reason="r",
+        ...            gate="report", test="t", spec_hash="h", reference={})
+        >>> r.evolve(outcome="skipped").outcome, r.outcome
+        ('skipped', '')
+        """
+        return replace(self, **changes)
 
     @property
     def key(self) -> str:
@@ -153,7 +171,7 @@ class Result:
         """The JSON-ready record (full precision; NaN as None)."""
         out: dict[str, Any] = {}
         for f in fields(self):
-            if f.name in ("data", "undefined"):
+            if f.name in ("data", "undefined") or (f.name == "diagnosis" and not self.diagnosis):
                 continue
             out[f.name] = json_number(getattr(self, f.name))
         out["spec_curve_share"] = json_number(self.spec_curve_share)

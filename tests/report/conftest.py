@@ -3,9 +3,9 @@ skipped), and the reports written from them once.
 
 ``results -> list[Result]``
     B5 (replication, on ``synth`` and the absent dataset), C1 (a correlation with a spec
-    curve over families), C2 (a null, pinned gate) and A4 (a trend). ``results[0].data_root``
-    is the datasets folder. Shared by the package's tests; a test that changes a result
-    restores it.
+    curve over families), C2 (a null, pinned gate) and A4 (a trend); ``planted_root`` is
+    their datasets folder. Shared by the package's tests (results are immutable: a test
+    that needs another makes it with ``Result.evolve``).
 ``written -> (folder, figures)``
     The reports of ``results`` and their figures, written once, over a stale figure.
 """
@@ -45,15 +45,13 @@ def results(planted_root):
             test="trend", selection={"values": Select("abelian_fraction", step="all", family="Q", projection="none")},
             params={"n_perm": 999}, prediction=Prediction("positive"), gate="report"),
     ]
-    out = [r for s in specs for r in evaluate(s, root)]
-    out[0].data_root = root  # for the Data section (an attribute for this test only)
-    return out
+    return [r for s in specs for r in evaluate(s, root)]
 
 
 @pytest.fixture(scope="package")
-def written(results, tmp_path_factory):
+def written(results, planted_root, tmp_path_factory):
     out = tmp_path_factory.mktemp("reports")
     stale = out / "figures" / "Z9__gone.png"
     stale.parent.mkdir()
     stale.write_bytes(b"old")
-    return out, report.write_reports(results, out, datasets_dir=results[0].data_root)
+    return out, report.write_reports(results, out, datasets_dir=planted_root)

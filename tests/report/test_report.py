@@ -77,7 +77,7 @@ def test_adjusted_pvalues_match_statsmodels_and_skip_skipped(written):
     assert all(r["p_holm"] is None and r["p_bh"] is None for r in records if r["verdict"] == "skipped")
 
 
-def test_markdown_and_html_have_one_section_per_result(results, written):
+def test_markdown_and_html_have_one_section_per_result(results, planted_root, written):
     out, _ = written
     md = (out / "report.md").read_text()
     html = (out / "report.html").read_text()
@@ -113,7 +113,7 @@ def test_markdown_and_html_have_one_section_per_result(results, written):
     # the Data section lists the cubes used, with their sha256
     import hashlib
 
-    root = results[0].data_root
+    root = planted_root
     digest = hashlib.sha256((root / "synth" / "synth.nc").read_bytes()).hexdigest()
     assert "| synth | synthetic synth | present | " in md and digest[:16] in md and digest[:16] in html
     assert "| absent | synthetic absent | buildable | " in md
@@ -143,12 +143,9 @@ def test_reports_are_readable_by_all_whatever_the_umask(results, tmp_path):
 
 
 def test_declaration_flag_and_outcome_reach_the_report(results, tmp_path):
-    r = next(x for x in results if x.id == "C2")
-    r.declaration_changed, r.pinned_verdict, r.pinned_hash, r.outcome = True, "refuted", "ab" * 32, "failed"
-    try:
-        report.write_reports([r], tmp_path, figures=False)
-    finally:
-        r.declaration_changed, r.pinned_verdict, r.pinned_hash, r.outcome = False, None, None, ""
+    r = next(x for x in results if x.id == "C2").evolve(
+        declaration_changed=True, pinned_verdict="refuted", pinned_hash="ab" * 32, outcome="failed")
+    report.write_reports([r], tmp_path, figures=False)
     rec = json.loads((tmp_path / "results.json").read_text())[0]
     assert rec["declaration_changed"] is True and rec["pinned_verdict"] == "refuted"
     md = (tmp_path / "report.md").read_text()

@@ -29,8 +29,8 @@ def section():
     report.unregister_section(name)
 
 
-def test_a_registered_section_follows_the_results_in_md_and_html(results, section, tmp_path):
-    root = results[0].data_root
+def test_a_registered_section_follows_the_results_in_md_and_html(results, planted_root, section, tmp_path):
+    root = planted_root
     out = report.write_reports(results, tmp_path, datasets_dir=root)
     assert len(section) == 1
     ids, reports_dir, datasets_dir = section[0]
@@ -47,8 +47,8 @@ def test_a_registered_section_follows_the_results_in_md_and_html(results, sectio
     assert out["C"] == tmp_path / "figures" / "C__together.png" and out["C"].is_file()
 
 
-def test_sections_need_a_matching_result_figures_and_datasets(results, section, tmp_path):
-    root = results[0].data_root
+def test_sections_need_a_matching_result_figures_and_datasets(results, planted_root, section, tmp_path):
+    root = planted_root
     others = [r for r in results if not r.id.startswith("C")]
     md = report.write_reports(others, tmp_path / "a", datasets_dir=root)["markdown"].read_text()
     assert "read together" not in md and section == []  # no result matches: not called
@@ -57,7 +57,7 @@ def test_sections_need_a_matching_result_figures_and_datasets(results, section, 
     assert section == []
 
 
-def test_sections_by_predicate_replace_by_name_and_may_decline(results, tmp_path):
+def test_sections_by_predicate_replace_by_name_and_may_decline(results, planted_root, tmp_path):
     seen = []
     name = report.register_section(lambda r: r.verdict == "skipped",
                                    lambda rs, d, ds: seen.append("first") or "## First\n", name="skips")
@@ -66,7 +66,7 @@ def test_sections_by_predicate_replace_by_name_and_may_decline(results, tmp_path
         report.register_section(lambda r: r.verdict == "skipped",
                                 lambda rs, d, ds: seen.append("second"), name="skips")  # returns None
         assert report.report_sections().count("skips") == 1
-        md = report.write_reports(results, tmp_path, datasets_dir=results[0].data_root)["markdown"].read_text()
+        md = report.write_reports(results, tmp_path, datasets_dir=planted_root)["markdown"].read_text()
         assert seen == ["second"] and "## First" not in md
     finally:
         report.unregister_section("skips")

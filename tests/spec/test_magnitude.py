@@ -198,8 +198,8 @@ def test_choices_inconclusive_by_construction_are_dropped_with_the_reason():
     exact6 = Result(verdict="inconclusive", reason="r", extra={"n_perm": 5.0, "exact": 1.0}, **base)
     exact66 = Result(verdict="inconclusive", reason="r", extra={"n_perm": 65.0, "exact": 1.0}, **base)
     monte = Result(verdict="inconclusive", reason="r", extra={"n_perm": 9.0, "exact": 0.0}, **base)
-    undefined = Result(verdict="inconclusive", reason="the test is undefined on these data: one pair", **base)
-    undefined.undefined = True
+    undefined = Result(verdict="inconclusive", reason="the test is undefined on these data: one pair",
+                       undefined=True, **base)
     decided = Result(verdict="refuted", reason="r", extra={"n_perm": 5.0, "exact": 1.0}, **base)
     assert "1/6 = 0.167" in degenerate(exact6, 0.05)
     assert degenerate(exact66, 0.05) == degenerate(monte, 0.05) == degenerate(decided, 0.05) == ""

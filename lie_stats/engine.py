@@ -1,0 +1,296 @@
+"""The engine of a hypothesis run: collect -> evaluate -> diagnosis -> gate -> multiplicity.
+
+One place runs a hypothesis run; ``lie-stats run`` (through the pytest plugin), ``lie-stats
+export`` and :func:`lie_stats.run` are shells over it:
+
+- :class:`Engine` holds what a run accumulates (the registries it read, the pins to write,
+  the declarations whose hash changed) as explicit state, never as module globals;
+- :meth:`Engine.evaluate` takes one declaration on one dataset through evaluation
+  (:func:`lie_stats.spec.evaluate`), the selection check (:func:`lie_stats.gates.check_selection`),
+  the cached design diagnosis (:func:`lie_stats.diagnosis.cached_diagnosis`) and the gate
+  (:func:`lie_stats.gates.check`), and returns an :class:`Evaluated`: the frozen result and
+  its gate. The pytest plugin calls it once per item, so pytest reports each item;
+- :meth:`Engine.out_of_scope` does the same for an :class:`~lie_stats.spec.OutOfScope` record;
+- :meth:`Engine.finish` writes the pins and returns the :class:`ResultsTable`, in which the
+  multiplicity of every result is computed, once (:func:`lie_stats.spec.results.assign_multiplicity`);
+- :func:`run` is the whole loop without pytest (collection by :func:`lie_stats.collect.collect`).
+
+A result is never changed in place: each stage returns a new one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import SpecError, did_you_mean
+
+__all__ = ["Engine", "Evaluated", "ResultsTable", "run", "check_paths"]
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """One declaration on one dataset after the engine: the result and its gate's outcome."""
+
+    result: Any
+    gate: Any
+
+    @property
+    def key(self) -> str:
+        return self.result.key
+
+
+@dataclass(frozen=True)
+class ResultsTable:
+    """The results of a run, sorted by id and dataset: a table, as pingouin returns one.
+
+    Attributes
+    ----------
+    results : tuple of lie_stats.spec.Result
+        Frozen results, with their gate's outcome, pin and diagnosis.
+    failures : tuple of str
+        One line per failure of the run: ``<id>::<dataset>: <why>`` (a gate that failed, a
+        result that could not be evaluated) or a module that could not be collected.
+    errors : tuple of str
+        The failures that are errors, not a gate's verdict.
+
+    :meth:`records` are the rows of ``results.json`` (multiplicity within each family
+    computed there, the one place); :meth:`to_dataframe` has one row per result with those
+    columns; :meth:`to_json` is the list of rows as JSON.
+    """
+
+    results: tuple = ()
+    failures: tuple = ()
+    errors: tuple = ()
+
+    def __post_init__(self) -> None:
+        ordered = tuple(sorted(self.results, key=lambda r: (str(r.id), str(r.dataset))))
+        object.__setattr__(self, "results", ordered)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.results)
+
+    def __getitem__(self, key: int | str) -> Any:
+        """A result by position, or by ``"<id>::<dataset>"``."""
+        if isinstance(key, str):
+            for r in self.results:
+                if r.key == key:
+                    return r
+            raise KeyError(f"no result {key!r} in this table{did_you_mean(key, [r.key for r in self.results])}")
+        return self.results[key]
+
+    @property
+    def status(self) -> int:
+        """As pytest's exit status of the same run: 1 when anything failed, else 0."""
+        return 1 if self.failures else 0
+
+    def records(self) -> list[dict[str, Any]]:
+        """The rows of ``results.json`` (full precision; multiplicity filled in)."""
+        from .report import results_records
+
+        return results_records(self.results)
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The rows as JSON, as ``results.json`` holds them (12 significant digits)."""
+        from .report import stable_numbers
+
+        return json.dumps(stable_numbers(self.records()), indent=indent, sort_keys=True, allow_nan=False)
+
+    def to_dataframe(self) -> Any:
+        """One tidy row per result (a :class:`pandas.DataFrame`), the columns of
+        ``results.json``; nested fields (``magnitude``, ``multiplicity``, ``diagnosis``,
+        ...) stay dictionaries in their cells, and the most used of them also get flat
+        columns (``p_holm``, ``decided_by``, ``magnitude_status``, ``fpr``, ``power``)."""
+        import pandas as pd
+
+        rows = []
+        for rec in self.records():
+            diag = rec.get("diagnosis") or {}
+            rows.append({**rec, "decided_by": (rec.get("multiplicity") or {}).get("decided_by"),
+                         "magnitude_status": (rec.get("magnitude") or {}).get("status"),
+                         "fpr": diag.get("fpr"), "power": diag.get("power")})
+        lead = ["id", "dataset", "verdict", "test", "statistic", "p_value", "p_holm", "effect",
+                "ci_low", "ci_high", "n", "decided_by", "magnitude_status", "fpr", "power"]
+        frame = pd.DataFrame(rows)
+        if frame.empty:
+            return pd.DataFrame(columns=lead)
+        return frame[[c for c in lead if c in frame] + [c for c in frame if c not in lead]]
+
+
+@dataclass
+class Engine:
+    """The state of one hypothesis run (see the module docstring).
+
+    Parameters
+    ----------
+    datasets_dir : path
+        The dataset cards' folder.
+    update : bool
+        Re-pin: every evaluated verdict is written to its registry with its hash.
+    registry : path, optional
+        One registry for every module (``--lie-verdicts``); by default ``verdicts.json``
+        beside each hypothesis module.
+    """
+
+    datasets_dir: Path
+    update: bool = False
+    registry: Path | None = None
+    registries: dict = field(default_factory=dict)  # registry path -> its pins, read once
+    pins: dict = field(default_factory=dict)  # registry path -> {key: entry} to write
+    changed: dict = field(default_factory=dict)  # key -> (pinned hash, hash now)
+
+    def __post_init__(self) -> None:
+        self.datasets_dir = Path(self.datasets_dir).resolve()
+        if self.registry is not None:
+            self.registry = Path(self.registry).resolve()
+
+    def registry_path(self, module_path: str | os.PathLike) -> Path:
+        from .gates import REGISTRY_FILE
+
+        return self.registry or (Path(module_path).parent / REGISTRY_FILE)
+
+    def _registry(self, path: Path) -> dict:
+        if path not in self.registries:
+            from .gates import read_registry
+
+            self.registries[path] = read_registry(path)
+        return self.registries[path]
+
+    def evaluate(self, spec: Any, dataset: str, module_path: str | os.PathLike) -> Evaluated:
+        """One spec on one dataset: evaluation, selection check, diagnosis, gate.
+
+        Raises
+        ------
+        SelectionError
+            The dataset's cube is present and the selection matches nothing.
+        LieStatsError
+            The registry could not be read.
+        """
+        from . import diagnosis, gates
+        from .spec import evaluate
+
+        result = gates.check_selection(evaluate(spec, self.datasets_dir, datasets=[dataset])[0],
+                                       self.datasets_dir)
+        result = result.evolve(diagnosis=diagnosis.cached_diagnosis(  # `lie-stats diagnose`'s cache
+            result.id, result.dataset, result.spec_hash, Path(module_path).parent / diagnosis.DIAGNOSIS_FILE,
+            self.datasets_dir, test=result.test))
+        path = self.registry_path(module_path)
+        gate = gates.check(result, self._registry(path).get(result.key), update=self.update, registry=path)
+        if gate.changed is not None:
+            self.changed[result.key] = gate.changed
+        if gate.pin is not None:  # re-pin every gate's verdict; only the pinned gate's check is skipped
+            self.pins.setdefault(path, {})[result.key] = gate.pin
+        return Evaluated(gate.annotate(result), gate)
+
+    def out_of_scope(self, record: Any) -> Any:
+        """The result of an out-of-scope record: skipped with its reason, nothing diagnosed."""
+        from .diagnosis import empty_diagnosis
+
+        return record.result().evolve(diagnosis=empty_diagnosis("out of scope: nothing is tested"),
+                                      outcome="skipped")
+
+    def write_pins(self) -> dict[Path, dict]:
+        """Write the pins of this run (merged under each registry's lock); returns them."""
+        from .gates import update_registry
+
+        for path, pins in self.pins.items():
+            update_registry(path, pins)
+        return self.pins
+
+    def finish(self, results: Sequence[Any], *, outcomes: Mapping[str, str] | None = None,
+               failures: Sequence[str] = (), errors: Sequence[str] = ()) -> ResultsTable:
+        """Write the pins and return the run's table; ``outcomes`` (key -> pytest's
+        outcome) replace the gates' outcomes where given."""
+        self.write_pins()
+        if outcomes is not None:
+            results = [r.evolve(outcome=outcomes.get(r.key, "")) for r in results]
+        return ResultsTable(tuple(results), tuple(failures), tuple(errors))
+
+
+def check_paths(paths: Sequence[str | os.PathLike]) -> None:
+    """Each path is a hypothesis module (``.py``), a folder, or a ``file.py::node`` id.
+
+    Raises
+    ------
+    SpecError
+        A path does not exist (with a suggestion), or is a file that is not ``.py``.
+    """
+    for p in (Path(str(x).split("::")[0]) for x in paths):  # a pytest node id names its file
+        if p.exists():
+            if p.is_file() and p.suffix != ".py":
+                raise SpecError(f"{p}: not a hypothesis module; expected a .py file or a folder "
+                                f"of hypothesis modules.")
+            continue
+        parent = p.parent if str(p.parent) else Path(".")
+        near = ([c.name for c in parent.iterdir()] if parent.is_dir() else [])
+        raise SpecError(f"{p}: no such hypothesis module or folder.{did_you_mean(p.name, near)} "
+                        f"Expected a .py file or a folder of hypothesis modules (default: hypotheses).")
+
+
+def run(paths: Sequence[str | os.PathLike] = ("hypotheses",), *,
+        datasets_dir: str | os.PathLike = "datasets", update_verdicts: bool = False,
+        registry: str | os.PathLike | None = None, strict: bool = False) -> ResultsTable:
+    """Evaluate hypothesis modules without pytest: the same collection, evaluation,
+    diagnosis, gates and pins as ``lie-stats run``, returned as a :class:`ResultsTable`
+    (no report is written: :func:`lie_stats.report.write_reports` does that).
+
+    Parameters
+    ----------
+    paths : sequence of path
+        Hypothesis modules, folders (any name) or ``file.py::<id>[<dataset>]`` node ids.
+    datasets_dir : path
+        The dataset cards' folder.
+    update_verdicts : bool
+        Re-pin, as ``lie-stats run --update-verdicts``.
+    registry : path, optional
+        One registry for every module instead of ``verdicts.json`` beside each.
+    strict : bool
+        A module that cannot be collected is an error (nothing is evaluated); otherwise it
+        is a failure of the table and the other modules run.
+
+    Raises
+    ------
+    SpecError
+        A path does not exist; with ``strict``, a module could not be collected.
+
+    Examples
+    --------
+    >>> run(["no_such_folder"])
+    Traceback (most recent call last):
+    ...
+    lie_stats.errors.SpecError: no_such_folder: no such hypothesis module or folder. Expected a .py file or a folder of hypothesis modules (default: hypotheses).
+    """
+    from . import collect
+
+    check_paths(paths)
+    engine = Engine(Path(datasets_dir), update=update_verdicts,
+                    registry=Path(registry) if registry is not None else None)
+    found = collect.collect(paths, datasets_dir=engine.datasets_dir, dirs=None)
+    errors = [str(e) for e in found.errors]
+    if strict and errors:  # evaluate nothing: a partial run would look complete
+        raise SpecError("hypothesis module(s) could not be collected:\n" + "\n".join(errors))
+    results: list[Any] = []
+    failures = list(errors)
+    for decl in found.declarations:
+        if decl.out_of_scope:
+            results.append(engine.out_of_scope(decl.obj))
+            continue
+        for ds in decl.datasets:
+            key = f"{decl.obj.id}::{ds}"
+            try:
+                done = engine.evaluate(decl.obj, ds, decl.path)
+            except Exception as e:  # noqa: BLE001 - this item fails; the others still run
+                failures.append(f"{key}: {type(e).__name__}: {e}")
+                errors.append(failures[-1])
+                continue
+            results.append(done.result)
+            if done.gate.failed:
+                failures.append(f"{key}: {done.gate.message}")
+    return engine.finish(results, failures=failures, errors=errors)
