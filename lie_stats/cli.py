@@ -5,7 +5,7 @@ table of README.md, "Exit status"): 0 success; 1 a failed hypothesis (as pytest)
 input error; 3 some checkpoints failed to extract (the others are in the cube); ``run``
 passes pytest's other codes on (3 internal error, 4 usage, 5 nothing collected, 6 too many
 warnings); 130 interrupted. Without paths, the bundled ``hypotheses/`` and ``datasets/`` are
-found from any folder (:func:`bundled`).
+found from any folder (:func:`lie_stats.datasets.bundled`).
 """
 
 from __future__ import annotations
@@ -17,36 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._version import __version__
+from .datasets import CHECKOUT, bundled  # noqa: F401 - CHECKOUT: where the bundled folders are
 from .errors import LieStatsError
 
 __all__ = ["main", "build_parser"]
 
 EXIT_OK, EXIT_USAGE, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 2, 3, 130
 
-#: The checkout lie_stats runs from (its bundled ``datasets/`` and ``hypotheses/`` lie there).
-CHECKOUT = Path(__file__).resolve().parents[1]
 _WHERE = "./{0} when the current folder has one, else {0}/ of the checkout lie_stats runs from"
-
-
-def bundled(name: str) -> str:
-    """Where a bundled folder (``datasets``, ``hypotheses``) is looked for when no path is
-    given: ``./name`` when the current folder has one, else ``name/`` beside the ``lie_stats``
-    package (the repository checkout), else ``name`` (so that the error names it).
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> here = os.getcwd(); os.chdir(tempfile.mkdtemp())
-    >>> bundled("datasets") == str(CHECKOUT / "datasets") or not (CHECKOUT / "datasets").is_dir()
-    True
-    >>> os.mkdir("datasets"); bundled("datasets")
-    'datasets'
-    >>> os.chdir(here)
-    """
-    if Path(name).exists():
-        return name
-    candidate = CHECKOUT / name
-    return str(candidate) if candidate.is_dir() else name
 
 
 def _csv(text: str) -> tuple[str, ...]:

@@ -159,6 +159,53 @@ def is_module_file(path: str | os.PathLike) -> bool:
     return p.suffix == ".py" and not p.name.startswith("_") and p.name != "conftest.py"
 
 
+#: Names whose module-level use marks a file as declaring hypotheses (:func:`declares_specs`).
+DECLARING_NAMES = ("HypothesisSpec", "OutOfScope")
+#: Files larger than this are not read to look for declarations (not a hypothesis module).
+_SCAN_LIMIT = 2_000_000
+
+
+def declares_specs(path: str | os.PathLike) -> bool:
+    """Whether a ``.py`` file that is not a test module declares hypotheses, read without
+    importing it: it imports lie_stats and calls ``HypothesisSpec`` or ``OutOfScope`` (by
+    name or as an attribute) in a statement at module level. So ``pytest myhyp/`` collects
+    the hypothesis modules of any folder, as ``lie-stats run myhyp/`` does, and leaves other
+    files to pytest's own rules.
+
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "K1.py").write_text("import lie_stats as ls\nK1 = ls.HypothesisSpec(id='K1')\n")
+    >>> _ = (d / "util.py").write_text("def HypothesisSpec():\n    return 1\n")
+    >>> declares_specs(d / "K1.py"), declares_specs(d / "util.py")
+    (True, False)
+    """
+    import ast
+
+    p = Path(path)
+    try:
+        if not is_module_file(p) or not p.is_file() or p.stat().st_size > _SCAN_LIMIT:
+            return False
+        text = p.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    if "lie_stats" not in text or not any(n in text for n in DECLARING_NAMES):
+        return False
+    try:
+        tree = ast.parse(text, filename=str(p))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "import lie_stats" in text or "from lie_stats" in text  # collected, and its error shown
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+                if name in DECLARING_NAMES:
+                    return True
+    return False
+
+
 def under(path: str | os.PathLike, roots: Iterable[str | os.PathLike]) -> bool:
     """Whether ``path`` is one of ``roots`` or inside one of them (resolved paths).
 

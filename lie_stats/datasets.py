@@ -12,6 +12,14 @@ A dataset lives in ``datasets/<name>/`` beside a human ``README.md`` and a machi
 A card's *state* is ``"present"`` (every cube file exists), ``"buildable"`` (a cube is
 missing and ``needs`` is empty) or ``"needs data"`` (a cube is missing and something this
 machine lacks is needed, e.g. ``"hub access"``).
+
+A dataset may also be named by its cube file: a name ending in ``.nc`` (``"runs/my_sweep.nc"``,
+relative to the current folder, or absolute) is that cube, with a card made for it
+(:func:`cube_card`); it needs no folder and no ``dataset.toml``.
+
+Where no datasets folder is given, :func:`default_datasets_dir` is ``./datasets`` when the
+current folder has one, else the ``datasets/`` of the checkout lie_stats runs from, so the
+bundled datasets are found from any working folder.
 """
 
 from __future__ import annotations
@@ -29,6 +37,11 @@ if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
 __all__ = [
+    "CHECKOUT",
+    "bundled",
+    "default_datasets_dir",
+    "is_cube_path",
+    "cube_card",
     "CARD_FILE",
     "STATES",
     "DatasetError",
@@ -48,6 +61,45 @@ CARD_FILE = "dataset.toml"
 STATES = ("present", "buildable", "needs data")
 
 _REQUIRED = {"name": str, "title": str, "cubes": list, "build": str}
+#: The checkout lie_stats runs from: its bundled ``datasets/`` and ``hypotheses/`` lie there.
+CHECKOUT = Path(__file__).resolve().parents[1]
+#: The file suffix that makes a dataset name a cube file (see the module docstring).
+CUBE_SUFFIX = ".nc"
+
+
+def bundled(name: str) -> str:
+    """Where a bundled folder (``datasets``, ``hypotheses``) is looked for when no path is
+    given: ``./name`` when the current folder has one, else ``name/`` beside the ``lie_stats``
+    package (the repository checkout), else ``name`` (so that the error names it).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> here = os.getcwd(); os.chdir(tempfile.mkdtemp())
+    >>> bundled("datasets") == str(CHECKOUT / "datasets") or not (CHECKOUT / "datasets").is_dir()
+    True
+    >>> os.mkdir("datasets"); bundled("datasets")
+    'datasets'
+    >>> os.chdir(here)
+    """
+    if Path(name).exists():
+        return name
+    candidate = CHECKOUT / name
+    return str(candidate) if candidate.is_dir() else name
+
+
+def default_datasets_dir() -> Path:
+    """The datasets folder used when none is given (:func:`bundled`)."""
+    return Path(bundled("datasets"))
+
+
+def is_cube_path(name: str) -> bool:
+    """Whether a dataset name is a cube file rather than a card's name.
+
+    >>> is_cube_path("runs/my_sweep.nc"), is_cube_path("pico_pythia")
+    (True, False)
+    """
+    return str(name).endswith(CUBE_SUFFIX)
 _OPTIONAL = {"needs": str, "controls": list}
 
 
@@ -229,8 +281,38 @@ def list_datasets(root: str | Path = "datasets") -> list[DatasetCard]:
     return sorted(cards, key=lambda c: c.name)
 
 
-def find_dataset(name: str, root: str | Path = "datasets") -> DatasetCard:
-    """The card of dataset ``name``, with a suggestion on a typo.
+def cube_card(name: str) -> DatasetCard:
+    """The card of a dataset named by its cube file (``"runs/my_sweep.nc"``): the file,
+    relative to the current folder or absolute, is its one cube; there is no build command.
+
+    Raises
+    ------
+    DatasetError
+        The file does not exist, or is not a file (the message names both spellings).
+
+    Examples
+    --------
+    >>> try:
+    ...     cube_card("no/such/run.nc")
+    ... except DatasetError as e:
+    ...     print(str(e).split(":")[0])
+    Dataset 'no/such/run.nc'
+    """
+    path = Path(name).expanduser()
+    resolved = path if path.is_absolute() else Path.cwd() / path
+    if not resolved.is_file():
+        what = "is a folder, not a cube file" if resolved.is_dir() else "does not exist"
+        raise DatasetError(f"Dataset {name!r}: the cube file {str(resolved)!r} {what}; a dataset "
+                           f"named by a path ending in {CUBE_SUFFIX!r} is that cube file (relative "
+                           f"to the current folder), else name a dataset card.")
+    return DatasetCard(name=str(name), title=f"the cube {path.name}", cubes=(resolved.resolve(),),
+                       build="", needs="", folder=resolved.resolve().parent)
+
+
+def find_dataset(name: str, root: str | Path | None = "datasets") -> DatasetCard:
+    """The card of dataset ``name``, with a suggestion on a typo; a name ending in
+    ``.nc`` is that cube file (:func:`cube_card`). ``root`` None is
+    :func:`default_datasets_dir`.
 
     Raises
     ------
@@ -246,6 +328,10 @@ def find_dataset(name: str, root: str | Path = "datasets") -> DatasetCard:
     ...     print(str(e).split(".")[0])
     No dataset named 'toy' in ...
     """
+    if is_cube_path(name):
+        return cube_card(name)
+    if root is None:
+        root = default_datasets_dir()
     cards = {c.name: c for c in list_datasets(root)}
     if name not in cards:
         known = ", ".join(cards) or "none"
@@ -256,8 +342,10 @@ def find_dataset(name: str, root: str | Path = "datasets") -> DatasetCard:
     return cards[name]
 
 
-def load_dataset(name: str, root: str | Path = "datasets") -> "xr.Dataset":
-    """Open the cube(s) of dataset ``name`` (validated, loaded into memory).
+def load_dataset(name: str, root: str | Path | None = None) -> "xr.Dataset":
+    """Open the cube(s) of dataset ``name`` (validated, loaded into memory): a card's name
+    under ``root`` (by default :func:`default_datasets_dir`, so the bundled datasets are
+    found from any working folder) or a cube file (``"runs/my_sweep.nc"``).
 
     A dataset of several cube files is merged (:func:`lie_stats.cube.merge_shards`): models
     side by side, steps joined with NaN padding, provenance records concatenated.

@@ -130,8 +130,8 @@ class Engine:
 
     Parameters
     ----------
-    datasets_dir : path
-        The dataset cards' folder.
+    datasets_dir : path, optional
+        The dataset cards' folder (None: :func:`lie_stats.datasets.default_datasets_dir`).
     update : bool
         Re-pin: every evaluated verdict is written to its registry with its hash.
     registry : path, optional
@@ -139,7 +139,7 @@ class Engine:
         beside each hypothesis module.
     """
 
-    datasets_dir: Path
+    datasets_dir: Path | None = None
     update: bool = False
     registry: Path | None = None
     registries: dict = field(default_factory=dict)  # registry path -> its pins, read once
@@ -147,7 +147,9 @@ class Engine:
     changed: dict = field(default_factory=dict)  # key -> (pinned hash, hash now)
 
     def __post_init__(self) -> None:
-        self.datasets_dir = Path(self.datasets_dir).resolve()
+        from .datasets import default_datasets_dir
+
+        self.datasets_dir = Path(self.datasets_dir or default_datasets_dir()).resolve()
         if self.registry is not None:
             self.registry = Path(self.registry).resolve()
 
@@ -235,7 +237,7 @@ def check_paths(paths: Sequence[str | os.PathLike]) -> None:
 
 
 def run(paths: Sequence[str | os.PathLike] = ("hypotheses",), *,
-        datasets_dir: str | os.PathLike = "datasets", update_verdicts: bool = False,
+        datasets_dir: str | os.PathLike | None = None, update_verdicts: bool = False,
         registry: str | os.PathLike | None = None, strict: bool = False) -> ResultsTable:
     """Evaluate hypothesis modules without pytest: the same collection, evaluation,
     diagnosis, gates and pins as ``lie-stats run``, returned as a :class:`ResultsTable`
@@ -245,8 +247,9 @@ def run(paths: Sequence[str | os.PathLike] = ("hypotheses",), *,
     ----------
     paths : sequence of path
         Hypothesis modules, folders (any name) or ``file.py::<id>[<dataset>]`` node ids.
-    datasets_dir : path
-        The dataset cards' folder.
+    datasets_dir : path, optional
+        The dataset cards' folder; by default ``./datasets`` when the current folder has
+        one, else the bundled one.
     update_verdicts : bool
         Re-pin, as ``lie-stats run --update-verdicts``.
     registry : path, optional
@@ -270,7 +273,7 @@ def run(paths: Sequence[str | os.PathLike] = ("hypotheses",), *,
     from . import collect
 
     check_paths(paths)
-    engine = Engine(Path(datasets_dir), update=update_verdicts,
+    engine = Engine(Path(datasets_dir) if datasets_dir is not None else None, update=update_verdicts,
                     registry=Path(registry) if registry is not None else None)
     found = collect.collect(paths, datasets_dir=engine.datasets_dir, dirs=None)
     errors = [str(e) for e in found.errors]

@@ -69,6 +69,7 @@ class _State:
     outcomes: dict = field(default_factory=dict)  # result key -> pytest outcome
     declarations: collect.Declarations = field(default_factory=collect.Declarations)
     roots: tuple = ()  # with --lie-paths-are-hypotheses: the command line's paths
+    scan: tuple = ()  # paths whose modules are hypothesis modules when they declare specs
     #: The session ended by Ctrl-C (pytest's exit status 2 also means a collection error):
     #: set by pytest_keyboard_interrupt, read at session end.
     interrupted: BaseException | None = None
@@ -98,8 +99,10 @@ class _InterruptWatch:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("lie-stats", "lie_stats hypotheses (science tests)")
-    group.addoption("--lie-datasets", metavar="DIR", default="datasets",
-                    help="folder of dataset cards and cubes. Default: %(default)r")
+    group.addoption("--lie-datasets", metavar="DIR", default=None,
+                    help="folder of dataset cards and cubes. Default: ./datasets when the folder "
+                         "pytest runs from has one, else the datasets/ of the checkout lie_stats "
+                         "runs from (the bundled datasets)")
     group.addoption("--lie-reports", metavar="DIR", default=None,
                     help="folder the reports are written to. Default: a folder under the "
                          "system's temporary folder, one per project folder, so that a test "
@@ -119,6 +122,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "it). Default: %(default)r")
     parser.addini("lie_hypothesis_dirs", type="linelist", default=["hypotheses"],
                   help="names of folders whose *.py files are hypothesis modules")
+    parser.addini("lie_hypotheses", type="paths", default=[],
+                  help="folders (or files) whose modules that declare hypotheses are collected "
+                       "as hypothesis modules, whatever their folders' names; a folder or file "
+                       "given on the command line is always one")
 
 
 def default_reports_dir(project: str | os.PathLike) -> Path:
@@ -143,7 +150,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
     base = Path(config.invocation_params.dir)
     override = config.getoption("--lie-verdicts")
-    datasets = (base / config.getoption("--lie-datasets")).resolve()
+    given_datasets = config.getoption("--lie-datasets")
+    if given_datasets is not None:
+        datasets = (base / given_datasets).resolve()
+    else:  # ./datasets of the folder pytest runs from, else the bundled ones
+        from .datasets import CHECKOUT
+
+        datasets = base / "datasets" if (base / "datasets").is_dir() else CHECKOUT / "datasets"
+        datasets = datasets.resolve()
     given = config.getoption("--lie-reports")
     if given is not None:  # fail now, not after every item ran
         from .errors import LieStatsError
@@ -156,12 +170,16 @@ def pytest_configure(config: pytest.Config) -> None:
     roots: tuple = ()
     if config.getoption("--lie-paths-are-hypotheses"):
         roots = tuple((base / str(a).split("::")[0]).resolve() for a in config.args)
+    # the command line's paths and the ini's lie_hypotheses: modules declaring hypotheses
+    scan = tuple((base / str(a).split("::")[0]).resolve() for a in config.args)
+    scan += tuple(Path(p).resolve() for p in config.getini("lie_hypotheses"))
     engine = Engine(datasets, update=bool(config.getoption("--update-verdicts")),
                     registry=(base / override).resolve() if override else None)
     config.stash[_STATE] = _State(
         engine=engine,
         reports=(base / given).resolve() if given is not None else default_reports_dir(base),
         roots=roots,
+        scan=scan,
         figures=not config.getoption("--lie-no-figures"),
         declarations=collect.Declarations(datasets),
     )
@@ -176,8 +194,12 @@ def pytest_configure(config: pytest.Config) -> None:
 def _is_hypothesis_file(file_path: Path, config: pytest.Config) -> bool:
     if collect.is_hypothesis_file(file_path, config.getini("lie_hypothesis_dirs")):
         return True
-    roots = config.stash[_STATE].roots
-    return bool(roots) and collect.is_module_file(file_path) and collect.under(file_path, roots)
+    state = config.stash[_STATE]
+    if state.roots and collect.is_module_file(file_path) and collect.under(file_path, state.roots):
+        return True
+    if any(fnmatch.fnmatch(file_path.name, pat) for pat in config.getini("python_files")):
+        return False  # a test module: pytest's own rules
+    return bool(state.scan) and collect.under(file_path, state.scan) and collect.declares_specs(file_path)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Any:
@@ -451,7 +473,10 @@ def run(
     >>> run([tempfile.mkdtemp()], pytest_args=["-q", "-p", "no:cacheprovider"])  # doctest: +SKIP
     5
     """
-    args = [*map(str, paths), "--lie-datasets", str(datasets_dir), "--lie-reports", str(reports_dir),
+    # option=value in one token: pytest takes a separate value that is a path for a path of
+    # the run, and would put its rootdir above the datasets folder (the checkout), naming
+    # the user's modules relative to it ("../checkout/K1.py")
+    args = [*map(str, paths), f"--lie-datasets={datasets_dir}", f"--lie-reports={reports_dir}",
             "--lie-paths-are-hypotheses"]
     if update_verdicts:
         args.append("--update-verdicts")

@@ -290,8 +290,8 @@ def test_run_passes_the_plugin_options_to_pytest(monkeypatch):
     assert pytest_plugin.run(["h/B5.py", "h/B6.py"], datasets_dir="d", reports_dir="r",
                              update_verdicts=True, pytest_args=["-q", "-k", "B5"]) == 3
     assert seen == [
-        ["hypotheses", "--lie-datasets", "datasets", "--lie-reports", "reports", "--lie-paths-are-hypotheses"],
-        ["h/B5.py", "h/B6.py", "--lie-datasets", "d", "--lie-reports", "r", "--lie-paths-are-hypotheses",
+        ["hypotheses", "--lie-datasets=datasets", "--lie-reports=reports", "--lie-paths-are-hypotheses"],
+        ["h/B5.py", "h/B6.py", "--lie-datasets=d", "--lie-reports=r", "--lie-paths-are-hypotheses",
          "--update-verdicts", "-q", "-k", "B5"],
     ]
 

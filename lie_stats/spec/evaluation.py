@@ -186,20 +186,25 @@ def _without_controls(cube: Any, controls: Sequence[str]) -> Any:
     return cube.assign_attrs({CONTROLS_ATTR: tuple(str(m) for m in controls)})
 
 
-def evaluate(spec: HypothesisSpec, datasets_dir: str | Path = "datasets", *,
-             datasets: Sequence[str] | None = None) -> list[Result]:
+def evaluate(spec: HypothesisSpec, datasets_dir: str | Path | None = None, *,
+             datasets: Sequence[str] | None = None, cube: Any = None) -> list[Result]:
     """Evaluate a spec on each of its datasets (one :class:`Result` per dataset).
 
     A dataset whose cubes are absent gives a ``skipped`` result whose ``reason`` says what
-    is missing and whose ``build`` is the card's build command.
+    is missing and whose ``build`` is the card's build command. A dataset may be a card's
+    name or a cube file (``"runs/my_sweep.nc"``, :func:`lie_stats.datasets.cube_card`).
 
     Parameters
     ----------
     spec : HypothesisSpec
-    datasets_dir : str or Path
-        The folder of dataset cards.
+    datasets_dir : str or Path, optional
+        The folder of dataset cards; by default ``./datasets`` when the current folder has
+        one, else the bundled one (:func:`lie_stats.datasets.default_datasets_dir`).
     datasets : sequence of str, optional
         A subset of the spec's datasets (the plugin evaluates one per item).
+    cube : xarray.Dataset, optional
+        Evaluate on this cube in hand instead of the spec's datasets (one result, dataset
+        ``"<cube>"``; :func:`evaluate_cube`).
 
     Raises
     ------
@@ -221,8 +226,11 @@ def evaluate(spec: HypothesisSpec, datasets_dir: str | Path = "datasets", *,
     >>> r.verdict, r.build
     ('skipped', 'make toy')
     """
-    from ..datasets import card_cubes, find_dataset
+    from ..datasets import card_cubes, default_datasets_dir, find_dataset
 
+    if cube is not None:
+        return [evaluate_cube(spec, cube)]
+    datasets_dir = default_datasets_dir() if datasets_dir is None else datasets_dir
     check_datasets(spec, datasets_dir)
     names = list(spec.datasets if datasets is None else datasets)
     out = []

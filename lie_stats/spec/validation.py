@@ -247,8 +247,9 @@ def validate_params(spec: Any, params: Mapping[str, Any], kind: Any) -> None:
 
 
 
-def check_datasets(spec: Any, root: str | Path) -> None:
-    """Check that every dataset a spec names has a card under ``root``.
+def check_datasets(spec: Any, root: str | Path | None) -> None:
+    """Check that every dataset a spec names has a card under ``root`` (None: the default
+    datasets folder), or is a cube file that exists (a name ending in ``.nc``).
 
     Raises
     ------
@@ -269,10 +270,17 @@ def check_datasets(spec: Any, root: str | Path) -> None:
     ...     print(str(e).split(":")[0])
     demo.py
     """
-    from ..datasets import list_datasets
+    from ..datasets import DatasetError, cube_card, default_datasets_dir, is_cube_path, list_datasets
 
+    root = default_datasets_dir() if root is None else root
     known = [c.name for c in list_datasets(root)]
     for name in spec.datasets:
+        if is_cube_path(name):  # a cube file named directly: it must exist
+            try:
+                cube_card(name)
+            except DatasetError as e:
+                raise spec_error(spec, "datasets", str(e)) from e
+            continue
         if name not in known:
             raise spec_error(spec, "datasets",
                        f"unknown dataset {name!r}.{did_you_mean(name, known)} Datasets with a card "
