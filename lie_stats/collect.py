@@ -174,8 +174,8 @@ def declares_specs(path: str | os.PathLike) -> bool:
 
     >>> import pathlib, tempfile
     >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "K1.py").write_text("import lie_stats as ls\nK1 = ls.HypothesisSpec(id='K1')\n")
-    >>> _ = (d / "util.py").write_text("def HypothesisSpec():\n    return 1\n")
+    >>> _ = (d / "K1.py").write_text("import lie_stats as ls\\nK1 = ls.HypothesisSpec(id='K1')\\n")
+    >>> _ = (d / "util.py").write_text("def HypothesisSpec():\\n    return 1\\n")
     >>> declares_specs(d / "K1.py"), declares_specs(d / "util.py")
     (True, False)
     """

@@ -52,7 +52,7 @@ def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("project")
     make_datasets(root / "datasets")
     (root / "hyp").mkdir()
-    (root / "hyp" / "claims.py").write_text(textwrap.dedent(MODULE))
+    (root / "hyp" / "engine_claims.py").write_text(textwrap.dedent(MODULE))
     proc = cli("diagnose", "hyp", "--datasets", "datasets", "--n-sims", "20", cwd=root)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert (root / "hyp" / "diagnosis.json").is_file()

@@ -275,7 +275,7 @@ def test_options_are_documented_in_their_group(pytester):
     res = pytester.runpytest("--help")
     out = res.stdout.str()
     assert "lie_stats hypotheses (science tests)" in out
-    res.stdout.fnmatch_lines(["*--lie-datasets=DIR*Default: 'datasets'*"])
+    res.stdout.fnmatch_lines(["*--lie-datasets=DIR*Default: ./datasets", "*when the folder pytest runs from has one*"])
     for opt in ("--lie-reports=DIR", "--lie-verdicts=FILE", "--lie-no-figures", "--update-verdicts"):
         assert opt in out
     assert "lie_hypothesis_dirs" in out
