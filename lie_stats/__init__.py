@@ -5,7 +5,8 @@ and hypothesis module -> selection -> statistical test -> verdict -> report.
 
 The public API, in the style of xarray (``import lie_stats as ls``):
 
-* :func:`extract`: checkpoints -> a metric cube (NetCDF); :func:`open_cube` reads one,
+* :func:`extract`: checkpoints (folders, ``hf:`` ids, or model objects in memory) -> a metric
+  cube (an ``xarray.Dataset``; a NetCDF file only with ``out=``); :func:`open_cube` reads one,
   :func:`load_dataset` opens a dataset card's cube;
 * :class:`HypothesisSpec` (with :class:`Select`, :class:`Prediction`) declares a hypothesis,
   :class:`OutOfScope` a claim not testable here;
@@ -55,7 +56,7 @@ _LAZY = {
     "test_kinds": "lie_stats.spec",
     "open_cube": "lie_stats.cube",
     "load_dataset": "lie_stats.datasets",
-    "extract": "lie_stats.extraction",
+    "extract": "lie_stats.extract_api",
     "DatasetError": "lie_stats.datasets",
     "ProbeError": "lie_stats.probe",
 }

@@ -244,7 +244,8 @@ def _failed_of(ds: xr.Dataset) -> list[dict]:
     return json.loads(ds.attrs.get(schema.ATTR_FAILED, "[]"))
 
 
-def merge_shards(shards: Sequence[xr.Dataset], *, failed: Sequence[Mapping] = ()) -> xr.Dataset:
+def merge_shards(shards: Sequence[xr.Dataset], *, failed: Sequence[Mapping] = (),
+                 created: str | None = None) -> xr.Dataset:
     """Merge checkpoint shards (or cubes) into one cube.
 
     Checkpoints are ordered by model (first appearance) and step; models of different
@@ -258,6 +259,9 @@ def merge_shards(shards: Sequence[xr.Dataset], *, failed: Sequence[Mapping] = ()
     failed
         Checkpoints that could not be extracted, ``{"source", "revision", "error"}`` each;
         recorded in :data:`lie_stats.schema.ATTR_FAILED`.
+    created
+        The merged cube's ``created`` attribute (default: now, the time a cube is built;
+        opening cubes that were built before passes theirs, :func:`built_at`).
 
     Examples
     --------
@@ -283,26 +287,31 @@ def merge_shards(shards: Sequence[xr.Dataset], *, failed: Sequence[Mapping] = ()
         validate_cube(ds, where=f"shard {i} of {len(shards)} passed to merge_shards")
         all_failed += _failed_of(ds)
         records = provenance_of(ds)
+        present = _data_mask(ds)
         for mi, model in enumerate(ds[schema.MODEL].values.tolist()):
+            kept = []  # the steps of this model that hold data: one piece per (shard, model)
             for si, step in enumerate(ds[schema.STEP].values.tolist()):
-                sub = ds.isel({schema.MODEL: [mi], schema.STEP: [si]})
-                if not _has_data(sub):
+                if not present[mi, si]:
                     continue
                 key = (model, int(step))
                 if key in seen:
                     raise CubeError(f"Checkpoint {model!r} step {step} appears twice in the shards.")
                 seen.add(key)
-                if model not in per_model:
-                    model_order.append(model)
-                    per_model[model] = []
-                per_model[model].append(sub)
+                kept.append(si)
                 match = [r for r in records if r.get("model") == model and r.get("step") == step]
                 prov[key] = match[0] if match else (records[0] if len(records) == 1 else {})
+            if not kept:
+                continue
+            if model not in per_model:
+                model_order.append(model)
+                per_model[model] = []
+            per_model[model].append(ds.isel({schema.MODEL: [mi], schema.STEP: kept}))
     blocks = []
     for model in model_order:
         parts = sorted(per_model[model], key=lambda d: int(d[schema.STEP].values[0]))
-        blocks.append(xr.concat(parts, dim=schema.STEP, data_vars="all", coords="minimal",
-                                compat="override", join="outer"))
+        block = xr.concat(parts, dim=schema.STEP, data_vars="all", coords="minimal",
+                          compat="override", join="outer") if len(parts) > 1 else parts[0]
+        blocks.append(block.sortby(schema.STEP))
     merged = xr.concat(blocks, dim=schema.MODEL, data_vars="all", coords="minimal",
                        compat="override", join="outer", fill_value=np.nan)
     merged = merged.sortby(schema.STEP)
@@ -310,12 +319,63 @@ def merge_shards(shards: Sequence[xr.Dataset], *, failed: Sequence[Mapping] = ()
     for name in merged.data_vars:
         merged[name].attrs = _var_attrs(schema.VARIABLES[name])
     order = [(m, int(s)) for m in model_order for s in merged[schema.STEP].values if (m, int(s)) in prov]
-    merged.attrs = cf_global_attrs([prov[k] for k in order], all_failed)
+    merged.attrs = cf_global_attrs([prov[k] for k in order], all_failed, created=created)
     return merged
 
 
-def _has_data(ds: xr.Dataset) -> bool:
-    return any(bool(np.isfinite(v.values).any()) for v in ds.data_vars.values()) or not ds.data_vars
+def built_at(cubes: Sequence[xr.Dataset]) -> str | None:
+    """The latest ``created`` attribute of ``cubes`` (when the last of them was built), or None
+    when none records one: what a merge of cubes read from files keeps as its ``created``.
+
+    >>> built_at([xr.Dataset(attrs={"created": "2026-01-02T00:00:00+00:00"}),
+    ...           xr.Dataset(attrs={"created": "2026-03-01T00:00:00+00:00"}), xr.Dataset()])
+    '2026-03-01T00:00:00+00:00'
+    """
+    from datetime import datetime
+
+    times = []
+    for ds in cubes:
+        text = ds.attrs.get(schema.ATTR_CREATED)
+        try:
+            times.append((datetime.fromisoformat(str(text)), str(text)))
+        except (TypeError, ValueError):
+            continue
+    try:
+        return max(times)[1] if times else None
+    except TypeError:  # naive and aware times mixed: the last in text order
+        return max(t for _, t in times)
+
+
+def _finite_along(ds: xr.Dataset, dims: Sequence[str], *, kinds: str = "") -> dict[str, list[np.ndarray]]:
+    """For each ``dim`` of ``dims``: one bool ``[model, dim]`` array per variable having that
+    dim (of dtype kind in ``kinds``, any when empty), true where it holds a finite value.
+    Computed in one pass (one ``compute`` for a Dask cube, chunk by chunk)."""
+    reductions, names = {}, []
+    for dim in dims:
+        for name, var in ds.data_vars.items():
+            if dim not in var.dims or (kinds and var.dtype.kind not in kinds):
+                continue
+            finite = np.isfinite(var)
+            rest = [d for d in var.dims if d not in (schema.MODEL, dim)]
+            key = f"r{len(names)}"
+            reductions[key] = (finite.any(dim=rest) if rest else finite).transpose(schema.MODEL, dim)
+            names.append((dim, key))
+    computed = xr.Dataset(reductions).compute() if reductions else {}
+    out: dict[str, list[np.ndarray]] = {dim: [] for dim in dims}
+    for dim, key in names:
+        out[dim].append(np.asarray(computed[key].values))
+    return out
+
+
+def _data_mask(ds: xr.Dataset) -> np.ndarray:
+    """``[model, step]``: which checkpoints hold any finite value (all of them when the cube
+    has no variables)."""
+    mask = np.zeros((ds.sizes[schema.MODEL], ds.sizes[schema.STEP]), dtype=bool)
+    if not ds.data_vars:
+        return ~mask
+    for has in _finite_along(ds, [schema.STEP])[schema.STEP]:
+        mask |= has
+    return mask
 
 
 def _restore_coord_dtypes(ds: xr.Dataset) -> xr.Dataset:
@@ -376,16 +436,13 @@ def _check_model_shapes(ds: xr.Dataset, *, where: str) -> None:
     if schema.MODEL not in ds.dims:
         return
     models = [str(m) for m in ds[schema.MODEL].values.tolist()]
-    for coord, dim in (("n_layers", schema.LAYER), ("n_heads", schema.HEAD)):
-        if coord not in ds.coords or dim not in ds.dims:
-            continue
+    pairs = [(c, d) for c, d in (("n_layers", schema.LAYER), ("n_heads", schema.HEAD))
+             if c in ds.coords and d in ds.dims]
+    found = _finite_along(ds, [d for _, d in pairs], kinds="f")
+    for coord, dim in pairs:
         size = ds.sizes[dim]
         extent = np.zeros(len(models), dtype=np.int64)  # last index with data, + 1
-        for var in ds.data_vars.values():
-            if dim not in var.dims or var.dtype.kind != "f":
-                continue
-            finite = np.isfinite(var.transpose(schema.MODEL, dim, ...).values)
-            has = finite.reshape(finite.shape[0], finite.shape[1], -1).any(axis=2)
+        for has in found[dim]:
             last = np.where(has.any(axis=1), size - np.argmax(has[:, ::-1], axis=1), 0)
             extent = np.maximum(extent, last)
         for i, model in enumerate(models):
@@ -464,11 +521,18 @@ def validate_cube(ds: xr.Dataset, *, where: str = "<cube>") -> xr.Dataset:
     return ds
 
 
-def open_cube(path: str | os.PathLike, *, max_bytes: int = MAX_CUBE_BYTES) -> xr.Dataset:
+def open_cube(path: str | os.PathLike, *, max_bytes: int = MAX_CUBE_BYTES,
+              chunks: Any = None) -> xr.Dataset:
     """Open a cube written by :func:`write_cube`, load it into memory and validate it.
 
     The header is checked first: a file declaring more than ``max_bytes`` of variables
     (:data:`MAX_CUBE_BYTES`) is refused before anything is allocated.
+
+    With ``chunks`` (as ``xarray.open_dataset`` takes it: ``{}`` or ``"auto"`` for the file's
+    own chunks, ``{"step": 1}``, ...) the cube is opened lazily: its variables are Dask
+    arrays read from the file when computed, and the file stays open while the dataset is in
+    use (``ds.close()`` closes it). The checks of :func:`validate_cube` run chunk by chunk.
+    The ``created`` attribute is the file's: when the cube was built.
 
     Raises
     ------
@@ -492,16 +556,28 @@ def open_cube(path: str | os.PathLike, *, max_bytes: int = MAX_CUBE_BYTES) -> xr
     if not path.is_file():
         raise CubeError(f"{path}: no such cube file.")
     try:
-        with xr.open_dataset(path, engine="netcdf4") as lazy:  # the header only, no data yet
-            _check_declared_size(lazy, where=str(path), max_bytes=max_bytes)
-            ds = lazy.load()
+        if chunks is None:
+            with xr.open_dataset(path, engine="netcdf4") as lazy:  # the header only, no data yet
+                _check_declared_size(lazy, where=str(path), max_bytes=max_bytes)
+                ds = lazy.load()
+        else:
+            ds = xr.open_dataset(path, engine="netcdf4", chunks=chunks)
+            try:
+                _check_declared_size(ds, where=str(path), max_bytes=max_bytes)
+            except CubeError:
+                ds.close()
+                raise
     except (OSError, ValueError, RuntimeError) as e:
         raise CubeError(f"{path}: not a readable NetCDF4 cube ({e}).") from e
-    for name in ds.variables:
-        ds[name].encoding = {}
-    _check_index_coords(ds, where=str(path))  # before the casts to int64 hide a NaN
-    ds = _restore_coord_dtypes(ds)
-    return validate_cube(ds, where=str(path))
+    try:
+        for name in ds.variables:
+            ds[name].encoding = {}
+        _check_index_coords(ds, where=str(path))  # before the casts to int64 hide a NaN
+        ds = _restore_coord_dtypes(ds)
+        return validate_cube(ds, where=str(path))
+    except CubeError:
+        ds.close()  # a lazy cube holds the file open
+        raise
 
 
 def _nbytes(var: Any) -> int:

@@ -28,7 +28,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._io import inside
 from .errors import LieStatsError, did_you_mean
@@ -342,13 +342,16 @@ def find_dataset(name: str, root: str | Path | None = "datasets") -> DatasetCard
     return cards[name]
 
 
-def load_dataset(name: str, root: str | Path | None = None) -> "xr.Dataset":
+def load_dataset(name: str, root: str | Path | None = None, *, chunks: Any = None) -> "xr.Dataset":
     """Open the cube(s) of dataset ``name`` (validated, loaded into memory): a card's name
     under ``root`` (by default :func:`default_datasets_dir`, so the bundled datasets are
     found from any working folder) or a cube file (``"runs/my_sweep.nc"``).
 
     A dataset of several cube files is merged (:func:`lie_stats.cube.merge_shards`): models
-    side by side, steps joined with NaN padding, provenance records concatenated.
+    side by side, steps joined with NaN padding, provenance records concatenated; its
+    ``created`` attribute is the latest of the files' (when the last was built), not the time
+    it was opened. ``chunks`` opens the cubes lazily, as Dask arrays
+    (:func:`lie_stats.cube.open_cube`).
 
     Raises
     ------
@@ -373,7 +376,7 @@ def load_dataset(name: str, root: str | Path | None = None) -> "xr.Dataset":
             f"Build it with: {card.build}"
             + (f" (needs {card.needs})" if card.needs else "")
         )
-    return _open_cubes(card.cubes)
+    return _open_cubes(card.cubes, chunks=chunks)
 
 
 _CUBE_CACHE: dict[tuple, "xr.Dataset"] = {}
@@ -395,13 +398,14 @@ def card_cubes(card: DatasetCard) -> "xr.Dataset":
     return _CUBE_CACHE[key]
 
 
-def _open_cubes(paths: Sequence[Path]) -> "xr.Dataset":
+def _open_cubes(paths: Sequence[Path], *, chunks: Any = None) -> "xr.Dataset":
     from . import cube
 
-    cubes = [cube.open_cube(p) for p in paths]
+    cubes = [cube.open_cube(p, chunks=chunks) for p in paths]
     if len(cubes) == 1:
         return cubes[0]
-    combined = cube.merge_shards(cubes)  # provenance lists concatenated, NaN padding
+    # provenance lists concatenated, NaN padding; built when the last cube was, not now
+    combined = cube.merge_shards(cubes, created=cube.built_at(cubes))
     return cube.validate_cube(combined, where=" + ".join(map(str, paths)))
 
 

@@ -129,7 +129,10 @@ class ExtractOptions:
     probe
         A probe file (:func:`lie_stats.probe.save_probe`) for every source, or one probe per
         model: a mapping (or pairs) ``{model: file}``, ``model`` being the name a source gets
-        in the cube (models with different tokenizers need their own token ids). When given,
+        in the cube (models with different tokenizers need their own token ids). In place of
+        a file: a :class:`~lie_stats.probe.ProbeSet`, or token ids, a 2-d integer numpy array
+        or torch tensor ``(n_seq, seq_len)`` (recorded with tokenizer and first token
+        ``"unknown"``; build a ``ProbeSet`` to record them). When given,
         the activation metrics of METRICS.md §7-§8 are computed for every checkpoint too
         (forward and backward passes through the model's own implementation; needs the full
         checkpoint). A mapping must name every model of the run and no other
@@ -152,7 +155,7 @@ class ExtractOptions:
     tau: float = 0.5
     fold_ln: bool = False
     device: str = "auto"
-    probe: str | tuple[tuple[str, str], ...] | None = None
+    probe: Any = None  # str | ProbeSet | tuple[tuple[str, str | ProbeSet], ...] | None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "probe", _normalize_probe(self.probe))
@@ -184,13 +187,16 @@ class ExtractOptions:
         else:  # a probe's identity is its hash, not its path
             from .probe import load_probe
 
-            if isinstance(self.probe, str):
-                d["probe"] = load_probe(self.probe).sha256
-            else:  # one probe per model: {model: sha256}
-                d["probe"] = {m: load_probe(f).sha256 for m, f in self.probe}
+            def sha(p: Any) -> str:
+                return load_probe(p).sha256 if isinstance(p, str) else p.sha256
+
+            if isinstance(self.probe, tuple):  # one probe per model: {model: sha256}
+                d["probe"] = {m: sha(f) for m, f in self.probe}
+            else:
+                d["probe"] = sha(self.probe)
         return d
 
-    def probe_for(self, model: str) -> str | None:
+    def probe_for(self, model: str) -> Any:
         """The probe file of ``model``: the single probe, its entry in the mapping, or None.
 
         Raises
@@ -205,7 +211,7 @@ class ExtractOptions:
         ...
         lie_stats.errors.LieStatsError: No probe for model 'minilm_l3': the per-model probes name minilm_l6. Did you mean 'minilm_l6'? Give --probe minilm_l3=FILE (each model needs token ids of its own tokenizer).
         """
-        if self.probe is None or isinstance(self.probe, str):
+        if not isinstance(self.probe, tuple):
             return self.probe
         mapping = dict(self.probe)
         if model not in mapping:
@@ -234,7 +240,7 @@ class ExtractOptions:
         ...
         lie_stats.errors.LieStatsError: --probe: model 'mpnet' has no probe; the per-model probes name minilm_l6. Give --probe mpnet=FILE (each model needs token ids of its own tokenizer), or one --probe FILE for all.
         """
-        if self.probe is None or isinstance(self.probe, str):
+        if not isinstance(self.probe, tuple):
             return
         from .errors import did_you_mean
 
@@ -257,23 +263,43 @@ class ExtractOptions:
             )
 
 
-def _normalize_probe(probe: Any) -> str | tuple[tuple[str, str], ...] | None:
-    """``None``, a path (str), or a per-model mapping / pairs -> sorted ``(model, file)`` pairs."""
-    if probe is None:
-        return None
+def _probe_value(probe: Any) -> Any:
+    """A probe file as a path string; a ProbeSet as is; token ids (a 2-d integer numpy array
+    or torch tensor) as a ProbeSet; anything else None (not a probe)."""
     if isinstance(probe, (str, os.PathLike)):
         return os.fspath(probe)
+    from .probe import UNKNOWN_FIRST_TOKEN, ProbeSet
+
+    if isinstance(probe, ProbeSet):
+        return probe
+    if isinstance(probe, np.ndarray) or type(probe).__module__.startswith("torch"):
+        arr = probe.detach().cpu().numpy() if hasattr(probe, "detach") else np.asarray(probe)
+        return ProbeSet.from_tokens(arr, tokenizer="unknown (token ids given in memory)",
+                                    text_source="unknown (token ids given in memory)",
+                                    first_token=UNKNOWN_FIRST_TOKEN)
+    return None
+
+
+def _normalize_probe(probe: Any) -> Any:
+    """``None``, a path (str), a :class:`~lie_stats.probe.ProbeSet` or token ids (one
+    ProbeSet), or a per-model mapping / pairs -> sorted ``(model, file or ProbeSet)`` pairs."""
+    if probe is None:
+        return None
+    single = _probe_value(probe)
+    if single is not None:
+        return single
     items = list(probe.items()) if isinstance(probe, dict) else list(probe)
-    pairs: dict[str, str] = {}
+    pairs: dict[str, Any] = {}
     for item in items:
-        if not (isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str)
-                and item[0] and isinstance(item[1], (str, os.PathLike))):
+        value = _probe_value(item[1]) if isinstance(item, (tuple, list)) and len(item) == 2 else None
+        if not (value is not None and isinstance(item[0], str) and item[0]):
             raise ValueError(
-                f"probe={probe!r}: expected a probe file, or {{model: file}} / (model, file) pairs."
+                f"probe={probe!r}: expected a probe file, a ProbeSet or token ids, or "
+                f"{{model: probe}} / (model, probe) pairs."
             )
         if item[0] in pairs:
             raise ValueError(f"probe: model {item[0]!r} is given two probes ({pairs[item[0]]}, {item[1]}).")
-        pairs[item[0]] = os.fspath(item[1])
+        pairs[item[0]] = value
     if not pairs:
         raise ValueError("probe: an empty per-model mapping; give a probe file or {model: file}.")
     return tuple(sorted(pairs.items()))
@@ -283,14 +309,28 @@ def _normalize_probe(probe: Any) -> str | tuple[tuple[str, str], ...] | None:
 class Task:
     """One (model, checkpoint) unit of work, with the run's first checkpoint (METRICS.md §5.5)."""
 
-    checkpoint: Any  # lie_stats.sources.Checkpoint
+    checkpoint: Any  # lie_stats.sources.Checkpoint or lie_stats.memory.MemoryCheckpoint
     init: Any  # the first checkpoint of the same run
     key: str = field(default="")
+    #: The only checkpoint of its run, at a step other than 0 (or unknown): no first
+    #: checkpoint to measure ``change_from_init`` from, which is then NaN (METRICS.md §5.5).
+    no_init: bool = field(default=False)
 
     @property
     def label(self) -> str:
+        """``model@step``, ``model@revision``, or ``model (single checkpoint)``."""
         c = self.checkpoint
-        return f"{c.model}@{c.step if c.step is not None else c.revision}"
+        if c.step is not None:
+            return f"{c.model}@{c.step}"
+        if c.revision is not None:
+            return f"{c.model}@{c.revision}"
+        return f"{c.model} (single checkpoint)"
+
+
+#: The note a checkpoint without a first checkpoint of its run records (provenance ``init``).
+NO_INIT_NOTE = ("single checkpoint: its run's first checkpoint is not extracted, so "
+                "change_from_init is NaN (METRICS.md §5.5); extract the run's checkpoints "
+                "together, the first included, to measure it")
 
 
 #: How shard names are derived; written into each shard store (:data:`_KEYS_NAME`) so that a
@@ -299,19 +339,23 @@ SHARD_KEY_SCHEME = ("sha256 of [model, step, revision, path, the checkpoint's fi
                     "first checkpoint's files]")
 
 
-def _task_key(checkpoint: Any, init: Any) -> str:
+def _task_key(checkpoint: Any, init: Any, no_init: bool = False) -> str:
     """A shard's name: the checkpoint's identity and the hashes of its files and of its init's
     (``change_from_init`` depends on both), so that a changed file never reuses a shard."""
-    ident = json.dumps([checkpoint.model, checkpoint.step, checkpoint.revision, str(checkpoint.path),
-                        checkpoint.content_id(), init.content_id()])
-    return text_sha256(ident)[:16]
+    ident = [checkpoint.model, checkpoint.step, checkpoint.revision, str(checkpoint.path),
+             checkpoint.content_id(), init.content_id()]
+    if no_init:  # change_from_init NaN: never the shard of an earlier lie_stats (0.0 there)
+        ident.append("no_init")
+    return text_sha256(json.dumps(ident))[:16]
 
 
 def plan_tasks(sources: Sequence[str], *, revisions: str | Sequence[str] | None = None,
                names: Sequence[str] | None = None) -> list[Task]:
     """Resolve sources into tasks, each with the first checkpoint of its model as init.
 
-    Checkpoints without a step (a single folder) get step 0 and are their own init.
+    Checkpoints without a step (a single folder) get step 0 and are their own init. The only
+    checkpoint of its run, unless at step 0, has no init to compare with: its task is marked
+    ``no_init`` and its ``change_from_init`` is NaN (METRICS.md §5.5).
     ``names`` (one per source) names each source's model instead of its folder (or hub
     repository). Each task's key hashes the checkpoint's files (:meth:`Checkpoint.content_id`,
     computed once and reused by the provenance).
@@ -328,8 +372,6 @@ def plan_tasks(sources: Sequence[str], *, revisions: str | Sequence[str] | None 
 def _open_sources(sources: Sequence[str], *, revisions: str | Sequence[str] | None,
                   names: Sequence[str] | None) -> list[tuple[str, list]]:
     """``(source, checkpoints)`` of every source, named, with model names checked unique."""
-    from .sources import open_source
-
     if names is not None:
         names = list(names)
         if len(names) != len(sources):
@@ -345,8 +387,11 @@ def _open_sources(sources: Sequence[str], *, revisions: str | Sequence[str] | No
                 )
     opened: list[tuple[str, list]] = []
     origin: dict[str, str] = {}
+    from .memory import open_any, source_label
+
     for i, src in enumerate(sources):
-        checkpoints = open_source(src, revisions=revisions)
+        checkpoints = open_any(src, revisions=revisions)
+        src = source_label(src, checkpoints)
         if not checkpoints:
             raise CheckpointError(f"{src}: no checkpoint found (expected config.json, or step_N folders).")
         if names is not None:
@@ -374,8 +419,9 @@ def _tasks_of(opened: list[tuple[str, list]]) -> list[Task]:
         for model, cks in by_model.items():
             cks = sorted(cks, key=lambda c: (c.step is None, c.step or 0))
             init = cks[0]
+            no_init = len(cks) == 1 and cks[0].step != 0
             for c in cks:
-                tasks.append(Task(checkpoint=c, init=init, key=_task_key(c, init)))
+                tasks.append(Task(checkpoint=c, init=init, key=_task_key(c, init, no_init), no_init=no_init))
     return tasks
 
 
@@ -438,16 +484,19 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
     for name in per_layer[0]:
         axis = schema.VARIABLES[name].dims.index(schema.LAYER)
         stacked[name] = np.stack([a[name] for a in per_layer], axis=axis)
-    if init_error is not None:  # METRICS.md §5.5 needs the run's first checkpoint
+    if init_error is not None or task.no_init:  # METRICS.md §5.5 needs the run's first checkpoint
         stacked["change_from_init"] = np.full_like(stacked["change_from_init"], np.nan)
     act_attrs = None
     if options.probe is not None:
         from .activations import activation_metrics
         from .forms import functional_killing
+        from .memory import activation_target
         from .probe import load_probe
 
         t0 = time.perf_counter()
-        act = activation_metrics(ckpt.path, load_probe(options.probe_for(ckpt.model)), device=device)
+        probe = options.probe_for(ckpt.model)
+        probe = load_probe(probe) if isinstance(probe, str) else probe
+        act = activation_metrics(activation_target(ckpt), probe, device=device)
         for name in act:
             stacked[name] = np.asarray(act[name], dtype=np.float64)
         stacked["killing_functional"] = functional_killing(stacked["killing"], stacked["value_norm"])
@@ -464,7 +513,8 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
     prov.update(
         model=ckpt.model, step=step, device=str(device), options=options.result_key(),
         init={"step": init.step, "revision": init.revision, "path": str(init.path),
-              **({"error": init_error} if init_error is not None else {})},
+              **({"error": init_error} if init_error is not None else {}),
+              **({"note": NO_INIT_NOTE} if task.no_init else {})},
         timing={"read_s": round(t_read, 4), "compute_s": round(t_compute, 4)},
         torch_version=torch.__version__, metrics_version=schema.METRICS_VERSION,
         threads=thread_settings(),
@@ -748,8 +798,10 @@ def _check_configs(opened: list[tuple[str, list]], options: ExtractOptions) -> N
         for c in checkpoints:
             if c.model in seen:
                 continue
+            where = c.where if hasattr(c, "where") else str(c.path / "config.json")
             try:
-                shape = config_shape(c.config, source=str(c.path / "config.json"))
+                shape = (c.adapter().shape if getattr(c, "source", None) == "in memory"
+                         else config_shape(c.config, source=where))
             except LieStatsError:
                 continue
             seen.add(c.model)
@@ -758,10 +810,21 @@ def _check_configs(opened: list[tuple[str, list]], options: ExtractOptions) -> N
                 if kind == "fixed" and k > shape.d_model:
                     raise LieStatsError(
                         f"--projection {proj}: K={k} exceeds d_model={shape.d_model} of model "
-                        f"{c.model!r} ({c.path / 'config.json'}); a compression maps the residual "
+                        f"{c.model!r} ({where}); a compression maps the residual "
                         f"stream to at most its own dimension (METRICS.md §2). Expected "
                         f"fixed:K with K <= {shape.d_model}."
                     )
+
+
+def failure_record(task: Task, tasks: Sequence[Task], error: str) -> dict:
+    """The record of a failed checkpoint in a cube's ``failed_checkpoints`` (``first_of_run``
+    when the others of its run lost their init)."""
+    c = task.checkpoint
+    record = {"source": str(c.path), "model": c.model, "step": c.step, "revision": c.revision,
+              "error": error}
+    if task.init is c and any(t.init is c and t is not task for t in tasks):
+        record["first_of_run"] = True
+    return record
 
 
 def _extract_locked(tasks: list[Task], store: Path, out: Path, *, options: ExtractOptions,
@@ -780,11 +843,7 @@ def _extract_locked(tasks: list[Task], store: Path, out: Path, *, options: Extra
     for outcome in run_tasks(extract_checkpoint, todo, options, workers=workers, scheduler=scheduler):
         task = outcome.task
         if outcome.error is not None:
-            c = task.checkpoint
-            failures[task.key] = {"source": str(c.path), "model": c.model, "step": c.step,
-                                  "revision": c.revision, "error": outcome.error}
-            if task.init is c and any(t.init is c and t is not task for t in tasks):
-                failures[task.key]["first_of_run"] = True
+            failures[task.key] = failure_record(task, tasks, outcome.error)
             log.error("checkpoint %s failed: %s", log_text(task.label), log_text(outcome.error))
             tick(f"{task.label} FAILED")
             continue

@@ -27,6 +27,7 @@ from .errors import LieStatsError, did_you_mean
 
 __all__ = [
     "FIRST_TOKEN_KINDS",
+    "UNKNOWN_FIRST_TOKEN",
     "ProbeError",
     "ProbeSet",
     "probe_hash",
@@ -38,6 +39,10 @@ __all__ = [
 #: What a probe set may hold at position 0 of each sequence (METRICS.md §7: position 0 is the
 #: first token, ``[CLS]`` for encoders, ``<bos>`` for decoders, the first word when there is none).
 FIRST_TOKEN_KINDS = ("cls", "bos", "first_word")
+#: ``first_token`` of a probe made from bare token ids (:meth:`ProbeSet.from_tokens` called by
+#: an extraction given a token array): what position 0 holds was not said. Not for
+#: :func:`build_probe`, which knows it.
+UNKNOWN_FIRST_TOKEN = "unknown"
 
 #: Special-token spellings looked up when ``first_token_id`` / ``end_token_id`` are not given.
 _FIRST_TOKEN_NAMES = {
@@ -87,7 +92,8 @@ class ProbeSet:
     sha256 : str
         :func:`probe_hash` of ``tokens``; checked on construction.
     first_token : str
-        What position 0 holds: ``"cls"``, ``"bos"`` or ``"first_word"`` (recorded in the cube).
+        What position 0 holds: ``"cls"``, ``"bos"`` or ``"first_word"`` (recorded in the cube),
+        or ``"unknown"`` (:data:`UNKNOWN_FIRST_TOKEN`) for bare token ids.
 
     Raises
     ------
@@ -123,7 +129,7 @@ class ProbeSet:
             )
         if tokens.size and int(tokens.min()) < 0:
             raise ProbeError(f"Probe tokens hold a negative id ({int(tokens.min())}).")
-        if self.first_token not in FIRST_TOKEN_KINDS:
+        if self.first_token not in FIRST_TOKEN_KINDS + (UNKNOWN_FIRST_TOKEN,):
             raise ProbeError(
                 f"first_token={self.first_token!r} is not one of {FIRST_TOKEN_KINDS}."
                 f"{did_you_mean(str(self.first_token), FIRST_TOKEN_KINDS)}"

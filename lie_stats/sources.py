@@ -32,7 +32,8 @@ from .hub import (
     CONFIG_FILE, HF_PREFIX, _Hub, _hub_unreachable, _network_errors, _offline, _unreachable_error,
 )
 
-__all__ = ["Checkpoint", "open_source", "parse_step", "HF_PREFIX", "CONFIG_FILE"]
+__all__ = ["Checkpoint", "open_source", "parse_step", "model_name_of", "GENERIC_NAMES", "HF_PREFIX",
+           "CONFIG_FILE"]
 
 _ST_INDEX = "model.safetensors.index.json"
 _ST_SINGLE = "model.safetensors"
@@ -62,6 +63,57 @@ def parse_step(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+#: Folder names that name no model: a model is named after the nearest folder above them
+#: (``runs/pythia-ft/model`` is ``pythia-ft``), as it is above a step folder.
+GENERIC_NAMES = frozenset({"model", "models", "checkpoint", "checkpoints", "final", "final_model",
+                           "weights", "hf", "snapshots", "output", "outputs"})
+_HUB_CACHE_RE = re.compile(r"^models--[^/]+--(?P<name>.+)$")
+_COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+def model_name_of(path: str | os.PathLike) -> tuple[str | None, int | None]:
+    """The model name and step a path (or a hub id ``ORG/NAME``) gives.
+
+    The name is the last part that is neither a step folder (``step_N``, ...; its step is
+    returned), nor a generic folder name (:data:`GENERIC_NAMES`), nor a hub-cache commit
+    folder; a hub-cache folder ``models--ORG--NAME`` gives ``NAME``. None when no part
+    qualifies (then a caller asks for an explicit name).
+
+    Examples
+    --------
+    >>> model_name_of("runs/pythia-ft/model"), model_name_of("EleutherAI/pythia-70m")
+    (('pythia-ft', None), ('pythia-70m', None))
+    >>> model_name_of("/x/run/step_1000"), model_name_of("model")
+    (('run', 1000), (None, None))
+    >>> model_name_of("/hf/models--EleutherAI--pythia-160m/snapshots/" + "a" * 40)
+    ('pythia-160m', None)
+    """
+    parts = [p for p in re.split(r"[\\/]+", os.fspath(path)) if p not in ("", ".", "..")]
+    step = None
+    for part in reversed(parts):
+        s = parse_step(part)
+        if s is not None:
+            step = s if step is None else step
+            continue
+        if part.lower() in GENERIC_NAMES or _COMMIT_RE.match(part):
+            continue
+        m = _HUB_CACHE_RE.match(part)
+        return (m.group("name") if m else part), step
+    return None, step
+
+
+def _folder_model_name(folder: pathlib.Path, source: str) -> str:
+    """The model name of a local checkpoint or run folder (resolved): :func:`model_name_of`,
+    or an error asking for ``--name`` when every part of the path is generic."""
+    name, _ = model_name_of(folder)
+    if name is None:
+        raise CheckpointError(
+            f"{source}: the folder {str(folder)!r} gives no model name (its parts are generic, "
+            f"e.g. 'model'); name the model with --name (name= in Python)."
+        )
+    return name
+
+
 @dataclass
 class Checkpoint:
     """One checkpoint: a folder holding ``config.json`` and weights, read lazily.
@@ -69,8 +121,9 @@ class Checkpoint:
     Attributes
     ----------
     model : str
-        Model name: the folder's name (the run folder's for a checkpoint inside a run), or
-        ``ORG/NAME`` for the hub.
+        Model name: the folder's name (the run folder's for a checkpoint inside a run; a
+        generic folder name such as ``model`` is skipped for the folder above it,
+        :func:`model_name_of`), or ``ORG/NAME`` for the hub.
     step : int or None
         Training step parsed from ``step_N`` / ``stepN`` / ``checkpoint-N`` / revision ``stepN``.
     revision : str or None
@@ -644,6 +697,7 @@ def _open_local(source: str, revisions) -> list[Checkpoint]:
                     )
             chosen = _sorted_by_step(list(dict.fromkeys(revs)))
         out = []
+        run_name = _folder_model_name(root.resolve(), source)
         for name in chosen:
             folder = subdirs[name]
             if not (folder / CONFIG_FILE).is_file():
@@ -651,7 +705,7 @@ def _open_local(source: str, revisions) -> list[Checkpoint]:
                     f"{folder / CONFIG_FILE}: missing; every checkpoint folder of a run needs "
                     f"config.json (an interrupted save?)"
                 )
-            out.append(Checkpoint(root.resolve().name, parse_step(name), name, folder, source))
+            out.append(Checkpoint(run_name, parse_step(name), name, folder, source))
         return out
     if (root / CONFIG_FILE).is_file():
         if revs not in (None, "all"):
@@ -661,7 +715,7 @@ def _open_local(source: str, revisions) -> list[Checkpoint]:
             )
         resolved = root.resolve()
         step = parse_step(resolved.name)
-        model = resolved.parent.name if step is not None else resolved.name
+        model = _folder_model_name(resolved, source)
         return [Checkpoint(model, step, resolved.name if step is not None else None, root, source)]
     if (root / CONFIG_FILE).is_symlink():
         raise CheckpointError(f"{root / CONFIG_FILE}: {_bad_link(root / CONFIG_FILE)}")

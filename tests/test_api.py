@@ -19,7 +19,7 @@ def test_all_holds_the_documented_names_and_the_errors():
         value = getattr(ls, name)
         if name.endswith("Error"):
             assert issubclass(value, ls.LieStatsError), name
-    assert ls.extract.__module__ == "lie_stats.extraction" and callable(ls.extract)
+    assert ls.extract.__module__ == "lie_stats.extract_api" and callable(ls.extract)
     assert ls.open_cube.__module__ == "lie_stats.cube"
     assert ls.HypothesisSpec.__module__ == "lie_stats.spec.declaration"
 

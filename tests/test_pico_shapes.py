@@ -118,7 +118,7 @@ def test_the_cube_gives_the_predictors_their_own_values(smoke_a, tmp_path):
     out = tmp_path / "s.nc"
     srcs = [str(smoke_a / s.name) for s in shapes.SMOKE_SPECS]
     opts = ExtractOptions(families=("Q",), projections=("none",), null_draws=64, device="cpu")
-    cube, _ = ls.extract(srcs, out, options=opts, progress=False)
+    cube = ls.extract(srcs, out, options=opts, progress=False)
     af = cube["abelian_fraction"].sel(family="Q", projection="none").isel(step=-1)
     table = model_table(TestInput(arrays={"response": af}, params={}, prediction=Prediction("preferred"), reference={}))
     assert {"log2_d_head", "log2_n_heads", "log2_d_model", "d_head_over_d_model"} <= set(MODEL_PREDICTORS)

@@ -23,6 +23,9 @@ Modules
 ``gpt_neox``, ``gpt2``, ``llama``, ``bert``, ``gemma3``
     One module per family: Pythia; GPT-2; Llama, Mistral, Qwen2, Qwen3; BERT, RoBERTa, XLM-R,
     RoBERTa-PreLayerNorm, MPNet; Gemma3 (text). Each module's docstring describes its stored layout.
+``transformer_lens``
+    :class:`TransformerLensAdapter`, for TransformerLens ``HookedTransformer`` objects held in
+    memory (not registered: no ``config.json`` names it; :mod:`lie_stats.memory` builds it).
 
 Adding an architecture
 ----------------------
@@ -58,8 +61,10 @@ from .base import ATTENTION_EXTRAS, Adapter, LayerWeights, ModelShape
 from .parts import LAYER_CATEGORIES, param_category, parameter_parts
 from .registry import adapter_for, config_shape, register, registered, supported_architectures, unregister
 
-#: Modules of this package that are not architecture families.
-_INFRASTRUCTURE = ("base", "registry", "parts")
+#: Modules of this package that are not architecture families registered for ``config.json``
+#: model types: the shared machinery, and ``transformer_lens`` (the adapter of in-memory
+#: TransformerLens objects, built by :mod:`lie_stats.memory` and never chosen by a config).
+_INFRASTRUCTURE = ("base", "registry", "parts", "transformer_lens")
 #: The built-in families, in the order they register: the order in which
 #: :data:`SUPPORTED_ARCHITECTURES` and the unknown-architecture error list the model types.
 _BUILT_IN = ("gpt_neox", "gpt2", "llama", "bert", "gemma3")

@@ -161,15 +161,15 @@ def test_the_garbage_checkpoint_does_fail_when_its_weights_are_read(garbage_weig
 
 # ---------------------------------------------------------------------------- model names
 def test_two_sources_of_one_name_are_refused_before_any_work(ckpt, tmp_path, capsys):
-    a = shutil.copytree(ckpt, tmp_path / "a" / "model")
-    b = tmp_path / "b" / "model"
+    a = shutil.copytree(ckpt, tmp_path / "a" / "tiny")
+    b = tmp_path / "b" / "tiny"
     b.mkdir(parents=True)
     shutil.copy(ckpt / "config.json", b / "config.json")
     (b / "model.safetensors").write_bytes(b"\xff" * 64)  # reading it would fail otherwise
     out = tmp_path / "x.nc"
     code, err = _extract(capsys, a, b, "-o", out, *FAST)
     assert code == cli.EXIT_USAGE, err
-    assert f"sources {a} and {b} both give a model named 'model'" in err and "--name" in err, err
+    assert f"sources {a} and {b} both give a model named 'tiny'" in err and "--name" in err, err
     assert not out.exists() and not shard_dir(out).exists()
 
 
