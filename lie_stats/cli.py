@@ -11,7 +11,6 @@ found from any folder (:func:`lie_stats.datasets.bundled`).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 from ._version import __version__
 from .datasets import CHECKOUT, bundled  # noqa: F401 - CHECKOUT: where the bundled folders are
 from .errors import LieStatsError
+from .executors import Terminated, stop_on_signals
 
 __all__ = ["main", "build_parser"]
 
@@ -172,12 +172,11 @@ def _cmd_extract(args: argparse.Namespace) -> int:
         null_draws=args.null_draws, seed=args.seed, fold_ln=args.fold_ln, device=args.device,
         probe=_probe_arg(args.probe),
     )
-    with _sigterm_as_interrupt():
-        cube, failed = extract(args.sources, args.output, options=options, revisions=revisions,
-                               resume=args.resume, progress=not args.quiet,
-                               store_dtype=args.store_dtype, workers=args.workers,
-                               scheduler=args.scheduler, names=args.names, force=args.force,
-                               keep_shards=args.keep_shards)
+    cube, failed = extract(args.sources, args.output, options=options, revisions=revisions,
+                           resume=args.resume, progress=not args.quiet,
+                           store_dtype=args.store_dtype, workers=args.workers,
+                           scheduler=args.scheduler, names=args.names, force=args.force,
+                           keep_shards=args.keep_shards)
     n = len(provenance_of(cube))
     print(f"wrote {args.output}: {n} checkpoints, {cube.sizes['model']} model(s)")
     if failed:
@@ -199,26 +198,6 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM (``kill``, a job scheduler's time limit) handled as Ctrl-C: the finished shards
-    are kept, the command says to ``--resume`` and exits 130."""
-    import signal
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _cmd_info(args: argparse.Namespace) -> int:
     from .cube import describe_cube, open_cube
 
@@ -236,27 +215,13 @@ def _check_datasets_dir(path: str) -> None:
                             f"datasets/.")
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, handled as Ctrl-C: the run stops where it is and keeps the earlier report."""
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise _Terminated()
-
-
 def _cmd_run(args: argparse.Namespace) -> int:
-    import signal
-
     from .pytest_plugin import run
     from .report import check_reports_dir
 
     _check_datasets_dir(args.datasets)
     check_reports_dir(args.reports)  # before any evaluation: exit 2, not a traceback at the end
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        return _run(args, run)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    return _run(args, run)
 
 
 def _run(args: argparse.Namespace, run: object) -> int:
@@ -364,6 +329,24 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     return EXIT_OK if not found.errors else 1
 
 
+def _interrupted(args: argparse.Namespace, sigterm: bool) -> str:
+    """The one line said when a verb is stopped by SIGINT/SIGTERM: what is kept, what to do."""
+    what = "interrupted (SIGTERM)" if sigterm else "interrupted"
+    if args.verb == "run":
+        what = "terminated (SIGTERM)" if sigterm else "interrupted"
+        return (f"lie-stats run: {what}; no report was written, the earlier report in "
+                f"{args.reports} and the pinned verdicts are kept (rerun to write a new one).")
+    if args.verb == "extract":
+        return (f"lie-stats: {what}; finished checkpoints are kept in the shard store "
+                f"(rerun with --resume).")
+    if args.verb == "diagnose":
+        return (f"lie-stats diagnose: {what}; the results diagnosed so far are cached beside their "
+                f"modules (rerun to diagnose the rest).")
+    if args.verb == "export":
+        return f"lie-stats export: {what}; rerun to export every result to {args.output}."
+    return f"lie-stats {args.verb}: {what}."
+
+
 _COMMANDS = {"extract": _cmd_extract, "info": _cmd_info, "run": _cmd_run, "export": _cmd_export,
              "datasets": _cmd_datasets, "kinds": _cmd_kinds, "diagnose": _cmd_diagnose}
 
@@ -378,16 +361,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.verb in ("run", "export", "diagnose") and not args.paths:
         args.paths = [bundled("hypotheses")]
     try:
-        return _COMMANDS[args.verb](args)
+        # SIGINT and SIGTERM stop every verb as Ctrl-C does, and end the process (its worker
+        # processes included) within executors.STOP_BOUND_S whatever it is doing
+        with stop_on_signals():
+            return _COMMANDS[args.verb](args)
     except KeyboardInterrupt as e:
-        what = "terminated (SIGTERM)" if isinstance(e, _Terminated) else "interrupted"
-        if args.verb == "run":
-            print(f"lie-stats run: {what}; no report was written, the earlier report in "
-                  f"{args.reports} and the pinned verdicts are kept (rerun to write a new one).",
-                  file=sys.stderr)
-        else:
-            print("lie-stats: interrupted; finished checkpoints are kept in the shard store "
-                  "(rerun with --resume).", file=sys.stderr)
+        print(_interrupted(args, isinstance(e, Terminated)), file=sys.stderr)
         return EXIT_INTERRUPTED
     except (LieStatsError, ValueError) as e:
         from ._text import terminal_line  # messages quote names read from files and folders

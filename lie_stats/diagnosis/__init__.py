@@ -496,18 +496,14 @@ def diagnose_declarations(declarations: Iterable[Any], *, datasets_dir: str | os
                 progress.update(settings.n_sims - counted[0])
             record(i, w, cubes, code, diag, time.perf_counter() - start)
     else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from ..executors import fork_pool_map  # signal-safe: one SIGINT/SIGTERM ends the pool
 
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = {pool.submit(_diagnose_timed, w.spec, w.dataset, datasets_dir, settings):
-                       (i, w, cubes, code) for i, w, cubes, code in todo}
-            for future in as_completed(futures):
-                i, w, cubes, code = futures[future]
-                diag, seconds = future.result()
-                record(i, w, cubes, code, diag, seconds)
-                if progress is not None:
-                    progress.update(settings.n_sims)
+        calls = [(w.spec, w.dataset, datasets_dir, settings) for _, w, _, _ in todo]
+        for k, (diag, seconds) in fork_pool_map(_diagnose_timed, calls, jobs=jobs):
+            i, w, cubes, code = todo[k]
+            record(i, w, cubes, code, diag, seconds)
+            if progress is not None:
+                progress.update(settings.n_sims)
     return [done[i] for i in sorted(done)]
 
 

@@ -7,7 +7,9 @@ can catch, once its first shard exists. Expected:
 * the finished shards are kept, each a complete one-checkpoint cube, and no cube is written;
 * no orphan: the worker processes exit by themselves within a bounded time (Dask's
   ``AsyncProcess`` child exits as soon as the pipe its parent holds open is closed, which
-  the kernel does when the parent dies);
+  the kernel does when the parent dies). Each process of the run records its own pid and
+  start time as it starts (``tests/faults/pidhook``); which of them still run is read from
+  ``/proc`` after the driver is dead, never counted at a moment;
 * the shard store's lock is released the moment the driver is gone (``flock`` on a
   close-on-exec descriptor: the kernel drops it with the driver even while the workers
   are still alive), so nothing has to be cleaned by hand;
@@ -20,14 +22,11 @@ can catch, once its first shard exists. Expected:
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
 import sys
-import time
 
-import psutil
 import pytest
 import xarray as xr
 
@@ -36,6 +35,8 @@ from lie_stats.cube import open_cube, provenance_of
 from lie_stats.extraction import lock_store, shard_dir
 
 from .._checkpoints import make_run
+from . import _proc
+from ._run_helpers import wait_for
 
 STEPS = list(range(0, 80, 10))  # 8 checkpoints
 ARGS = ["--families", "Q", "--null-draws", "64", "--quiet"]
@@ -67,19 +68,6 @@ def _cmd(run, out, *extra) -> list[str]:
     return [sys.executable, "-m", "lie_stats", "extract", str(run), "-o", str(out), *ARGS, *extra]
 
 
-def _alive(procs: dict[int, float]) -> list[int]:
-    """Pids of ``{pid: create_time}`` still running (same pid and create time, not a zombie)."""
-    alive = []
-    for pid, created in procs.items():
-        try:
-            p = psutil.Process(pid)
-            if abs(p.create_time() - created) < 1e-3 and p.status() != psutil.STATUS_ZOMBIE:
-                alive.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return alive
-
-
 def _comparable(ds: xr.Dataset) -> xr.Dataset:
     """The cube without what legitimately differs between runs: creation time, wall times."""
     ds = ds.copy()
@@ -92,59 +80,33 @@ def test_sigkill_of_the_driver_keeps_shards_leaves_no_orphan_or_lock_and_resume_
         run_folder, tmp_path, monkeypatch):
     out = tmp_path / "out.nc"
     store = shard_dir(out)
-    proc = subprocess.Popen(_cmd(run_folder, out, "--workers", "2"), cwd=tmp_path, env=_env(),
+    pids = tmp_path / "pids"
+    proc = subprocess.Popen(_cmd(run_folder, out, "--workers", "2"), cwd=tmp_path, env=_proc.tracked_env(pids),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    driver = psutil.Process(proc.pid)
-    workers: dict[int, float] = {}  # pid -> create time, of every process below the driver
-    roles: dict[int, str] = {}
-    at_once: list[int] = []  # worker processes alive at each look
-
-    def look() -> None:
-        seen = []
-        for child in driver.children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                workers.setdefault(child.pid, child.create_time())
-                # classified again until it is a worker: a child seen between its fork and its
-                # exec still shows the driver's command line, and was counted "other" for good
-                if roles.get(child.pid) != "worker":
-                    roles[child.pid] = "worker" if "spawn_main" in " ".join(child.cmdline()) else "other"
-                seen.append(child.pid)
-        at_once.append(sum(roles.get(pid) == "worker" for pid in seen))
-
     try:
-        deadline = time.monotonic() + 240
-        while not list(store.glob("*.nc")):
-            assert proc.poll() is None, f"extract ended before any shard: {proc.communicate()}"
-            assert time.monotonic() < deadline, "no shard after 240 s"
-            look()
-            time.sleep(0.02)
-        look()  # the tree at the moment of the kill
+        wait_for(lambda: any(store.glob("*.nc")), proc, "the first shard", limit=240)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
-        t_dead = time.monotonic()
 
         # the lock went with the driver, at once, even if its workers are still exiting
         with lock_store(store):
             assert (store / "LOCK").read_text().startswith(f"{os.getpid()}@")
 
-        # no orphan: every process of the driver's tree exits on its own, within the bound
-        while _alive(workers) and time.monotonic() - t_dead < ORPHAN_BOUND_S:
-            time.sleep(0.05)
-        orphans = _alive(workers)
+        # no orphan: every process of the driver's tree, as each recorded itself when it
+        # started (a worker its nanny replaced included), exits on its own within the bound
+        records, orphans = _proc.tree_gone(pids, ORPHAN_BOUND_S)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        for pid in _alive(workers):  # never leave a process behind, even when failing
-            os.kill(pid, signal.SIGKILL)
+        _proc.kill_all(_proc.recorded(pids))  # never leave a process behind, even when failing
     assert proc.returncode == -signal.SIGKILL
-    # --workers 2: two worker processes alive at once. Counted at each look, not over the
-    # run: on a loaded machine Dask's nanny may replace a worker that exited, a third pid over
-    # the run but never a third worker at once (as tests/faults/test_load.py counts them);
-    # every pid seen, replaced ones included, must still be gone after the kill (below)
-    assert max(at_once) == 2, f"expected 2 worker processes alive at once: {at_once}, {roles}"
-    assert orphans == [], (f"processes of the killed driver still alive {ORPHAN_BOUND_S} s later: "
-                           f"{[(pid, roles[pid]) for pid in orphans]}")
+    # --workers 2: two worker processes started (each wrote its own record; a nanny may
+    # replace a worker on a loaded machine, a third record but never fewer than two)
+    workers = [r for r in records if _proc.is_worker(r)]
+    assert len(workers) >= 2, f"expected the 2 worker processes of --workers 2 to start: {records}"
+    assert orphans == [], (f"processes of the killed driver still alive {ORPHAN_BOUND_S} s after it: "
+                           f"{[(r['pid'], _proc.role(r)) for r in orphans]}")
 
     # the finished shards are kept, each complete; no cube
     assert not out.exists(), "a killed run wrote a cube"
