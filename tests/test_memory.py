@@ -165,6 +165,13 @@ def test_what_cannot_be_extracted_is_named(tmp_path):
     assert _prov(cube)[0]["dtype"] == "float16"
 
 
+def test_a_transformerlens_4_bridge_is_refused_with_what_to_pass_instead():
+    """TransformerLens 4 has no HookedTransformer; its TransformerBridge wraps a transformers model."""
+    bridge_class = type("TransformerBridge", (torch.nn.Module,), {"__module__": "transformer_lens.model_bridge.bridge"})
+    with pytest.raises(CheckpointError, match="TransformerBridge .* is not read: extract the transformers model"):
+        ls.extract(bridge_class(), **FAST)
+
+
 def test_tensors_hash_follows_the_weights():
     model = make_model("gpt2", seed=9, head=False)
     before = open_objects(model)[0].content_id()
