@@ -158,7 +158,9 @@ class ExtractOptions:
     probe: Any = None  # str | ProbeSet | tuple[tuple[str, str | ProbeSet], ...] | None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "probe", _normalize_probe(self.probe))
+        from .probe import probe_option
+
+        object.__setattr__(self, "probe", probe_option(self.probe))
         for fam in self.families:
             if fam not in schema.FAMILIES:
                 from .errors import did_you_mean
@@ -261,48 +263,6 @@ class ExtractOptions:
                 f"{', '.join(sorted(mapped))}. Give --probe {missing[0]}=FILE (each model needs token "
                 f"ids of its own tokenizer), or one --probe FILE for all."
             )
-
-
-def _probe_value(probe: Any) -> Any:
-    """A probe file as a path string; a ProbeSet as is; token ids (a 2-d integer numpy array
-    or torch tensor) as a ProbeSet; anything else None (not a probe)."""
-    if isinstance(probe, (str, os.PathLike)):
-        return os.fspath(probe)
-    from .probe import UNKNOWN_FIRST_TOKEN, ProbeSet
-
-    if isinstance(probe, ProbeSet):
-        return probe
-    if isinstance(probe, np.ndarray) or type(probe).__module__.startswith("torch"):
-        arr = probe.detach().cpu().numpy() if hasattr(probe, "detach") else np.asarray(probe)
-        return ProbeSet.from_tokens(arr, tokenizer="unknown (token ids given in memory)",
-                                    text_source="unknown (token ids given in memory)",
-                                    first_token=UNKNOWN_FIRST_TOKEN)
-    return None
-
-
-def _normalize_probe(probe: Any) -> Any:
-    """``None``, a path (str), a :class:`~lie_stats.probe.ProbeSet` or token ids (one
-    ProbeSet), or a per-model mapping / pairs -> sorted ``(model, file or ProbeSet)`` pairs."""
-    if probe is None:
-        return None
-    single = _probe_value(probe)
-    if single is not None:
-        return single
-    items = list(probe.items()) if isinstance(probe, dict) else list(probe)
-    pairs: dict[str, Any] = {}
-    for item in items:
-        value = _probe_value(item[1]) if isinstance(item, (tuple, list)) and len(item) == 2 else None
-        if not (value is not None and isinstance(item[0], str) and item[0]):
-            raise ValueError(
-                f"probe={probe!r}: expected a probe file, a ProbeSet or token ids, or "
-                f"{{model: probe}} / (model, probe) pairs."
-            )
-        if item[0] in pairs:
-            raise ValueError(f"probe: model {item[0]!r} is given two probes ({pairs[item[0]]}, {item[1]}).")
-        pairs[item[0]] = value
-    if not pairs:
-        raise ValueError("probe: an empty per-model mapping; give a probe file or {model: file}.")
-    return tuple(sorted(pairs.items()))
 
 
 @dataclass(frozen=True)

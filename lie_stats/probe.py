@@ -28,6 +28,7 @@ from .errors import LieStatsError, did_you_mean
 __all__ = [
     "FIRST_TOKEN_KINDS",
     "UNKNOWN_FIRST_TOKEN",
+    "probe_option",
     "ProbeError",
     "ProbeSet",
     "probe_hash",
@@ -338,6 +339,62 @@ def build_probe(text: str, tokenizer: Any, *, n_seq: int, seq_len: int, seed: in
 
 
 # ----------------------------------------------------------------------------- files
+def _one_probe(probe: Any) -> Any:
+    """A probe file as a path string; a ProbeSet as is; token ids (a 2-d integer numpy array
+    or torch tensor) as a ProbeSet; anything else None (not a probe)."""
+    if isinstance(probe, (str, os.PathLike)):
+        return os.fspath(probe)
+    if isinstance(probe, ProbeSet):
+        return probe
+    if isinstance(probe, np.ndarray) or type(probe).__module__.startswith("torch"):
+        arr = probe.detach().cpu().numpy() if hasattr(probe, "detach") else np.asarray(probe)
+        return ProbeSet.from_tokens(arr, tokenizer="unknown (token ids given in memory)",
+                                    text_source="unknown (token ids given in memory)",
+                                    first_token=UNKNOWN_FIRST_TOKEN)
+    return None
+
+
+def probe_option(probe: Any) -> Any:
+    """An extraction's ``probe`` option, normalized (:class:`lie_stats.extraction.ExtractOptions`):
+    ``None``; a file (a path string); a :class:`ProbeSet`, or token ids (a 2-d integer numpy
+    array or torch tensor, made a ProbeSet whose tokenizer, text source and first token are
+    "unknown"); or a per-model mapping / pairs -> sorted ``(model, file or ProbeSet)`` pairs.
+
+    Raises
+    ------
+    ValueError
+        Not one of those; a model given two probes; an empty mapping.
+
+    Examples
+    --------
+    >>> probe_option({"b": "pb.npz", "a": "pa.npz"})
+    (('a', 'pa.npz'), ('b', 'pb.npz'))
+    >>> probe_option(np.array([[5, 6, 7]])).first_token
+    'unknown'
+    """
+    if probe is None:
+        return None
+    single = _one_probe(probe)
+    if single is not None:
+        return single
+    items = list(probe.items()) if isinstance(probe, dict) else list(probe)
+    pairs: dict[str, Any] = {}
+    for item in items:
+        value = _one_probe(item[1]) if isinstance(item, (tuple, list)) and len(item) == 2 else None
+        if not (value is not None and isinstance(item[0], str) and item[0]):
+            raise ValueError(
+                f"probe={probe!r}: expected a probe file, a ProbeSet or token ids, or "
+                f"{{model: probe}} / (model, probe) pairs."
+            )
+        if item[0] in pairs:
+            raise ValueError(f"probe: model {item[0]!r} is given two probes ({pairs[item[0]]}, {item[1]}).")
+        pairs[item[0]] = value
+    if not pairs:
+        raise ValueError("probe: an empty per-model mapping; give a probe file or {model: file}.")
+    return tuple(sorted(pairs.items()))
+
+
+
 def save_probe(probe: ProbeSet, path: str | os.PathLike) -> pathlib.Path:
     """Write a probe set to ``path`` (``.npz``: ``tokens`` int64 and ``meta``, a JSON string),
     atomically (:func:`lie_stats._io.atomic_write`: an earlier file survives a failed write).
