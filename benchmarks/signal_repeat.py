@@ -215,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         print({k: v for k, v in row.items() if k != "stacks"}, flush=True)
 
     passed = sum(r["ok"] for r in rows)
+    reached = sum(r["exit"] == 130 for r in rows)
     lines = [
         "# One signal to `lie-stats extract --workers 2`, repeated",
         "",
@@ -233,7 +234,9 @@ def main(argv: list[str] | None = None) -> int:
         "exit status and whether its cube is identical to the uninterrupted in-process one",
         "(`identical`; for a run that finished before the signal, its own cube).",
         "",
-        f"**{passed} of {len(rows)} repetitions passed.**",
+        f"**{passed} of {len(rows)} repetitions passed.** In {reached} the signal reached a running driver "
+        f"(exit 130); in the {sum(r['exit'] == 0 for r in rows)} others with exit 0 the run had finished "
+        f"before the signal (its cube is checked instead).",
         "",
         "| rep | moment | signal | sent at (s) | shards then | exit | exit after (s) | processes (workers) "
         "| alive after 30 s | all gone after (s) | resume exit | cube | ok |",
