@@ -366,7 +366,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with stop_on_signals():
             return _COMMANDS[args.verb](args)
     except KeyboardInterrupt as e:
-        print(_interrupted(args, isinstance(e, Terminated)), file=sys.stderr)
+        from ._text import terminal_line  # the message names the user's paths
+
+        print(terminal_line(_interrupted(args, isinstance(e, Terminated))), file=sys.stderr)
         return EXIT_INTERRUPTED
     except (LieStatsError, ValueError) as e:
         from ._text import terminal_line  # messages quote names read from files and folders
