@@ -45,6 +45,12 @@ __all__ = [
     "lock_path",
     "file_lock",
     "inside",
+    "JSON_MAX_BYTES",
+    "JSON_MAX_DEPTH",
+    "read_json",
+    "loads_json",
+    "path_problem",
+    "expect_type",
 ]
 
 #: Permissions of what lie_stats writes for others to read (cubes, reports, indexes, pins);
@@ -318,3 +324,222 @@ def terminal_safe(text: Any, *, one_line: bool = False) -> str:
     from ._text import terminal_line
 
     return terminal_line(text)
+
+
+#: Bounds of a JSON metadata file (config.json, an index, results.json, verdicts.json, the
+#: diagnosis cache, a safetensors header), checked before it is parsed: Python's parser
+#: recurses once per level of nesting, so a file nested thousands of levels deep would end
+#: in a RecursionError rather than an error naming it. Real files stay far below both (the
+#: committed results.json is 1.4 MB, 6 levels deep; a config.json is a few levels deep).
+JSON_MAX_BYTES: int = 256 * 2**20
+JSON_MAX_DEPTH: int = 64
+
+_JSON_STRING = None
+
+
+def _json_depth(text: str) -> int:
+    """The deepest nesting of ``[`` / ``{`` in JSON text, counted without recursion (brackets
+    inside strings are not counted).
+
+    >>> _json_depth('{"a": [1, {"b": "[[["}]}'), _json_depth("3")
+    (3, 0)
+    """
+    import re
+
+    global _JSON_STRING
+    if _JSON_STRING is None:
+        _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+    raw = np.frombuffer(_JSON_STRING.sub('""', text).encode("utf-8", "replace"), dtype=np.uint8)
+    if raw.size == 0:
+        return 0
+    step = ((raw == ord("[")) | (raw == ord("{"))).astype(np.int64)
+    step -= ((raw == ord("]")) | (raw == ord("}"))).astype(np.int64)
+    return int(max(np.cumsum(step).max(), 0))
+
+
+def loads_json(text: str | bytes, *, where: str, what: str = "JSON",
+               error: type[Exception] = LieStatsError, max_depth: int = JSON_MAX_DEPTH,
+               max_bytes: int = JSON_MAX_BYTES) -> Any:
+    """Parse JSON text read from ``where``, its size and nesting checked first.
+
+    Raises ``error`` naming ``where`` and what was expected (never a RecursionError, a
+    MemoryError or a bare decoding error): text over ``max_bytes``, nested deeper than
+    ``max_depth``, not UTF-8, or not JSON.
+
+    Examples
+    --------
+    >>> loads_json('{"a": [1, 2]}', where="x.json")
+    {'a': [1, 2]}
+    >>> loads_json("[" * 5000 + "]" * 5000, where="deep.json")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lie_stats.errors.LieStatsError: deep.json: JSON nested 5000 levels deep; expected at most 64 ...
+    """
+    size = len(text)
+    if size > max_bytes:
+        raise error(f"{where}: {size} bytes of {what}, over the bound of {max_bytes} bytes "
+                    f"lie_stats reads; expected a small metadata file.")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise error(f"{where}: not UTF-8 text ({e}); expected {what}.") from None
+    depth = _json_depth(text)
+    if depth > max_depth:
+        raise error(f"{where}: JSON nested {depth} levels deep; expected at most {max_depth} "
+                    f"levels ({what}); nothing of it was parsed.")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:  # JSONDecodeError is a ValueError
+        raise error(f"{where}: not valid JSON ({e}); expected {what}.") from None
+
+
+def path_problem(path: str | os.PathLike, expected: str = "a regular file") -> str | None:
+    """Why ``path`` is not ``expected``, in words, or None when it is (or when it is simply
+    absent: the caller says what is missing). Nothing is opened, so a FIFO cannot block.
+
+    ``expected`` is ``"a regular file"`` or ``"a folder"``; the words name a folder, a FIFO,
+    a socket, a device, a dangling link, a link loop, a path too long for the file system
+    (``ENAMETOOLONG``) or a missing permission.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> path_problem(d)
+    'a folder, not a regular file'
+    >>> path_problem(d / "absent") is None, path_problem(d, "a folder") is None
+    (True, True)
+    >>> path_problem(d / ("x" * 300))  # doctest: +ELLIPSIS
+    'a path too long for the file system (a name of 300 bytes; the file system allows ...'
+    """
+    import errno
+    import stat
+
+    path = Path(path)
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ENAMETOOLONG:
+            longest = max((len(os.fsencode(p)) for p in path.parts), default=0)
+            try:
+                name_max = os.pathconf(_existing_parent(path), "PC_NAME_MAX")
+            except (OSError, ValueError):
+                name_max = 255
+            return (f"a path too long for the file system (a name of {longest} bytes; the file "
+                    f"system allows {name_max} bytes per name; the whole path has "
+                    f"{len(os.fsencode(str(path)))} bytes); expected {expected} at a shorter path")
+        if e.errno == errno.ELOOP:
+            return f"a symbolic link loop, not {expected}"
+        if e.errno in (errno.EACCES, errno.EPERM):
+            return f"not readable: no permission to look at it ({e.strerror}); expected {expected}"
+        if e.errno == errno.ENOTDIR:
+            return None  # a parent is a file: simply absent
+        if e.errno == errno.ENOENT:
+            if os.path.islink(path):
+                return f"a dangling symbolic link to {os.readlink(path)!r}, not {expected}"
+            return None
+        return f"unreadable ({e.strerror}); expected {expected}"
+    kinds = [(stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a folder"),
+             (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")]
+    kind = next((name for test, name in kinds if test(st.st_mode)), "a special file")
+    return None if kind == expected else f"{kind}, not {expected}"
+
+
+def _existing_parent(path: Path) -> Path:
+    for parent in [path, *path.parents]:
+        try:
+            if parent.is_dir():
+                return parent
+        except OSError:
+            continue
+    return Path("/")
+
+
+def read_json(path: str | os.PathLike, *, what: str = "JSON", where: str | None = None,
+              error: type[Exception] = LieStatsError, max_depth: int = JSON_MAX_DEPTH,
+              max_bytes: int = JSON_MAX_BYTES) -> Any:
+    """Read a JSON metadata file with its kind, size and nesting checked before parsing
+    (:func:`loads_json`); one bounded reader for every JSON file lie_stats reads.
+
+    Raises ``error`` naming ``where`` (default: the path) when the path is not a regular
+    file (a folder, a FIFO: nothing is opened), is over ``max_bytes``, is nested deeper
+    than ``max_depth``, or is not JSON. A missing file raises ``FileNotFoundError`` (the
+    caller knows what a missing file means).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.json"
+    >>> _ = p.write_text('{"n": 1}')
+    >>> read_json(p)
+    {'n': 1}
+    >>> _ = p.write_text('{"n": ' * 3000)
+    >>> read_json(p, what="a config")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lie_stats.errors.LieStatsError: ...c.json: JSON nested 3000 levels deep; expected at most 64 levels (a config); ...
+    """
+    path = Path(path)
+    where = str(path) if where is None else where
+    problem = path_problem(path)
+    if problem is not None:
+        raise error(f"{where}: {problem}; expected {what}.")
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise error(f"{where}: cannot read it ({e.strerror}); expected {what}.") from None
+    if size > max_bytes:
+        raise error(f"{where}: {size} bytes, over the bound of {max_bytes} bytes lie_stats reads "
+                    f"for {what}; nothing of it was parsed.")
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise error(f"{where}: cannot read it ({e.strerror}); expected {what}.") from None
+    return loads_json(data, where=where, what=what, error=error, max_depth=max_depth,
+                      max_bytes=max_bytes)
+
+
+def expect_type(value: Any, types: type | tuple[type, ...], *, where: str, field: str,
+                expected: str, error: type[Exception] = LieStatsError) -> Any:
+    """``value`` when it is an instance of ``types`` (a bool is not a number here), else
+    ``error`` naming ``where``, ``field`` and ``expected``.
+
+    >>> expect_type(3, int, where="c.json", field="n_layer", expected="an integer")
+    3
+    >>> expect_type([3], int, where="c.json", field="n_layer", expected="an integer")
+    Traceback (most recent call last):
+    ...
+    lie_stats.errors.LieStatsError: c.json: field 'n_layer' is a list ([3]); expected an integer.
+    """
+    types = types if isinstance(types, tuple) else (types,)
+    is_bool = isinstance(value, (bool, np.bool_))
+    if isinstance(value, types) and not (is_bool and bool not in types and np.bool_ not in types):
+        return value
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    raise error(f"{where}: field {field!r} is {_kind(value)} ({shown}); expected {expected}.")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, (bool, np.bool_)):
+        return "a boolean"
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape}"
+    names = {str: "a string", int: "an integer", float: "a number", list: "a list", dict: "an object",
+             tuple: "a list"}
+    for t, name in names.items():
+        if isinstance(value, t):
+            return name
+    if isinstance(value, np.integer):
+        return "an integer"
+    if isinstance(value, np.floating):
+        return "a number"
+    return f"a {type(value).__name__}"

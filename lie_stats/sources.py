@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from ._io import file_sha256
+from ._io import file_sha256, loads_json, path_problem, read_json
 from .architectures import Adapter, LayerWeights, adapter_for
 from .errors import CheckpointError, did_you_mean
 from .hub import (
@@ -42,11 +42,51 @@ _BIN_SINGLE = "pytorch_model.bin"
 #: Weight layouts, in the order they are looked for.
 _LAYOUTS = (_ST_INDEX, _ST_SINGLE, _BIN_INDEX, _BIN_SINGLE)
 _STEP_RE = re.compile(r"^(?:step_?|checkpoint-|global_step)(\d+)$")
+#: Names that look like checkpoint folders of a run (``step_-1``, ``step_abc``) but whose step
+#: cannot be parsed: listed as ignored (a notice, and the cube's provenance), never silently.
+_STEP_LIKE_RE = re.compile(r"^(?:step|checkpoint-|global_step)", re.IGNORECASE)
 _ST_DTYPES = {
     "F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
     "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2", "I64": "int64", "I32": "int32",
     "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool",
 }
+
+
+#: The largest safetensors header read (the format's own readers stop at 100 MB).
+_ST_HEADER_MAX = 100 * 2**20
+
+
+def _check_st_header(path: pathlib.Path, where: str) -> None:
+    """A safetensors file's JSON header, bounded in size and nesting before any parser sees
+    it (:func:`lie_stats._io.loads_json`), and a JSON object."""
+    import struct
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+            if len(head) < 8:
+                raise CheckpointError(f"{where}: not a readable safetensors file ({len(head)} bytes; "
+                                      f"expected an 8-byte header length, then a JSON header)")
+            (n,) = struct.unpack("<Q", head)
+            if n > _ST_HEADER_MAX:
+                raise CheckpointError(f"{where}: not a readable safetensors file (its header "
+                                      f"claims {n} bytes; expected at most {_ST_HEADER_MAX})")
+            raw = fh.read(n)
+    except OSError as e:
+        raise CheckpointError(f"{where}: cannot read it ({e.strerror})") from e
+    if len(raw) < n:
+        raise CheckpointError(f"{where}: not a readable safetensors file (the header claims {n} "
+                              f"bytes; the file holds {len(raw)} after the length)")
+    header = loads_json(raw.rstrip(b" \x00"), where=where, error=CheckpointError,
+                        what="a safetensors header {tensor name: {dtype, shape, data_offsets}}",
+                        max_bytes=_ST_HEADER_MAX, max_depth=4)
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{where}: not a readable safetensors file (its header is a JSON "
+                              f"{type(header).__name__}; expected an object)")
+
+
+def _kind_of(layout: str | None) -> str:
+    return "bin" if layout is not None and layout.startswith("pytorch_model") else "safetensors"
 
 
 def parse_step(name: str) -> int | None:
@@ -153,6 +193,10 @@ class Checkpoint:
     path: pathlib.Path
     source: str
     _hub: _Hub | None = field(default=None, repr=False, compare=False, kw_only=True)
+    #: Entries of the run folder that look like checkpoint folders but were left out (a step
+    #: that is not a non-negative integer, a file of a step's name), with why; recorded in
+    #: the provenance and shown as a notice by ``lie-stats extract``.
+    ignored: tuple[str, ...] = field(default=(), compare=False, kw_only=True)
 
     def __post_init__(self) -> None:
         self.path = pathlib.Path(self.path)
@@ -165,6 +209,9 @@ class Checkpoint:
         self._hashes: dict[str, str] = {}
         self._adapter: Adapter | None = None
         self._dtypes: dict[str, str] = {}            # tensor name -> stored dtype (tensors read)
+        self._others: list[str] = []                 # other weight layouts present (local)
+        self._alt: Checkpoint | None = None          # the same folder read through another layout
+        self._prefer: str | None = None              # the layout to read (the alternative's)
 
     # ------------------------------------------------------------------ pickling (workers)
     def __getstate__(self) -> dict:
@@ -183,10 +230,13 @@ class Checkpoint:
         p = self.path / filename
         if self._hub is not None and filename not in self._hub.fetched:
             return self._hub.fetch(filename, missing_ok=missing_ok)
+        if p.is_symlink() and not p.exists():  # present but unusable: say so rather than "not found"
+            raise CheckpointError(f"{self._where(filename)}: {_bad_link(p)}")
+        problem = path_problem(p)  # a folder, a FIFO, a path too long: not "not found"
+        if problem is not None:
+            raise CheckpointError(f"{self._where(filename)}: {problem}")
         if p.is_file():
             return p
-        if p.is_symlink():  # present but unusable: say so rather than "not found"
-            raise CheckpointError(f"{self._where(filename)}: {_bad_link(p)}")
         if missing_ok:
             return None
         raise CheckpointError(f"{self._where(filename)}: file not found")
@@ -211,10 +261,8 @@ class Checkpoint:
                     f"{self._where(CONFIG_FILE)}: missing; a checkpoint folder needs config.json "
                     f"next to its weights ({', '.join(_LAYOUTS)})"
                 )
-            try:
-                cfg = json.loads(path.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                raise CheckpointError(f"{self._where(CONFIG_FILE)}: not valid JSON ({e})") from e
+            cfg = read_json(path, where=self._where(CONFIG_FILE), error=CheckpointError,
+                            what="a JSON object (the model's configuration)")
             if not isinstance(cfg, dict):
                 raise CheckpointError(
                     f"{self._where(CONFIG_FILE)}: expected a JSON object, got {type(cfg).__name__}"
@@ -225,10 +273,11 @@ class Checkpoint:
 
     def _load_index_json(self, filename: str) -> dict[str, str]:
         path = self._local(filename)
+        data = read_json(path, where=self._where(filename), error=CheckpointError,
+                         what="a JSON object with a 'weight_map' {tensor name: file}")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
             weight_map = data["weight_map"]
-        except (json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError) as e:
+        except (TypeError, KeyError) as e:
             raise CheckpointError(
                 f"{self._where(filename)}: expected a JSON object with a 'weight_map' "
                 f"{{tensor name: file}} ({type(e).__name__}: {e})"
@@ -246,10 +295,16 @@ class Checkpoint:
         if self._index is not None:
             return self._index
         found = None
-        for layout in _LAYOUTS:
+        present = []
+        for layout in (_LAYOUTS if self._prefer is None else (self._prefer,)):
             if self._local(layout, missing_ok=True) is not None:
-                found = layout
-                break
+                present.append(layout)
+                if self._hub is not None:  # a hub revision: the first layout, nothing more fetched
+                    break
+        found = present[0] if present else None
+        if self._prefer is None and self._hub is None:
+            # model.safetensors beside pytorch_model.bin: read both, and refuse if they disagree
+            self._others = [lay for lay in present[1:] if _kind_of(lay) != _kind_of(found)]
         others = []
         if found is None and self._hub is None:
             others = sorted(p.name for p in self.path.glob("*.safetensors"))
@@ -279,6 +334,8 @@ class Checkpoint:
         from safetensors import safe_open
 
         path = self._local(filename)
+        if filename not in self._st_headers:
+            _check_st_header(path, self._where(filename))
         try:
             return safe_open(str(path), framework="pt", device="cpu")
         except Exception as e:  # safetensors raises SafetensorError / OSError
@@ -393,7 +450,38 @@ class Checkpoint:
                 )
             t = state[name]
         self._dtypes[name] = str(t.dtype).removeprefix("torch.")
+        if self._others:
+            self._check_agrees(name, t)
         return t
+
+    def _check_agrees(self, name: str, t: torch.Tensor) -> None:
+        """The same tensor read through the other weight layout of the folder
+        (``pytorch_model.bin`` beside ``model.safetensors``) must hold the same values; the
+        folder is ambiguous otherwise, and which file the metrics came from would be a guess."""
+        if self._alt is None:
+            self._alt = Checkpoint(self.model, self.step, self.revision, self.path, self.source)
+            self._alt._prefer = self._others[0]
+        ours, theirs = self._layout, self._others[0]
+        try:
+            other = self._alt.get_tensor(name)
+        except CheckpointError as e:
+            other, why = None, str(e)
+        else:
+            why = None
+            if other.shape != t.shape:
+                why = f"shape {tuple(t.shape)} in {ours}, {tuple(other.shape)} in {theirs}"
+            elif not torch.equal(t.to(torch.float64), other.to(torch.float64)):
+                diff = (t.to(torch.float64) - other.to(torch.float64)).abs().max().item()
+                why = f"values differ by up to {diff:.3g}"
+        for f in self._alt.files_read:
+            self._note_read(f)
+        self._alt.close()
+        if why is not None:
+            raise CheckpointError(
+                f"{self._where('')}: holds both {ours} and {theirs}, and they disagree on tensor "
+                f"{name!r} ({why}); expected one set of weights. Remove the file that is not "
+                f"the checkpoint (or move it away) and extract again."
+            )
 
     def stored_dtype(self, name: str) -> str:
         """Stored dtype of a tensor, from the file header where possible (no data read)."""
@@ -468,6 +556,7 @@ class Checkpoint:
             index = self._weight_index()
             files = [CONFIG_FILE] + ([self._layout] if self._layout in (_ST_INDEX, _BIN_INDEX) else [])
             files += sorted(set(index.values()) - set(files))
+            files += [f for f in self._others if f not in files]  # compared with: part of the result
             ident = {f: self._hash(f) for f in files}
         except (CheckpointError, OSError):
             ident = {}
@@ -569,6 +658,7 @@ class Checkpoint:
             "dtype": ",".join(dtypes),
             "architecture": adapter.shape.architecture,
             "shape": shape,
+            **({"ignored_in_run_folder": list(self.ignored)} if self.ignored else {}),
         }
 
     def close(self) -> None:
@@ -665,6 +755,10 @@ def _bad_link(path: pathlib.Path, expected: str = "a regular file") -> str:
 
 def _open_local(source: str, revisions) -> list[Checkpoint]:
     root = pathlib.Path(source).expanduser()
+    problem = path_problem(root, "a folder")
+    if problem is not None and not problem.startswith("a regular file"):
+        raise CheckpointError(f"{source}: {problem} (a checkpoint folder with config.json and "
+                              f"weights, or a run folder of step_N folders)")
     if not root.exists():
         hint = ""
         if source.count("/") == 1 and not source.startswith((".", "/", "~")):
@@ -677,6 +771,12 @@ def _open_local(source: str, revisions) -> list[Checkpoint]:
         if p.is_symlink() and not p.exists():
             raise CheckpointError(f"{p}: {_bad_link(p, 'a checkpoint folder')}")
     subdirs = {p.name: p for p in entries if p.is_dir()}
+    ignored = tuple(sorted(
+        [f"{p.name} (not a step number: expected step_N, stepN, checkpoint-N or global_stepN "
+         f"with N a non-negative integer)"
+         for p in root.iterdir() if parse_step(p.name) is None and _STEP_LIKE_RE.match(p.name)
+         and p.is_dir()]
+        + [f"{p.name} ({path_problem(p, 'a folder')})" for p in entries if not p.is_dir()]))
     revs = _as_list(revisions)
     if subdirs:
         steps: dict[int, str] = {}
@@ -700,12 +800,16 @@ def _open_local(source: str, revisions) -> list[Checkpoint]:
         run_name = _folder_model_name(root.resolve(), source)
         for name in chosen:
             folder = subdirs[name]
+            problem = path_problem(folder / CONFIG_FILE)
+            if problem is not None:
+                raise CheckpointError(f"{folder / CONFIG_FILE}: {problem}; expected the JSON "
+                                      f"configuration of the checkpoint")
             if not (folder / CONFIG_FILE).is_file():
                 raise CheckpointError(
                     f"{folder / CONFIG_FILE}: missing; every checkpoint folder of a run needs "
                     f"config.json (an interrupted save?)"
                 )
-            out.append(Checkpoint(run_name, parse_step(name), name, folder, source))
+            out.append(Checkpoint(run_name, parse_step(name), name, folder, source, ignored=ignored))
         return out
     if (root / CONFIG_FILE).is_file():
         if revs not in (None, "all"):
@@ -719,9 +823,14 @@ def _open_local(source: str, revisions) -> list[Checkpoint]:
         return [Checkpoint(model, step, resolved.name if step is not None else None, root, source)]
     if (root / CONFIG_FILE).is_symlink():
         raise CheckpointError(f"{root / CONFIG_FILE}: {_bad_link(root / CONFIG_FILE)}")
+    problem = path_problem(root / CONFIG_FILE)
+    if problem is not None:
+        raise CheckpointError(f"{root / CONFIG_FILE}: {problem}; expected the JSON configuration "
+                              f"of the checkpoint")
+    left_out = f"; left out: {', '.join(ignored)}" if ignored else ""
     raise CheckpointError(
         f"{source}: neither a checkpoint folder ({CONFIG_FILE} missing) nor a run folder "
-        f"(no subfolders named step_N, stepN or checkpoint-N)"
+        f"(no subfolders named step_N, stepN or checkpoint-N){left_out}"
     )
 
 

@@ -37,7 +37,7 @@ BAD = {
     "newer_version": (lambda g: g.assign_attrs({schema.ATTR_METRICS_VERSION: schema.METRICS_VERSION + 1}),
                       ["metrics_version", "newer than this lie_stats knows"]),
     "provenance_not_json": (lambda g: g.assign_attrs({schema.ATTR_PROVENANCE: "{not json"}),
-                            ["'provenance' is not JSON"]),
+                            ["'provenance': not valid JSON", "expected a JSON list of objects"]),
     "unknown_variable": (lambda g: g.rename({"ov_norm": "ov_nrom"}), ["'ov_nrom'", "Did you mean 'ov_norm'"]),
 }
 
