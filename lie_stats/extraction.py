@@ -13,13 +13,12 @@ merged. Every option is checked before the first checkpoint is read.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,11 +27,12 @@ import numpy as np
 import xarray as xr
 
 from . import schema
-from ._io import inside, resolve_device, text_sha256, write_text_atomic
+from ._io import inside, resolve_device, text_sha256
 from ._text import log_text, terminal_line
 from .cube import check_output, checkpoint_shard, merge_shards, open_cube, write_cube
 from .errors import CheckpointError, LieStatsError
 from .executors import run_tasks
+from .store import SHARD_KEY_SCHEME, check_replace, lock_store, notice, prepare_store, shard_problem
 
 __all__ = [
     "ExtractOptions", "Task", "plan_tasks", "extract_checkpoint", "extract", "shard_dir",
@@ -293,12 +293,6 @@ NO_INIT_NOTE = ("single checkpoint: its run's first checkpoint is not extracted,
                 "together, the first included, to measure it")
 
 
-#: How shard names are derived; written into each shard store (:data:`_KEYS_NAME`) so that a
-#: store whose shards were named another way is refused rather than matched wrongly.
-SHARD_KEY_SCHEME = ("sha256 of [model, step, revision, path, the checkpoint's files, the run's "
-                    "first checkpoint's files]")
-
-
 def _task_key(checkpoint: Any, init: Any, no_init: bool = False) -> str:
     """A shard's name: the checkpoint's identity and the hashes of its files and of its init's
     (``change_from_init`` depends on both), so that a changed file never reuses a shard."""
@@ -477,7 +471,7 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
               **({"note": NO_INIT_NOTE} if task.no_init else {})},
         timing={"read_s": round(t_read, 4), "compute_s": round(t_compute, 4)},
         torch_version=torch.__version__, metrics_version=schema.METRICS_VERSION,
-        threads=thread_settings(),
+        threads=thread_settings(), variables=sorted(stacked),
     )
     if act_attrs is not None:
         prov["activations"] = act_attrs
@@ -530,99 +524,6 @@ def shard_dir(out: Path) -> Path:
 
 def _shard_path(store: Path, task: Task) -> Path:
     return inside(store, f"{task.key}.nc", what="shard")
-
-
-_LOCK_NAME = "LOCK"
-
-
-def _options_file(store: Path) -> Path:
-    return store / "options.json"
-
-
-@contextlib.contextmanager
-def lock_store(store: Path) -> Iterator[Path]:
-    """Hold an exclusive lock on a shard store for the duration of a run.
-
-    The lock is ``fcntl.flock`` on ``STORE/LOCK``, which names its holder (``pid@host``).
-    The kernel releases it when the holder exits, however it exits (a killed run leaves
-    no stale lock). ``flock`` is per host: two runs on different machines writing to one
-    store on a network filesystem are not guarded (use one driver per store).
-
-    Raises
-    ------
-    LieStatsError
-        When another process holds the lock: names the store and the holder's pid.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> store = Path(tempfile.mkdtemp()) / "c.nc.shards"
-    >>> with lock_store(store):
-    ...     with lock_store(store):  # doctest: +ELLIPSIS
-    ...         pass
-    Traceback (most recent call last):
-    ...
-    lie_stats.errors.LieStatsError: ...c.nc.shards is in use by another extraction (pid ...
-    """
-    import fcntl
-
-    store.mkdir(parents=True, exist_ok=True)
-    lock_path = store / _LOCK_NAME
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
-            raise LieStatsError(
-                f"{store} is in use by another extraction (pid {holder}, lock {lock_path}); "
-                f"two runs writing one shard store would corrupt it. Wait for that run to "
-                f"finish (then --resume), or write to another output."
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}@{os.uname().nodename}\n".encode(), 0)
-        try:
-            yield store
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-_KEYS_NAME = "shard_keys.json"
-
-
-def _prepare_store(store: Path, options: ExtractOptions, *, resume: bool) -> None:
-    wanted = options.result_key()
-    opt_file = _options_file(store)
-    keys_file = store / _KEYS_NAME
-    keys = {"shard_key": SHARD_KEY_SCHEME}
-    if store.exists() and any(store.glob("*.nc")):
-        if not resume:
-            raise LieStatsError(
-                f"{store}: a shard store from an earlier run exists. Use --resume to continue it, "
-                f"or remove the folder to start afresh."
-            )
-        have_keys = json.loads(keys_file.read_text()) if keys_file.exists() else None
-        if have_keys != keys:
-            raise LieStatsError(
-                f"{store}: the shard store was written by an earlier lie_stats whose shard names "
-                f"do not include the hashes of the checkpoints' files, so --resume cannot tell "
-                f"whether a shard still matches the files on disk. Remove the folder and rerun "
-                f"without --resume."
-            )
-        have = json.loads(opt_file.read_text()) if opt_file.exists() else None
-        if have != wanted:
-            raise LieStatsError(
-                f"{store}: the shard store was made with options {have}, not {wanted}; "
-                f"--resume would mix them. Use the same options or another output."
-            )
-    store.mkdir(parents=True, exist_ok=True)
-    for stale in store.glob(".*.tmp"):  # half-written shards of a killed run (the lock is ours)
-        stale.unlink(missing_ok=True)
-    write_text_atomic(opt_file, json.dumps(wanted, sort_keys=True))
-    write_text_atomic(keys_file, json.dumps(keys, sort_keys=True))
 
 
 def _progress(total: int, *, enabled: bool) -> Callable[[str], None]:
@@ -733,12 +634,27 @@ def extract(
     opened = _open_sources(sources, revisions=revisions, names=names)
     options.check_probe_models([c.model for _, cks in opened for c in cks])
     _check_configs(opened, options)  # config.json only: projection sizes against d_model
+    for src, checkpoints in opened:  # step-like folders that are not steps: said, not dropped
+        if checkpoints and checkpoints[0].ignored:
+            notice(f"{src}: left out of the run (also listed in each of its checkpoints' "
+                   f"provenance, 'ignored_in_run_folder'): {'; '.join(checkpoints[0].ignored)}")
     tasks = _tasks_of(opened)  # hashes the checkpoints' files (the shard keys)
+    check_replace(out, [(t.checkpoint.model, t.checkpoint.step if t.checkpoint.step is not None else 0)
+                        for t in tasks], options.result_key(), resume=resume, force=force)
+    created = not store.exists()
     try:
         with lock_store(store):
-            return _extract_locked(tasks, store, out, options=options, resume=resume,
-                                   progress=progress, store_dtype=store_dtype,
-                                   workers=workers, scheduler=scheduler, keep_shards=keep_shards)
+            try:
+                return _extract_locked(tasks, store, out, options=options, resume=resume,
+                                       progress=progress, store_dtype=store_dtype, workers=workers,
+                                       scheduler=scheduler, keep_shards=keep_shards)
+            except BaseException:
+                # a failed run leaves no store it created and put no shard in (--keep-shards keeps it)
+                if created and not keep_shards and not any(store.glob("*.nc")):
+                    import shutil
+
+                    shutil.rmtree(store, ignore_errors=True)
+                raise
     except OSError as e:  # disk full, read-only or vanished folder: say where, lose nothing
         from .cube import write_failure_advice
 
@@ -791,14 +707,24 @@ def _extract_locked(tasks: list[Task], store: Path, out: Path, *, options: Extra
                     resume: bool, progress: bool, store_dtype: str, workers: int,
                     scheduler: str | None, keep_shards: bool) -> tuple[xr.Dataset, list[dict]]:
     """The body of :func:`extract`, run while the store's lock is held."""
-    _prepare_store(store, options, resume=resume)
+    wanted = options.result_key()
+    prepare_store(store, wanted, resume=resume)
     tick = _progress(len(tasks), enabled=progress)
-    todo = []
+    todo, redo = [], []
     for task in tasks:
-        if _shard_path(store, task).exists():
-            tick(f"{task.label} (done)")
-        else:
-            todo.append(task)
+        path = _shard_path(store, task)
+        if path.exists():
+            c = task.checkpoint
+            why = shard_problem(path, model=c.model, step=c.step if c.step is not None else 0,
+                                wanted=wanted)
+            if why is None:
+                tick(f"{task.label} (done)")
+                continue
+            redo.append(f"{task.label}: {why}")
+        todo.append(task)
+    if redo:  # kept shards are kept; these are extracted again, and the user is told which
+        notice(f"{len(redo)} shard(s) of {store} cannot be kept and are extracted again "
+               f"({len(tasks) - len(todo)} kept): " + " | ".join(redo))
     failures: dict[str, dict] = {}
     for outcome in run_tasks(extract_checkpoint, todo, options, workers=workers, scheduler=scheduler):
         task = outcome.task
@@ -807,7 +733,7 @@ def _extract_locked(tasks: list[Task], store: Path, out: Path, *, options: Extra
             log.error("checkpoint %s failed: %s", log_text(task.label), log_text(outcome.error))
             tick(f"{task.label} FAILED")
             continue
-        write_cube(outcome.shard, _shard_path(store, task))
+        write_cube(outcome.shard, _shard_path(store, task))  # replaces a shard that could not be kept
         tick(task.label)
     failed = [failures[t.key] for t in tasks if t.key in failures]  # task order, any executor
     shards = [open_cube(_shard_path(store, t)) for t in tasks if _shard_path(store, t).exists()]

@@ -15,6 +15,7 @@ from lie_stats.errors import LieStatsError
 from lie_stats.extraction import ExtractOptions, extract, shard_dir
 from lie_stats.metrics import change_from_init, compute_layer
 from lie_stats.sources import open_source
+from lie_stats.probe import load_probe
 
 from ._checkpoints import make_run
 
@@ -66,7 +67,7 @@ def test_cube_values_sit_at_the_right_indices(neox_run, tmp_path):
     assert np.all(change.sel(step=32).values > 0)
 
 
-def test_resume_redoes_no_finished_checkpoint(neox_run, tmp_path):
+def test_resume_redoes_no_finished_checkpoint(neox_run, tmp_path, capsys):
     out = tmp_path / "r.nc"
     options = ExtractOptions(families=("Q",), projections=("none",))
     first, _ = extract([str(neox_run)], out, options=options, progress=False, keep_shards=True)
@@ -81,11 +82,18 @@ def test_resume_redoes_no_finished_checkpoint(neox_run, tmp_path):
     assert {p: p.stat().st_mtime_ns for p in mtimes} == mtimes  # untouched
     assert victim.exists()
     np.testing.assert_array_equal(first["commutator"].values, second["commutator"].values)
-    # without --resume an existing store is refused, with different options too
+    # without --resume an existing store is refused
     with pytest.raises(LieStatsError, match="--resume"):
         extract([str(neox_run)], out, options=options, progress=False)
-    with pytest.raises(LieStatsError, match="would mix them"):
-        extract([str(neox_run)], out, options=ExtractOptions(families=("O",)), resume=True, progress=False)
+    # --resume with other options: every shard made with the old ones is redone, and said
+    capsys.readouterr()
+    third, _ = extract([str(neox_run)], out, options=ExtractOptions(families=("O",)), resume=True,
+                       progress=False, keep_shards=True)
+    err = capsys.readouterr().err
+    assert "3 shard(s) of" in err and "made with other options (families Q -> O)" in err, err
+    assert third["family"].values.tolist() == ["O"]
+    assert all(p["options"]["families"] == ["O"] for p in provenance_of(third))
+    assert all(p.stat().st_mtime_ns != mtimes.get(p, 0) for p in sorted(store.glob("*.nc")))
 
 
 def test_one_bad_checkpoint_among_good_ones(neox_run, tmp_path, capsys):
@@ -250,7 +258,7 @@ def test_per_model_probes_each_model_gets_its_own(twin_runs, tmp_path):
     assert all(p["options"]["probe"] == {"alpha": pa.sha256, "beta": pb.sha256} for p in prov)
 
 
-def test_per_model_probes_resume_refuses_a_changed_mapping(twin_runs, tmp_path):
+def test_per_model_probes_resume_redoes_a_changed_mapping(twin_runs, tmp_path, capsys):
     fa, _ = _probe_file(tmp_path / "a.npz", 1)
     fb, _ = _probe_file(tmp_path / "b.npz", 2)
     srcs = [str(twin_runs / "alpha"), str(twin_runs / "beta")]
@@ -259,12 +267,21 @@ def test_per_model_probes_resume_refuses_a_changed_mapping(twin_runs, tmp_path):
     extract(srcs, out, options=opts, progress=False, keep_shards=True)
     # the same mapping given as pairs in another order is the same options
     same = ExtractOptions(families=("Q",), probe=[("beta", str(fb)), ("alpha", str(fa))])
+    store = shard_dir(out)
+    mtimes = {p: p.stat().st_mtime_ns for p in store.glob("*.nc")}
     extract(srcs, out, options=same, progress=False, resume=True, keep_shards=True)
+    assert {p: p.stat().st_mtime_ns for p in store.glob("*.nc")} == mtimes  # all kept
+    # a changed mapping (or one probe for all) is other options: the shards are redone
     swapped = ExtractOptions(families=("Q",), probe={"alpha": str(fb), "beta": str(fa)})
-    with pytest.raises(LieStatsError, match="would mix them"):
-        extract(srcs, out, options=swapped, progress=False, resume=True)
-    with pytest.raises(LieStatsError, match="would mix them"):  # one probe for all is another option too
-        extract(srcs, out, options=ExtractOptions(families=("Q",), probe=str(fa)), progress=False, resume=True)
+    capsys.readouterr()
+    ds, _ = extract(srcs, out, options=swapped, progress=False, resume=True, keep_shards=True)
+    assert "4 shard(s) of" in capsys.readouterr().err
+    assert all(p["options"]["probe"] == {"alpha": load_probe(fb).sha256, "beta": load_probe(fa).sha256}
+               for p in provenance_of(ds))
+    ds, _ = extract(srcs, out, options=ExtractOptions(families=("Q",), probe=str(fa)), progress=False,
+                    resume=True)
+    assert "made with other options (probe" in capsys.readouterr().err
+    assert all(p["options"]["probe"] == load_probe(fa).sha256 for p in provenance_of(ds))
 
 
 def test_per_model_probes_clear_errors(twin_runs, tmp_path, capsys):

@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("lie_stats.sources", "lie_stats.memory", "lie_stats.operators"),
     ("lie_stats.metrics",),
     ("lie_stats.activations", "lie_stats.delta"),
-    ("lie_stats.executors",),
+    ("lie_stats.executors", "lie_stats.store"),
     ("lie_stats.extraction", "lie_stats.extract_api", "lie_stats.datasets"),
     ("lie_stats.spec", "lie_stats.spec."),
     ("lie_stats.collect", "lie_stats.gates", "lie_stats.diagnosis", "lie_stats.diagnosis."),

@@ -378,10 +378,11 @@ class Adapter:
 
     def _int(self, *keys: str, default: object = ...) -> int:
         value = self._cfg(*keys, default=default)
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 2**31:
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
             raise ArchitectureError(
-                f"{self.source}: config field {keys[0]!r} must be a positive integer, got {value!r} "
-                f"({type(value).__name__})"
+                f"{self.source}: config field {keys[0]!r} must be a positive integer (below 2**31: "
+                f"a count or a width of the model), got {shown} ({type(value).__name__})"
             )
         return value
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from ..errors import ArchitectureError
 from .base import LAYER_GROUP as _L, ModelShape
 from .llama import LlamaAdapter
 from .registry import register
@@ -44,6 +45,12 @@ class Gemma3TextAdapter(LlamaAdapter):
     def _extras(self) -> tuple[str, ...]:
         extras = ["rotary", "qk_norm", "scaled_by_query_pre_attn_scalar"]
         types = self._cfg("layer_types", default=None)
+        if types is not None and not (isinstance(types, list) and all(isinstance(t, str) for t in types)):
+            raise ArchitectureError(
+                f"{self.source}: config field 'layer_types' must be a list of strings (each "
+                f"layer's attention, e.g. 'sliding_attention'), got {str(types)[:40]!r} "
+                f"({type(types).__name__})"
+            )
         sliding = ("sliding_attention" in types) if types is not None else True
         if sliding and self._cfg("sliding_window", default=None) is not None:
             extras.append("sliding_window")

@@ -77,10 +77,16 @@ def test_the_checkpoints_own_config_is_not_overwritten(ckpt, tmp_path, capsys):
     assert (folder / "config.json").read_bytes() == before
 
 
-def test_an_earlier_cube_is_replaced(ckpt, tmp_path, capsys):
+def test_an_earlier_cube_is_replaced_only_with_force(ckpt, tmp_path, capsys):
     out = tmp_path / "c.nc"
     assert _extract(capsys, ckpt, "-o", out, *FAST)[0] == cli.EXIT_OK
+    before = out.read_bytes()
     code, err = _extract(capsys, ckpt, "-o", out, "--families", "O", "--null-draws", "64", "--quiet")
+    assert code == cli.EXIT_USAGE, err
+    assert f"{out}: a cube is already there" in err and "--force" in err and "--resume" in err, err
+    assert out.read_bytes() == before and not shard_dir(out).exists()
+    code, err = _extract(capsys, ckpt, "-o", out, "--families", "O", "--null-draws", "64", "--quiet",
+                         "--force")
     assert code == cli.EXIT_OK, err
     assert open_cube(out)[schema.FAMILY].values.tolist() == ["O"]
 
@@ -188,11 +194,11 @@ def test_name_names_each_source(ckpt, run, tmp_path, capsys):
 # ---------------------------------------------------------------------------- the shard store
 def test_the_store_is_removed_after_success_and_the_same_command_runs_again(run, tmp_path, capsys):
     out = tmp_path / "s.nc"
-    for _ in range(2):
-        code, err = _extract(capsys, run, "-o", out, *FAST)
+    for again in ([], ["--resume"]):  # the same run again: --resume (its cube is not lost)
+        code, err = _extract(capsys, run, "-o", out, *FAST, *again)
         assert code == cli.EXIT_OK, err
         assert not shard_dir(out).exists()
-    code, err = _extract(capsys, run, "-o", out, *FAST, "--keep-shards")
+    code, err = _extract(capsys, run, "-o", out, *FAST, "--keep-shards", "--resume")
     assert code == cli.EXIT_OK and len(list(shard_dir(out).glob("*.nc"))) == 2
 
 

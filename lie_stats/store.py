@@ -1,0 +1,234 @@
+"""The shard store of an extraction and the output it writes: what may be kept, what must be
+redone, what must not be replaced.
+
+An extraction writes each finished checkpoint as a shard in ``OUT.nc.shards/``
+(:mod:`lie_stats.extraction`). This module holds the store's lock (:func:`lock_store`), its
+preparation for a run (:func:`prepare_store`), the check of each shard a ``--resume`` would
+keep (:func:`shard_problem`: unreadable, of another checkpoint, made with other options, or
+lacking a variable it recorded, each said by name), and the check that an extraction never
+replaces an existing cube it did not write in the same run (:func:`check_replace`).
+Notices (what was redone, what was left out) go to stderr through :func:`notice`, whatever
+the progress setting, so that nothing is resolved silently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ._io import read_json, write_text_atomic
+from ._text import terminal_line
+from .cube import is_cube_file, open_cube, provenance_of, read_global_attrs
+from .errors import CubeError, LieStatsError
+
+__all__ = ["lock_store", "prepare_store", "shard_problem", "check_replace", "notice",
+           "options_diff", "SHARD_KEY_SCHEME"]
+
+#: How shard names are derived; written into each shard store (``shard_keys.json``) so that a
+#: store whose shards were named another way is refused rather than matched wrongly.
+SHARD_KEY_SCHEME = ("sha256 of [model, step, revision, path, the checkpoint's files, the run's "
+                    "first checkpoint's files]")
+
+_LOCK_NAME = "LOCK"
+_KEYS_NAME = "shard_keys.json"
+_OPTIONS_NAME = "options.json"
+
+
+def notice(message: str) -> None:
+    """Say something the user must know but that does not stop the run (to stderr, escaped)."""
+    print(f"lie-stats extract: notice: {terminal_line(message)}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def lock_store(store: Path) -> Iterator[Path]:
+    """Hold an exclusive lock on a shard store for the duration of a run.
+
+    The lock is ``fcntl.flock`` on ``STORE/LOCK``, which names its holder (``pid@host``).
+    The kernel releases it when the holder exits, however it exits (a killed run leaves
+    no stale lock). ``flock`` is per host: two runs on different machines writing to one
+    store on a network filesystem are not guarded (use one driver per store).
+
+    Raises
+    ------
+    LieStatsError
+        When another process holds the lock: names the store and the holder's pid.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> store = Path(tempfile.mkdtemp()) / "c.nc.shards"
+    >>> with lock_store(store):
+    ...     with lock_store(store):  # doctest: +ELLIPSIS
+    ...         pass
+    Traceback (most recent call last):
+    ...
+    lie_stats.errors.LieStatsError: ...c.nc.shards is in use by another extraction (pid ...
+    """
+    import fcntl
+
+    store.mkdir(parents=True, exist_ok=True)
+    lock_path = store / _LOCK_NAME
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
+            raise LieStatsError(
+                f"{store} is in use by another extraction (pid {holder}, lock {lock_path}); "
+                f"two runs writing one shard store would corrupt it. Wait for that run to "
+                f"finish (then --resume), or write to another output."
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}@{os.uname().nodename}\n".encode(), 0)
+        try:
+            yield store
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _read_store_json(path: Path) -> Any:
+    if not path.exists():
+        return None
+    return read_json(path, what="a file lie_stats wrote into its shard store")
+
+
+def prepare_store(store: Path, wanted: Mapping[str, Any], *, resume: bool) -> None:
+    """Make ``store`` ready for a run with the options ``wanted`` (held under its lock).
+
+    A store holding shards is continued only with ``resume``, and only when its shards were
+    named by :data:`SHARD_KEY_SCHEME`. Shards made with other options are not refused here:
+    :func:`shard_problem` finds each one, and the run redoes it and says so.
+    """
+    keys_file = store / _KEYS_NAME
+    keys = {"shard_key": SHARD_KEY_SCHEME}
+    if store.exists() and any(store.glob("*.nc")):
+        if not resume:
+            raise LieStatsError(
+                f"{store}: a shard store from an earlier run exists. Use --resume to continue it, "
+                f"or remove the folder to start afresh."
+            )
+        if _read_store_json(keys_file) != keys:
+            raise LieStatsError(
+                f"{store}: the shard store was written by an earlier lie_stats whose shard names "
+                f"do not include the hashes of the checkpoints' files, so --resume cannot tell "
+                f"whether a shard still matches the files on disk. Remove the folder and rerun "
+                f"without --resume."
+            )
+    store.mkdir(parents=True, exist_ok=True)
+    for stale in store.glob(".*.tmp"):  # half-written shards of a killed run (the lock is ours)
+        stale.unlink(missing_ok=True)
+    write_text_atomic(store / _OPTIONS_NAME, json.dumps(dict(wanted), sort_keys=True))
+    write_text_atomic(keys_file, json.dumps(keys, sort_keys=True))
+
+
+def options_diff(have: Any, wanted: Mapping[str, Any]) -> str:
+    """The options that differ, in words (``families Q -> Q,K``); empty when none do.
+
+    >>> options_diff({"families": ["Q"], "seed": 0}, {"families": ["Q", "K"], "seed": 0})
+    'families Q -> Q,K'
+    """
+    if not isinstance(have, Mapping):
+        return f"options {have!r} -> {dict(wanted)}"
+
+    def show(v: Any) -> str:
+        return ",".join(map(str, v)) if isinstance(v, list) else json.dumps(v, sort_keys=True)
+
+    out = []
+    for key in sorted(set(have) | set(wanted)):
+        if have.get(key) != wanted.get(key):
+            out.append(f"{key} {show(have.get(key)) if key in have else '(unset)'} -> "
+                       f"{show(wanted.get(key)) if key in wanted else '(unset)'}")
+    return "; ".join(out)
+
+
+def shard_problem(path: Path, *, model: str, step: int, wanted: Mapping[str, Any]) -> str | None:
+    """Why the shard at ``path`` cannot be kept for checkpoint ``model`` at ``step`` under the
+    options ``wanted`` (:meth:`ExtractOptions.result_key`), or None when it can.
+
+    The shard must open as a valid cube (:func:`lie_stats.cube.open_cube`), hold exactly that
+    checkpoint, have been made with the same options (each shard records its own), and hold
+    every variable it recorded when it was written (a variable dropped from the file would
+    otherwise become NaN in the merged cube without a word).
+    """
+    try:
+        ds = open_cube(path)
+    except CubeError as e:
+        return f"unreadable: {e}"
+    records = provenance_of(ds)
+    holds = [(str(m), int(s)) for m in ds["model"].values.tolist() for s in ds["step"].values.tolist()]
+    if holds != [(model, step)] or len(records) != 1:
+        return (f"{path}: holds {', '.join(f'{m}@{s}' for m, s in holds) or 'nothing'} with "
+                f"{len(records)} provenance record(s); expected exactly {model}@{step}")
+    record = records[0]
+    diff = options_diff(record.get("options"), wanted)
+    if diff:
+        return f"{path}: made with other options ({diff})"
+    variables = record.get("variables")
+    if not (isinstance(variables, list) and all(isinstance(v, str) for v in variables)):
+        return (f"{path}: its provenance has no list of the variables it holds (field "
+                f"'variables', written by this lie_stats); expected one, to check none is missing")
+    missing = sorted(set(variables) - set(map(str, ds.data_vars)))
+    if missing:
+        return (f"{path}: variable(s) {', '.join(repr(v) for v in missing)} missing; expected the "
+                f"{len(variables)} variables it recorded when it was written")
+    return None
+
+
+def _records_of(path: Path) -> list[dict] | None:
+    """The provenance records in a cube file's header (None when unreadable)."""
+    attrs = read_global_attrs(path)
+    if attrs is None:
+        return None
+    try:
+        import xarray as xr
+
+        return provenance_of(xr.Dataset(attrs={"provenance": attrs.get("provenance", "[]")}))
+    except CubeError:
+        return None
+
+
+def check_replace(out: Path, checkpoints: Sequence[tuple[str, int]], wanted: Mapping[str, Any], *,
+                  resume: bool, force: bool) -> None:
+    """Refuse to replace an existing cube at ``out`` unless ``force``, or unless ``resume``
+    continues the run that wrote it: every checkpoint it holds is one this run extracts (so
+    the new cube holds them all again). With ``resume`` and other options than the cube's,
+    the run goes on and says which options changed (its checkpoints are computed anew).
+
+    Raises
+    ------
+    LieStatsError
+        Naming the file, what it holds and the flag that allows replacing it.
+    """
+    if force or not out.exists() or not is_cube_file(out):
+        return  # a file that is not a cube: refused (or replaced with --force) by check_output
+    records = _records_of(out) or []
+    held = [(str(r.get("model")), r.get("step")) for r in records]
+    shown = ", ".join(f"{m}@{s}" for m, s in held[:6]) + (" ..." if len(held) > 6 else "")
+    if not resume:
+        raise LieStatsError(
+            f"{out}: a cube is already there ({len(held)} checkpoint(s): {shown or 'none listed'}); "
+            f"extract never replaces an existing cube. Give --force to replace it, --resume to "
+            f"continue the run that wrote it, or another -o."
+        )
+    ours = set(checkpoints)
+    lost = [f"{m}@{s}" for m, s in held if (m, s) not in ours]
+    if lost:
+        raise LieStatsError(
+            f"{out}: --resume continues the run that wrote this cube, but it holds checkpoint(s) "
+            f"this run does not extract ({', '.join(lost[:6])}{' ...' if len(lost) > 6 else ''}); "
+            f"replacing it would lose them. Give the same sources, --force to replace it, or "
+            f"another -o."
+        )
+    diffs = sorted({options_diff(r.get("options"), wanted) for r in records} - {""})
+    if diffs:
+        notice(f"{out} was made with other options ({' | '.join(diffs)}); --resume extracts "
+               f"with this run's options, redoing what they change, and replaces it.")
