@@ -52,7 +52,10 @@ of an exported name that no earlier index listed is never replaced.
 Nothing is half-written: every file is first written into a staging folder inside the
 output folder; only when all are written are they moved into place (a rename each) and the
 index replaced; on any failure the staging folder is removed and the earlier export is left
-as it was. Files an earlier export listed in its index and this one does not are removed.
+as it was. A second export into the same folder merges with the first: the earlier index's
+entries of other results stay, with their files (an export never deletes a file of a result it
+did not export); an entry of the same result (id and dataset) is replaced, and its earlier
+file removed when the result is now skipped.
 """
 
 from __future__ import annotations
@@ -320,7 +323,12 @@ def _is_our_index(data: Any) -> bool:
 
 
 def _previous_files(outdir: Path) -> set[str]:
-    """The files an earlier export of ``outdir`` listed in its index (none without one).
+    """The files an earlier export of ``outdir`` listed in its index (none without one)."""
+    return {e["file"] for e in _previous_entries(outdir) if e.get("file") is not None}
+
+
+def _previous_entries(outdir: Path) -> list[dict[str, Any]]:
+    """The entries of an earlier export's index in ``outdir`` (none without one).
 
     Raises
     ------
@@ -329,14 +337,16 @@ def _previous_files(outdir: Path) -> set[str]:
         entry names a path that is not a plain file name of the folder (``..``, ``a/b``,
         an absolute path): refused before anything is written or moved.
     """
+    from ._io import read_json
+
     index = outdir / INDEX_FILE
     if not index.exists() and not index.is_symlink():
-        return set()
+        return []
     try:
         if index.is_symlink() or not index.is_file():
             raise ValueError("not a plain file")
-        data = json.loads(index.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError) as e:
+        data = read_json(index, what="the index of a lie-stats export")
+    except (OSError, ValueError, LieStatsError) as e:
         data, why = None, str(e)
     else:
         why = "it lacks lie_stats_version, created and a list of exports with id, dataset and file"
@@ -344,8 +354,12 @@ def _previous_files(outdir: Path) -> set[str]:
         raise LieStatsError(f"{index}: this {INDEX_FILE} was not written by lie-stats export ({why}); "
                             f"it is left as it is. Export into another folder (-o DIR), or move "
                             f"that file away.")
-    names = set()
     for entry in data["exports"]:
+        for key in ("id", "dataset"):
+            if not isinstance(entry[key], str):
+                raise LieStatsError(f"{index}: an entry's field {key!r} is {entry[key]!r}; expected "
+                                    f"a string (the result's {key}). Nothing was written or moved; "
+                                    f"fix or remove that index.")
         name = entry.get("file")
         if name is None:
             continue
@@ -355,8 +369,7 @@ def _previous_files(outdir: Path) -> set[str]:
                                 f"names the file {name!r}, which is not a plain file name of "
                                 f"{outdir}; expected <id>__<dataset>.nc. Nothing was written or "
                                 f"moved; fix or remove that index.")
-        names.add(name)
-    return names
+    return [dict(e) for e in data["exports"]]
 
 
 def _prepare_outdir(outdir: Path) -> bool:
@@ -384,7 +397,8 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
         Evaluated results with their data (skipped ones are only indexed).
     outdir : path
         The export folder, created if absent. Files of this export replace earlier ones of
-        the same name; files an earlier export indexed and this one does not are removed.
+        the same result; an earlier export's files of other results are kept and stay in the
+        index (merged).
     records : sequence of mapping, optional
         The results' rows of ``results.json`` in the same order (``lie-stats export`` passes
         the run's own); by default :func:`lie_stats.report.results_records` of ``results``
@@ -433,7 +447,8 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
                             f"expected one record per result, in the same order.")
     order = sorted(range(len(results)), key=lambda i: (str(records[i]["id"]), str(records[i]["dataset"])))
     cubes = dict(cubes or {})
-    old = _previous_files(outdir) if outdir.is_dir() else set()  # refused before anything is written
+    previous = _previous_entries(outdir) if outdir.is_dir() else []  # refused before anything is written
+    old = {e["file"] for e in previous if e.get("file") is not None}
     created_dir = _prepare_outdir(outdir)
     stage = Path(tempfile.mkdtemp(prefix=".export-", dir=outdir))
     entries: list[dict[str, Any]] = []
@@ -474,12 +489,17 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
         for entry in entries:
             if entry["file"]:
                 os.replace(inside(stage, entry["file"], what="export"), inside(outdir, entry["file"], what="export"))
+        # merge: the earlier export's entries of other results stay, with their files; an
+        # entry of the same result (id and dataset) is replaced by this export's
+        ours = {(e["id"], e["dataset"]) for e in entries}
+        kept = [e for e in previous if (e["id"], e["dataset"]) not in ours]
+        merged = sorted(kept + entries, key=lambda e: (str(e["id"]), str(e["dataset"])))
         index = {"lie_stats_version": __version__,
                  "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                 "exports": entries}
+                 "exports": merged}
         write_text_atomic(outdir / INDEX_FILE, json.dumps(index, indent=2, sort_keys=True, allow_nan=False) + "\n")
-        keep = {e["file"] for e in entries if e["file"]}
-        for name in sorted(old - keep):
+        keep = {e["file"] for e in merged if e["file"]}
+        for name in sorted(old - keep):  # only a file of a result this export replaced
             inside(outdir, name, what="earlier export").unlink(missing_ok=True)  # names checked on reading
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)

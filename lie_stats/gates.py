@@ -103,13 +103,19 @@ def read_registry(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
     ...
     lie_stats.errors.SpecError: ...verdicts.json: entry 'X1::toy', field 'verdict': 'true' is not a verdict; expected one of supported, refuted, inconclusive, skipped.
     """
+    from ._io import path_problem, read_json
+
     path = Path(path)
+    problem = path_problem(path)
+    if problem is not None:  # a folder or a FIFO where the registry belongs: not "no pins"
+        raise SpecError(f"{path}: {problem}; expected the registry of pinned verdicts (JSON).")
     if not path.is_file():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise SpecError(f"{path}: the registry of pinned verdicts is not JSON ({e}).") from e
+        data = read_json(path, what="the registry of pinned verdicts", error=SpecError)
+    except SpecError as e:
+        raise SpecError(f"{path}: the registry of pinned verdicts is not JSON "
+                        f"({str(e).removeprefix(f'{path}: ')}).") from None
     if not isinstance(data, dict):
         raise SpecError(f"{path}: the registry must be a JSON object of "
                         f"'<id>::<dataset>' -> {{verdict, spec_hash}}.")
@@ -125,6 +131,9 @@ def read_registry(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
         if not isinstance(entry.get("spec_hash"), str):
             raise SpecError(f"{where}, field 'spec_hash': expected the declaration's hash (a "
                             f"string), got {entry.get('spec_hash')!r}.")
+        if entry.get("gate") is not None and entry.get("gate") not in schema.GATES:
+            raise SpecError(f"{where}, field 'gate': {entry.get('gate')!r} is not a gate; expected "
+                            f"one of {', '.join(schema.GATES)}.")
         prev = entry.get("previous")
         if prev is not None and not (isinstance(prev, dict) and prev.get("verdict") in schema.VERDICTS
                                      and isinstance(prev.get("spec_hash"), str)):

@@ -95,6 +95,30 @@ def _cached_revisions(repo_id: str, cache_dir: str | os.PathLike | None) -> list
     return sorted((p.relative_to(refs).as_posix() for p in refs.rglob("*") if p.is_file()), key=_natural)
 
 
+def _cached_repos(cache_dir: str | os.PathLike | None) -> list[str]:
+    """The model repositories the hub cache holds (``ORG/NAME``, from its ``models--ORG--NAME``
+    folders), sorted.
+
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> (root / "models--EleutherAI--pythia-70m").mkdir(); (root / "datasets--x--y").mkdir()
+    >>> _cached_repos(root)
+    ['EleutherAI/pythia-70m']
+    """
+    root = _cache_root(cache_dir)
+    try:
+        names = [p.name for p in root.iterdir() if p.is_dir() and p.name.startswith("models--")]
+    except OSError:
+        return []
+    return sorted(n[len("models--"):].replace("--", "/", 1) for n in names)
+
+
+def _held_repos(cache_dir: str | os.PathLike | None) -> str:
+    repos = _cached_repos(cache_dir)
+    shown = ", ".join(repos[:10]) + (f" and {len(repos) - 10} more" if len(repos) > 10 else "")
+    return f"it holds {shown}" if repos else "it holds no model repository"
+
+
 def _cache_diagnosis(repo_id: str, revision: str, filename: str,
                      cache_dir: str | os.PathLike | None) -> str:
     """Why ``filename`` of ``repo_id@revision`` cannot be read from the hub cache, naming the
@@ -104,14 +128,15 @@ def _cache_diagnosis(repo_id: str, revision: str, filename: str,
     --------
     >>> import tempfile
     >>> _cache_diagnosis("ORG/none", "main", "config.json", tempfile.mkdtemp())  # doctest: +ELLIPSIS
-    'it holds no copy of ORG/none (no folder .../models--ORG--none): download it once with a network'
+    'it holds no copy of ORG/none (no folder .../models--ORG--none; it holds no model repository): download it once with a network'
     """
     from huggingface_hub.file_download import repo_folder_name
 
     repo = _cache_root(cache_dir) / repo_folder_name(repo_id=repo_id, repo_type="model")
     revisions = _cached_revisions(repo_id, cache_dir)
     if not repo.is_dir():
-        return f"it holds no copy of {repo_id} (no folder {repo}): download it once with a network"
+        return (f"it holds no copy of {repo_id} (no folder {repo}; {_held_repos(cache_dir)}): "
+                f"download it once with a network{did_you_mean(repo_id, _cached_repos(cache_dir))}")
     held = ", ".join(revisions or []) or "none"
     if re.fullmatch(r"[0-9a-f]{40}", revision):
         commit = revision
@@ -128,7 +153,7 @@ def _cache_diagnosis(repo_id: str, revision: str, filename: str,
     link = snapshot / filename
     if link.is_symlink() and not link.exists():
         return (f"{link} links to {os.readlink(link)!r}, a blob that was deleted (a cache cleanup?); "
-                f"download the revision again with a network")
+                f"cached revisions: {held}. Download the revision again with a network")
     files = sorted(p.name for p in snapshot.iterdir())
     return (f"the snapshot {snapshot} of revision {revision!r} holds {', '.join(files) or 'no file'}, "
             f"not {filename}: download it once with a network")
@@ -176,6 +201,9 @@ def _unreachable_error(repo_id: str, cache_dir: str | None, why: str) -> Checkpo
         use = (f"The cache {root} holds {repo_id} at revisions {', '.join(revisions)}: set "
                f"HF_HUB_OFFLINE=1 to extract from it without a network.")
     else:
-        use = (f"The cache {root} holds no copy of {repo_id}: extract it once with a network, or "
-               f"point HF_HUB_CACHE at a cache that holds it and set HF_HUB_OFFLINE=1.")
+        others = _cached_repos(cache_dir)
+        held = (f"; it holds {', '.join(others[:10])}{' ...' if len(others) > 10 else ''} (set "
+                f"HF_HUB_OFFLINE=1 to extract those without a network)" if others else "")
+        use = (f"The cache {root} holds no copy of {repo_id}{held}: extract it once with a network, "
+               f"or point HF_HUB_CACHE at a cache that holds it and set HF_HUB_OFFLINE=1.")
     return CheckpointError(f"{HF_PREFIX}{repo_id}: the hub at {endpoint} is unreachable ({why}). {use}")

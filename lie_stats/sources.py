@@ -690,9 +690,12 @@ def _hub_revisions(repo_id: str, cache_dir: str | None) -> list[str]:
         root = pathlib.Path(cache_dir or constants.HF_HUB_CACHE)
         refs = root / repo_folder_name(repo_id=repo_id, repo_type="model") / "refs"
         if not refs.is_dir():
+            from .hub import _held_repos
+
             raise CheckpointError(
                 f"{HF_PREFIX}{repo_id}: HF_HUB_OFFLINE is set and the cache {root} holds no "
-                f"revisions of it ({refs} missing); list revisions explicitly or go online"
+                f"revisions of it ({refs} missing; {_held_repos(cache_dir)}); list revisions "
+                f"explicitly or go online"
             )
         names = [p.relative_to(refs).as_posix() for p in refs.rglob("*") if p.is_file()]
     else:

@@ -314,17 +314,29 @@ def test_a_failed_write_leaves_the_earlier_export_untouched(cubes, tmp_path, mon
     assert not fresh.exists()  # a folder created for the export is removed again
 
 
-def test_a_new_export_replaces_the_files_the_old_index_listed(cubes, tmp_path):
+def test_a_second_export_merges_and_never_deletes_the_first_ones_files(cubes, tmp_path):
     out = tmp_path / "out"
     a = evaluate_cube(spec_xy(), cubes["synth"], dataset="synth")
     b = evaluate_cube(spec_pair(), cubes["pair"], dataset="pair")
-    export.export_results([a, b], out, cubes=cubes)
+    first = export.export_results([a, b], out, cubes=cubes)
+    b_file = next(e["file"] for e in first if e["dataset"] == "pair")
+    b_bytes = (out / b_file).read_bytes()
     (out / "notes.txt").write_text("mine")
     (out / "other__thing.nc").write_bytes(b"not ours")
-    export.export_results([a], out, cubes=cubes)
-    assert sorted(p.name for p in out.iterdir()) == ["X1__synth.nc", "index.json", "notes.txt",
-                                                    "other__thing.nc"]
-    assert [e["id"] for e in json.loads((out / "index.json").read_text())["exports"]] == ["X1"]
+    export.export_results([a], out, cubes=cubes)  # another export of only a: b's file stays
+    assert sorted(p.name for p in out.iterdir()) == sorted(["X1__synth.nc", b_file, "index.json",
+                                                           "notes.txt", "other__thing.nc"])
+    assert (out / b_file).read_bytes() == b_bytes
+    index = json.loads((out / "index.json").read_text())["exports"]
+    assert [(e["id"], e["dataset"]) for e in index] == sorted({(e["id"], e["dataset"]) for e in first})
+    # the same result exported again as skipped: its earlier file is this export's own, removed
+    skipped = evaluate_cube(spec_xy(), cubes["synth"], dataset="synth")
+    skipped.verdict, skipped.reason, skipped.data = "skipped", "no cube", None
+    export.export_results([skipped], out, cubes=cubes)
+    assert not (out / "X1__synth.nc").exists() and (out / b_file).read_bytes() == b_bytes
+    index = {(e["id"], e["dataset"]): e for e in json.loads((out / "index.json").read_text())["exports"]}
+    assert index[("X1", "synth")]["file"] is None and index[("X1", "synth")]["verdict"] == "skipped"
+    assert index[next(k for k in index if k[1] == "pair")]["file"] == b_file
 
 
 def test_results_without_data_or_cube_are_clear_errors(cubes, tmp_path):
