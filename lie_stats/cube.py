@@ -200,8 +200,9 @@ def _json_list_attr(ds: xr.Dataset, name: str, what: str) -> list[dict]:
                 expected=f"a JSON list of objects as text ({what})")
     out = loads_json(text, where=where, what=f"a JSON list of objects ({what})", error=CubeError)
     if not isinstance(out, list) or not all(isinstance(r, dict) for r in out):
-        raise CubeError(f"{where} must be a JSON list of objects ({what}); got "
-                        f"{type(out).__name__ if not isinstance(out, list) else 'a list holding ' + next(type(r).__name__ for r in out if not isinstance(r, dict))}.")
+        got = (f"a JSON {type(out).__name__}" if not isinstance(out, list) else
+               f"a list holding a {next(type(r).__name__ for r in out if not isinstance(r, dict))}")
+        raise CubeError(f"{where} is {got}; expected a JSON list of objects ({what}).")
     return out
 
 
@@ -708,6 +709,11 @@ def check_output(out: str | os.PathLike, *, force: bool = False, store_suffix: s
 
     out = Path(out)
     parent = out.parent
+    for where, expected in ((parent, "a folder"), (out, "a regular file")):
+        problem = path_problem(where, expected)  # too long for the file system, a FIFO, a loop
+        if problem is not None and not problem.startswith(("a folder", "a regular file")):
+            raise CubeError(f"{out}: {'it' if where == out else 'its folder ' + str(where)} is "
+                            f"{problem} (-o).")
     if not parent.is_dir():
         raise CubeError(
             f"{out}: the output folder {parent} does not exist{' (it is a file)' if parent.exists() else ''}; "
