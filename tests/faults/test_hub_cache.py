@@ -60,7 +60,7 @@ def test_no_network_fails_at_once_and_says_how_to_use_the_cache(cache, tmp_path,
     if repo == "ORG/tiny":
         assert f"The cache {cache} holds ORG/tiny at revisions main, step10: set HF_HUB_OFFLINE=1" in err, err
     else:
-        assert f"The cache {cache} holds no copy of ORG/absent" in err, err
+        assert f"The cache {cache} holds no copy of ORG/absent; it holds ORG/tiny (set HF_HUB_OFFLINE=1" in err, err
     assert not (tmp_path / "h.nc").exists()
 
 
@@ -87,6 +87,16 @@ def test_a_snapshot_link_to_a_deleted_blob(cache, offline):
     msg = str(e.value)
     assert msg.startswith("hf:ORG/tiny@main/config.json: file not found (HF_HUB_OFFLINE"), msg
     assert str(cache) in msg and f"{link} links to" in msg and "a blob that was deleted" in msg, msg
+    assert "cached revisions: main, step10" in msg, msg
+
+
+@pytest.mark.parametrize("revisions", [None, "all"])
+def test_a_repository_not_in_the_cache_lists_the_cached_ones(cache, offline, revisions):
+    with pytest.raises(CheckpointError) as e:
+        open_source("hf:ORG/tyni", revisions=revisions, cache_dir=cache)
+    msg = str(e.value)
+    assert msg.startswith("hf:ORG/tyni"), msg
+    assert "it holds ORG/tiny" in msg, msg
 
 
 def test_refs_main_naming_a_missing_snapshot(cache, offline):
