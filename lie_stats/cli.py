@@ -61,13 +61,17 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="Default: auto")
     e.add_argument("--store-dtype", choices=("float64", "float32"), default="float64",
                    help="precision of the written cube's variables. Default: float64")
-    e.add_argument("--resume", action="store_true", help="continue an interrupted run from its shards")
+    e.add_argument("--resume", action="store_true",
+                   help="continue the run that wrote OUT.nc (or its shard store): finished shards "
+                   "are kept, shards made with other options or damaged are redone (a notice says "
+                   "which); an existing cube is replaced only if this run extracts all it holds")
     e.add_argument("--name", dest="names", action="append", default=None, metavar="NAME",
                    help="the model name of a source in the cube, one --name per source in the "
                    "order of the sources. Default: the run or checkpoint folder's name (hub: ORG/NAME)")
     e.add_argument("--force", action="store_true",
-                   help="replace OUT.nc even when it is not a lie_stats cube (by default only an "
-                   "earlier cube is replaced)")
+                   help="replace an existing OUT.nc: an earlier cube (of any model) or a file that "
+                   "is not a cube. Without it extract refuses to replace anything, unless --resume "
+                   "continues the run that wrote the cube")
     e.add_argument("--keep-shards", action="store_true",
                    help="keep OUT.nc.shards/ after a successful run (so that a later --resume with "
                    "more checkpoints computes only the new ones). Default: removed once merged")

@@ -587,8 +587,14 @@ def extract(
     Every option is checked before any checkpoint is read (the output path by
     :func:`lie_stats.cube.check_output`, the device, the probe files, model names, projection sizes against
     each ``config.json``). ``names`` names each source's model (one per source; default: the
-    folder's or repository's name). ``force`` replaces an existing ``out`` that is not a
-    lie_stats cube. Shards are named by a hash of the checkpoint's files and its init's
+    folder's or repository's name). An existing ``out`` is never replaced unless ``force``
+    is given, or ``resume`` continues the run that wrote it (this run extracts every checkpoint
+    it holds: :func:`lie_stats.store.check_replace`). With ``resume``, a shard that cannot be
+    kept (unreadable, lacking a variable it recorded, made with other options) is redone and a
+    notice on stderr says which and why; a step-like folder that is not a step (``step_-1``)
+    is listed in a notice and in the provenance. A run that fails (no checkpoint extracted, an
+    interruption before the first shard) removes the shard store it created, unless
+    ``keep_shards``. Shards are named by a hash of the checkpoint's files and its init's
     (:data:`SHARD_KEY_SCHEME`), so ``resume`` never reuses a shard of files that have changed
     since. After a run in which every checkpoint succeeded the shard store is removed
     (``keep_shards=True`` keeps it, e.g. to add checkpoints later with ``resume``); after a
