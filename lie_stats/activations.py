@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._io import resolve_device, text_sha256
+from ._io import read_json, resolve_device, text_sha256
 from .architectures import Adapter, LayerWeights, adapter_for
 from .errors import CheckpointError, MetricError, did_you_mean
 from .forms import functional_killing
@@ -184,13 +184,15 @@ def load_eager_model(folder: str | os.PathLike) -> torch.nn.Module:
 
     folder = pathlib.Path(folder)
     cfg_path = folder / "config.json"
-    if not cfg_path.is_file():
+    if not cfg_path.is_file() and not cfg_path.exists():
         raise CheckpointError(f"{cfg_path}: missing; a checkpoint folder needs config.json.")
-    try:
-        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{cfg_path}: not valid JSON ({e}).") from e
+    cfg = read_json(cfg_path, error=CheckpointError, what="a JSON object (the model's configuration)")
+    if not isinstance(cfg, dict):
+        raise CheckpointError(f"{cfg_path}: expected a JSON object, got {type(cfg).__name__}.")
     names = cfg.get("architectures") or []
+    if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        raise CheckpointError(f"{cfg_path}: field 'architectures' is {str(names)[:40]!r}; expected a "
+                              f"list of transformers class names.")
     cls = getattr(transformers, names[0], None) if names else transformers.AutoModel
     if cls is None:
         raise CheckpointError(f"{cfg_path}: architectures[0] = {names[0]!r} is not a transformers class.")
