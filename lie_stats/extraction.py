@@ -32,7 +32,7 @@ from ._text import log_text, terminal_line
 from .cube import check_output, checkpoint_shard, merge_shards, open_cube, write_cube
 from .errors import CheckpointError, LieStatsError
 from .executors import run_tasks
-from .store import SHARD_KEY_SCHEME, check_replace, lock_store, notice, prepare_store, shard_problem
+from .store import SHARD_KEY_SCHEME, check_replace, lock_store, notice, prepare_store, shard_problems
 
 __all__ = [
     "ExtractOptions", "Task", "plan_tasks", "extract_checkpoint", "extract", "shard_dir",
@@ -716,17 +716,17 @@ def _extract_locked(tasks: list[Task], store: Path, out: Path, *, options: Extra
     wanted = options.result_key()
     prepare_store(store, wanted, resume=resume)
     tick = _progress(len(tasks), enabled=progress)
+    found = [t for t in tasks if _shard_path(store, t).exists()]
+    problems = dict(zip((t.key for t in found), shard_problems(
+        [(_shard_path(store, t), t.checkpoint.model,
+          t.checkpoint.step if t.checkpoint.step is not None else 0) for t in found], wanted)))
     todo, redo = [], []
     for task in tasks:
-        path = _shard_path(store, task)
-        if path.exists():
-            c = task.checkpoint
-            why = shard_problem(path, model=c.model, step=c.step if c.step is not None else 0,
-                                wanted=wanted)
-            if why is None:
-                tick(f"{task.label} (done)")
-                continue
-            redo.append(f"{task.label}: {why}")
+        if task.key in problems and problems[task.key] is None:
+            tick(f"{task.label} (done)")
+            continue
+        if task.key in problems:
+            redo.append(f"{task.label}: {problems[task.key]}")
         todo.append(task)
     if redo:  # kept shards are kept; these are extracted again, and the user is told which
         notice(f"{len(redo)} shard(s) of {store} cannot be kept and are extracted again "

@@ -4,7 +4,7 @@ redone, what must not be replaced.
 An extraction writes each finished checkpoint as a shard in ``OUT.nc.shards/``
 (:mod:`lie_stats.extraction`). This module holds the store's lock (:func:`lock_store`), its
 preparation for a run (:func:`prepare_store`), the check of each shard a ``--resume`` would
-keep (:func:`shard_problem`: unreadable, of another checkpoint, made with other options, or
+keep (:func:`shard_problems`: unreadable, of another checkpoint, made with other options, or
 lacking a variable it recorded, each said by name), and the check that an extraction never
 replaces an existing cube it did not write in the same run (:func:`check_replace`).
 Notices (what was redone, what was left out) go to stderr through :func:`notice`, whatever
@@ -26,7 +26,7 @@ from ._text import terminal_line
 from .cube import is_cube_file, open_cube, provenance_of, read_global_attrs
 from .errors import CubeError, LieStatsError
 
-__all__ = ["lock_store", "prepare_store", "shard_problem", "check_replace", "notice",
+__all__ = ["lock_store", "prepare_store", "shard_problems", "check_replace", "notice",
            "options_diff", "SHARD_KEY_SCHEME"]
 
 #: How shard names are derived; written into each shard store (``shard_keys.json``) so that a
@@ -106,7 +106,7 @@ def prepare_store(store: Path, wanted: Mapping[str, Any], *, resume: bool) -> No
 
     A store holding shards is continued only with ``resume``, and only when its shards were
     named by :data:`SHARD_KEY_SCHEME`. Shards made with other options are not refused here:
-    :func:`shard_problem` finds each one, and the run redoes it and says so.
+    :func:`shard_problems` finds each one, and the run redoes it and says so.
     """
     keys_file = store / _KEYS_NAME
     keys = {"shard_key": SHARD_KEY_SCHEME}
@@ -150,37 +150,72 @@ def options_diff(have: Any, wanted: Mapping[str, Any]) -> str:
     return "; ".join(out)
 
 
-def shard_problem(path: Path, *, model: str, step: int, wanted: Mapping[str, Any]) -> str | None:
-    """Why the shard at ``path`` cannot be kept for checkpoint ``model`` at ``step`` under the
-    options ``wanted`` (:meth:`ExtractOptions.result_key`), or None when it can.
+def shard_problems(shards: Sequence[tuple[Path, str, int]], wanted: Mapping[str, Any]) -> list[str | None]:
+    """For each shard ``(path, model, step)`` of a store, why it cannot be kept for checkpoint
+    ``model`` at ``step`` under the options ``wanted`` (:meth:`ExtractOptions.result_key`), or
+    None when it can.
 
-    The shard must open as a valid cube (:func:`lie_stats.cube.open_cube`), hold exactly that
+    A shard must open as a valid cube (:func:`lie_stats.cube.open_cube`), hold exactly that
     checkpoint, have been made with the same options (each shard records its own), and hold
     every variable it recorded when it was written (a variable dropped from the file would
-    otherwise become NaN in the merged cube without a word).
+    otherwise become NaN in the merged cube without a word). A shard written before shards
+    recorded their variables must hold every variable another shard of the store made with
+    the same options holds.
     """
+    out: list[str | None] = []
+    legacy: list[tuple[int, Path, set[str]]] = []
+    seen: set[str] = set()
+    for path, model, step in shards:
+        why, variables = _shard_problem(path, model=model, step=step, wanted=wanted)
+        out.append(why)
+        if why is None:
+            if variables is None:
+                legacy.append((len(out) - 1, path, _variables_of(path)))
+            else:
+                seen |= variables
+    for i, path, held in legacy:
+        missing = sorted((seen | set().union(*(h for _, _, h in legacy))) - held)
+        if missing:
+            out[i] = (f"{path}: variable(s) {', '.join(repr(v) for v in missing)} missing; expected "
+                      f"the variables the other shards made with the same options hold")
+    return out
+
+
+def _variables_of(path: Path) -> set[str]:
+    import xarray as xr
+
+    with xr.open_dataset(path, engine="netcdf4") as ds:  # the header only
+        return set(map(str, ds.data_vars))
+
+
+def _shard_problem(path: Path, *, model: str, step: int,
+                   wanted: Mapping[str, Any]) -> tuple[str | None, set[str] | None]:
+    """Why one shard cannot be kept (or None), and the variables it recorded (None when it
+    recorded none: a shard of an earlier lie_stats)."""
     try:
         ds = open_cube(path)
     except CubeError as e:
-        return f"unreadable: {e}"
+        return f"unreadable: {e}", None
     records = provenance_of(ds)
     holds = [(str(m), int(s)) for m in ds["model"].values.tolist() for s in ds["step"].values.tolist()]
     if holds != [(model, step)] or len(records) != 1:
         return (f"{path}: holds {', '.join(f'{m}@{s}' for m, s in holds) or 'nothing'} with "
-                f"{len(records)} provenance record(s); expected exactly {model}@{step}")
+                f"{len(records)} provenance record(s); expected exactly {model}@{step}"), None
     record = records[0]
     diff = options_diff(record.get("options"), wanted)
     if diff:
-        return f"{path}: made with other options ({diff})"
+        return f"{path}: made with other options ({diff})", None
     variables = record.get("variables")
+    if variables is None:
+        return None, None
     if not (isinstance(variables, list) and all(isinstance(v, str) for v in variables)):
-        return (f"{path}: its provenance has no list of the variables it holds (field "
-                f"'variables', written by this lie_stats); expected one, to check none is missing")
+        return (f"{path}: its provenance field 'variables' is {str(variables)[:40]!r}; expected the "
+                f"list of the variables it holds"), None
     missing = sorted(set(variables) - set(map(str, ds.data_vars)))
     if missing:
         return (f"{path}: variable(s) {', '.join(repr(v) for v in missing)} missing; expected the "
-                f"{len(variables)} variables it recorded when it was written")
-    return None
+                f"{len(variables)} variables it recorded when it was written"), None
+    return None, set(variables)
 
 
 def _records_of(path: Path) -> list[dict] | None:

@@ -7,7 +7,8 @@
 - ``--resume`` with other ``--families``, ``--null-draws`` or ``--fold-ln``: the shards made
   with the old options are redone, the others kept, and a notice says which and why;
 - a shard of the store that lost a variable (or is unreadable): redone, with a notice naming
-  the file and the variable, instead of a hole of NaN in the cube.
+  the file and the variable, instead of a hole of NaN in the cube (a shard of an earlier
+  lie_stats, which did not record its variables, is compared with the other shards).
 """
 
 from __future__ import annotations
@@ -125,18 +126,32 @@ def test_resume_over_a_finished_cube_with_other_options_says_so(run, tmp_path, c
 
 
 # ---------------------------------------------------------------------------- damaged shards
-@pytest.mark.parametrize("damage", ["one_variable", "every_variable", "truncated"])
+def _without_variables_record(shard: pathlib.Path) -> None:
+    """As a shard of an earlier lie_stats, which did not record its variables."""
+    with xr.open_dataset(shard) as lazy:
+        ds = lazy.load()
+    (record,) = json.loads(ds.attrs[schema.ATTR_PROVENANCE])
+    del record["variables"]
+    ds.attrs[schema.ATTR_PROVENANCE] = json.dumps([record])
+    shard.unlink()
+    ds.to_netcdf(shard)
+
+
+@pytest.mark.parametrize("damage", ["one_variable", "every_variable", "truncated", "legacy_one_variable"])
 def test_a_damaged_shard_is_redone_and_named(run, tmp_path, capsys, damage):
     out = tmp_path / "c.nc"
     assert _extract(capsys, run, "-o", out, *FAST, "--keep-shards")[0] == cli.EXIT_OK
     reference = open_cube(out)
     (shard,) = [p for p in shard_dir(out).glob("*.nc") if provenance_of(open_cube(p))[0]["step"] == 10]
+    if damage.startswith("legacy"):
+        for p in shard_dir(out).glob("*.nc"):
+            _without_variables_record(p)
     if damage == "truncated":
         shard.write_bytes(shard.read_bytes()[:200])
     else:
         with xr.open_dataset(shard) as lazy:
             ds = lazy.load()
-        drop = ["commutator"] if damage == "one_variable" else list(ds.data_vars)
+        drop = list(ds.data_vars) if damage == "every_variable" else ["commutator"]
         shard.unlink()
         ds.drop_vars(drop).to_netcdf(shard)
     out.unlink()
@@ -144,7 +159,7 @@ def test_a_damaged_shard_is_redone_and_named(run, tmp_path, capsys, damage):
     assert code == cli.EXIT_OK, err
     assert f"1 shard(s) of {shard_dir(out)} cannot be kept and are extracted again (1 kept)" in err, err
     assert str(shard) in err
-    if damage == "one_variable":
+    if damage.endswith("one_variable"):
         assert "variable(s) 'commutator' missing" in err, err
     elif damage == "truncated":
         assert "unreadable" in err, err
