@@ -173,7 +173,7 @@ def test_the_cache_is_reused_and_invalidated_by_the_spec_hash(root, tmp_path, mo
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("{not json", "not a diagnosis cache \\(not valid JSON"),
+    ("{not json", "invalid JSON"),
     ('{"format": 1, "entries": []}', "expected an object"),
     ('{"format": 1, "entries": {"B5::synth": {"spec_hash": "x"}}}', "entry 'B5::synth' is malformed"),
 ])

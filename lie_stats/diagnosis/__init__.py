@@ -309,19 +309,14 @@ def read_cache(path: str | os.PathLike) -> dict[str, Any]:
         The file is not JSON, or not the layout :func:`write_cache` writes (the message
         names the file and what was expected).
     """
-    from .._io import path_problem, read_json
-
     path = Path(path)
-    problem = path_problem(path)
-    if problem is not None:
-        raise LieStatsError(f"{path}: {problem}; expected the diagnosis cache (JSON).")
     if not path.is_file():
         return {}
     try:
-        data = read_json(path, what="a diagnosis cache")
-    except LieStatsError as e:
-        raise LieStatsError(f"{path}: not a diagnosis cache ({str(e).removeprefix(f'{path}: ')}); "
-                            f"delete it and rerun lie-stats diagnose.") from None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise LieStatsError(f"{path}: not a diagnosis cache (invalid JSON: {e}); delete it and "
+                            f"rerun lie-stats diagnose.") from None
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(
             data.get("entries"), dict):
         raise LieStatsError(f"{path}: not a diagnosis cache: expected an object with "
@@ -333,46 +328,7 @@ def read_cache(path: str | os.PathLike) -> dict[str, Any]:
                 entry["diagnosis"], dict) or any(f not in entry["diagnosis"] for f in DIAGNOSIS_FIELDS):
             raise LieStatsError(f"{path}: entry {key!r} is malformed: expected the fields "
                                 f"{', '.join(need)} and a diagnosis with {', '.join(DIAGNOSIS_FIELDS)}.")
-        _check_entry_types(entry, where=f"{path}: entry {key!r}")
     return data["entries"]
-
-
-#: Types of a cache entry's fields: (field, types, what is expected); ``diagnosis.X`` is a
-#: field of the entry's diagnosis, ``cubes.*`` each value of its ``cubes``.
-_ENTRY_TYPES = (
-    ("spec_hash", (str,), "a string (the declaration's hash)"),
-    ("code", (str, type(None)), "a string (the code's fingerprint)"),
-    ("cubes", (dict, type(None)), "an object {cube file: sha256} or null"),
-    ("cubes.*", (str,), "a string (a cube's sha256)"),
-    ("settings", (dict, type(None)), "an object (the simulation settings) or null"),
-    *((f"diagnosis.{f}", (int, float, type(None)), "a number or null")
-      for f in ("fpr", "power", "coverage", "type_s", "refuted_null", "refuted_planted")),
-    *((f"diagnosis.{f}", (int,), "an integer") for f in ("n_sims", "seed", "n_perm", "n_boot")),
-    *((f"diagnosis.{f}", (str, type(None)), "a string") for f in ("reason", "design")),
-)
-
-
-def _check_entry_types(entry: Mapping[str, Any], *, where: str) -> None:
-    """Each field of a cache entry has its type (any depth), else an error naming it."""
-    from .._io import expect_type
-
-    for name, types, expected in _ENTRY_TYPES:
-        head, _, tail = name.partition(".")
-        if head not in entry:
-            continue
-        if not tail:
-            values = [(name, entry[head])]
-        elif not isinstance(entry[head], dict):
-            continue  # checked as the field itself
-        elif tail == "*":
-            values = [(f"{head}.{k}", v) for k, v in entry[head].items()]
-        elif tail in entry[head]:
-            values = [(name, entry[head][tail])]
-        else:
-            continue
-        for field_name, value in values:
-            expect_type(value, types, where=where, field=field_name,
-                        expected=f"{expected}; delete the file and rerun lie-stats diagnose")
 
 
 def write_cache(path: str | os.PathLike, entries: Mapping[str, Any]) -> Path:

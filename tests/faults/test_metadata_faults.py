@@ -1,11 +1,11 @@
 """Metadata of any depth and any type, as real files: a named error, never a traceback.
 
 JSON read by lie_stats (a checkpoint's ``config.json`` and index, a safetensors header, the
-registry of pinned verdicts, the diagnosis cache, an export's ``index.json``) is bounded in
+registry of pinned verdicts, an export's ``index.json``) is bounded in
 size and nesting before any parser sees it (``lie_stats._io.read_json``): Python's parser
 recurses once per level, so a file nested thousands of levels deep used to end in a
 RecursionError, and with it the whole extraction. Every field of a config, of a cube's global
-attributes, of the verdicts registry and of the diagnosis cache is type-checked: the error
+attributes and of the verdicts registry is type-checked: the error
 names the file, the field and the type expected.
 """
 
@@ -23,7 +23,6 @@ import pytest
 from lie_stats import cli, schema
 from lie_stats._io import JSON_MAX_DEPTH
 from lie_stats.cube import checkpoint_shard, open_cube, write_cube
-from lie_stats.diagnosis import read_cache
 from lie_stats.errors import CheckpointError, CubeError, LieStatsError, SpecError
 from lie_stats.export import export_results
 from lie_stats.gates import read_registry
@@ -96,16 +95,12 @@ def test_a_deep_safetensors_header_is_named_before_it_is_parsed(tmp_path):
     assert "safetensors header" in str(e.value)
 
 
-def test_deep_verdicts_diagnosis_and_export_index_are_named(tmp_path):
+def test_deep_verdicts_and_export_index_are_named(tmp_path):
     verdicts = tmp_path / "verdicts.json"
     verdicts.write_text(_deep())
     with pytest.raises(SpecError, match=f"{verdicts}: the registry of pinned verdicts is not JSON "
                                         f"\\(JSON nested {DEEP} levels deep"):
         read_registry(verdicts)
-    cache = tmp_path / "diagnosis.json"
-    cache.write_text(f'{{"format": 1, "entries": {_deep()}}}')
-    with pytest.raises(LieStatsError, match=f"{cache}: not a diagnosis cache \\(JSON nested"):
-        read_cache(cache)
     out = tmp_path / "export"
     out.mkdir()
     (out / "index.json").write_text(_deep())
@@ -203,31 +198,6 @@ def test_every_global_attribute_of_a_wrong_type_is_a_named_error(cube_file, tmp_
 # ---------------------------------------------------------------------------- registries
 def _entry_fields(entry: dict) -> list[tuple]:
     return [(k,) for k in entry] + [(k, j) for k, v in entry.items() if isinstance(v, dict) for j in v]
-
-
-def test_every_field_of_the_diagnosis_cache_is_type_checked(tmp_path):
-    committed = json.loads((pathlib.Path(__file__).parents[2] / "hypotheses" / "diagnosis.json").read_text())
-    key, entry = next((k, e) for k, e in committed["entries"].items() if e.get("cubes"))
-    path = tmp_path / "diagnosis.json"
-    missed = []
-    for field in _entry_fields(entry):
-        if field[0] == "settings" and len(field) > 1:
-            continue  # compared whole with the run's settings, never read field by field
-        for wrong in ([1], {"a": 1}) if len(field) > 1 or field[0] in ("spec_hash", "code") else ([1], "x"):
-            edited = json.loads(json.dumps(entry))
-            target = edited
-            for part in field[:-1]:
-                target = target[part]
-            target[field[-1]] = wrong
-            path.write_text(json.dumps({"format": committed["format"], "entries": {key: edited}}))
-            try:
-                read_cache(path)
-            except LieStatsError as e:
-                assert str(path) in str(e) and repr(key) in str(e) and "expected" in str(e), e
-                assert repr(".".join(map(str, field))) in str(e) or "malformed" in str(e), e
-            else:
-                missed.append(f"{'.'.join(map(str, field))}={wrong!r}")
-    assert not missed, missed
 
 
 def test_every_field_of_the_verdicts_registry_is_type_checked(tmp_path):
