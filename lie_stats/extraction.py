@@ -641,9 +641,10 @@ def extract(
     options.check_probe_models([c.model for _, cks in opened for c in cks])
     _check_configs(opened, options)  # config.json only: projection sizes against d_model
     for src, checkpoints in opened:  # step-like folders that are not steps: said, not dropped
-        if checkpoints and checkpoints[0].ignored:
+        ignored = getattr(checkpoints[0], "ignored", ()) if checkpoints else ()  # run folders only
+        if ignored:
             notice(f"{src}: left out of the run (also listed in each of its checkpoints' "
-                   f"provenance, 'ignored_in_run_folder'): {'; '.join(checkpoints[0].ignored)}")
+                   f"provenance, 'ignored_in_run_folder'): {'; '.join(ignored)}")
     tasks = _tasks_of(opened)  # hashes the checkpoints' files (the shard keys)
     check_replace(out, [(t.checkpoint.model, t.checkpoint.step if t.checkpoint.step is not None else 0)
                         for t in tasks], options.result_key(), resume=resume, force=force)
