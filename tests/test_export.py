@@ -9,6 +9,8 @@ NaN), dims, coordinates, units and definitions, and every field of the result's 
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import math
 import os
@@ -330,8 +332,8 @@ def test_a_second_export_merges_and_never_deletes_the_first_ones_files(cubes, tm
     index = json.loads((out / "index.json").read_text())["exports"]
     assert [(e["id"], e["dataset"]) for e in index] == sorted({(e["id"], e["dataset"]) for e in first})
     # the same result exported again as skipped: its earlier file is this export's own, removed
-    skipped = evaluate_cube(spec_xy(), cubes["synth"], dataset="synth")
-    skipped.verdict, skipped.reason, skipped.data = "skipped", "no cube", None
+    skipped = dataclasses.replace(evaluate_cube(spec_xy(), cubes["synth"], dataset="synth"),
+                                  verdict="skipped", reason="no cube", data=None)
     export.export_results([skipped], out, cubes=cubes)
     assert not (out / "X1__synth.nc").exists() and (out / b_file).read_bytes() == b_bytes
     index = {(e["id"], e["dataset"]): e for e in json.loads((out / "index.json").read_text())["exports"]}
