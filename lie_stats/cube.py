@@ -24,8 +24,9 @@ import numpy as np
 import xarray as xr
 
 from . import schema
-from ._io import atomic_write, cf_global_attrs, expect_type, loads_json, path_problem
+from ._io import atomic_write, cf_global_attrs, path_problem
 from ._text import terminal_line
+from .cube_attrs import check_global_attrs, json_list_attr
 from .errors import CubeError, did_you_mean
 
 __all__ = [
@@ -189,55 +190,7 @@ def provenance_of(ds: xr.Dataset) -> list[dict]:
     """
     if not isinstance(ds, xr.Dataset):
         raise CubeError(f"expected an xarray.Dataset cube, got {type(ds).__name__}.")
-    return _json_list_attr(ds, schema.ATTR_PROVENANCE, "one object per checkpoint")
-
-
-def _json_list_attr(ds: xr.Dataset, name: str, what: str) -> list[dict]:
-    """A global attribute holding a JSON list of objects (provenance, failed checkpoints)."""
-    text = ds.attrs.get(name, "[]")
-    where = f"Global attribute {name!r}"
-    expect_type(text, str, where=where.lower(), field=name, error=CubeError,
-                expected=f"a JSON list of objects as text ({what})")
-    out = loads_json(text, where=where, what=f"a JSON list of objects ({what})", error=CubeError)
-    if not isinstance(out, list) or not all(isinstance(r, dict) for r in out):
-        got = (f"a JSON {type(out).__name__}" if not isinstance(out, list) else
-               f"a list holding a {next(type(r).__name__ for r in out if not isinstance(r, dict))}")
-        raise CubeError(f"{where} is {got}; expected a JSON list of objects ({what}).")
-    return out
-
-
-#: Global attributes of a cube: name -> (types, what is expected). Each one present is
-#: type-checked by :func:`validate_cube` (a NetCDF attribute can hold an array or a number
-#: where text belongs); the JSON ones are parsed by :func:`provenance_of` and ``_failed_of``.
-GLOBAL_ATTRS: dict[str, tuple[tuple[type, ...], str]] = {
-    schema.ATTR_CONVENTIONS: ((str,), "text such as 'CF-1.10'"),
-    schema.ATTR_METRICS_VERSION: ((int, np.integer), "an integer (the METRICS.md version)"),
-    schema.ATTR_LIB_VERSION: ((str,), "text (the lie_stats version that wrote the cube)"),
-    schema.ATTR_CREATED: ((str,), "text (an ISO 8601 time)"),
-    schema.ATTR_PROVENANCE: ((str,), "a JSON list of objects as text"),
-    schema.ATTR_FAILED: ((str,), "a JSON list of objects as text"),
-    "store_dtype": ((str,), "'float64' or 'float32'"),
-}
-
-
-def _check_global_attrs(ds: xr.Dataset, *, where: str) -> None:
-    """Every known global attribute present has its type (a scalar, not an array)."""
-    for name, (types, expected) in GLOBAL_ATTRS.items():
-        if name in ds.attrs:
-            value = ds.attrs[name]
-            if isinstance(value, np.ndarray) and value.ndim == 0:
-                value = value.item()
-            expect_type(value, types, where=f"{where} (global attributes)", field=name,
-                        expected=expected, error=CubeError)
-    dtype = ds.attrs.get("store_dtype")
-    if dtype is not None and dtype not in ("float64", "float32"):
-        raise CubeError(f"{where}: global attribute 'store_dtype' is {dtype!r}; expected 'float64' "
-                        f"or 'float32'.")
-    for name in (schema.ATTR_PROVENANCE, schema.ATTR_FAILED):
-        try:
-            _json_list_attr(ds, name, "one object per checkpoint")
-        except CubeError as e:
-            raise CubeError(f"{where}: {e}") from e
+    return json_list_attr(ds.attrs, schema.ATTR_PROVENANCE, "one object per checkpoint")
 
 
 def read_global_attrs(path: str | os.PathLike) -> dict[str, Any] | None:
@@ -282,7 +235,7 @@ def is_cube_file(path: str | os.PathLike) -> bool:
 
 
 def _failed_of(ds: xr.Dataset) -> list[dict]:
-    return _json_list_attr(ds, schema.ATTR_FAILED, "one object per failed checkpoint")
+    return json_list_attr(ds.attrs, schema.ATTR_FAILED, "one object per failed checkpoint")
 
 
 def merge_shards(shards: Sequence[xr.Dataset], *, failed: Sequence[Mapping] = (),
@@ -545,7 +498,7 @@ def validate_cube(ds: xr.Dataset, *, where: str = "<cube>") -> xr.Dataset:
     for name in schema.MODEL_COORDS:
         if name not in ds.coords:
             raise CubeError(f"{where}: missing coordinate {name!r} along 'model'.")
-    _check_global_attrs(ds, where=where)
+    check_global_attrs(ds.attrs, where=where)
     version = ds.attrs.get(schema.ATTR_METRICS_VERSION)
     if version is None:
         raise CubeError(f"{where}: missing global attribute {schema.ATTR_METRICS_VERSION!r}.")
@@ -799,7 +752,7 @@ def describe_cube(ds: xr.Dataset, *, where: str = "<cube>") -> str:
     for dim in (schema.MODEL, schema.STEP):
         if dim not in ds.dims:
             raise CubeError(f"{where}: missing dimension {dim!r}; a cube has dims {schema.CUBE_DIMS}.")
-    _check_global_attrs(ds, where=where)
+    check_global_attrs(ds.attrs, where=where)
     lines = [f"cube: {where}"]
     lines.append(
         f"  metrics_version {ds.attrs.get(schema.ATTR_METRICS_VERSION)}, lie_stats "

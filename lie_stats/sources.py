@@ -25,8 +25,9 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from ._io import file_sha256, loads_json, path_problem, read_json
+from ._io import file_sha256, path_problem, read_json
 from .architectures import Adapter, LayerWeights, adapter_for
+from .checkpoint_files import bad_link, check_st_header, disagreement, layout_kind, left_out
 from .errors import CheckpointError, did_you_mean
 from .hub import (
     CONFIG_FILE, HF_PREFIX, _Hub, _hub_unreachable, _network_errors, _offline, _unreachable_error,
@@ -42,51 +43,11 @@ _BIN_SINGLE = "pytorch_model.bin"
 #: Weight layouts, in the order they are looked for.
 _LAYOUTS = (_ST_INDEX, _ST_SINGLE, _BIN_INDEX, _BIN_SINGLE)
 _STEP_RE = re.compile(r"^(?:step_?|checkpoint-|global_step)(\d+)$")
-#: Names that look like checkpoint folders of a run (``step_-1``, ``step_abc``) but whose step
-#: cannot be parsed: listed as ignored (a notice, and the cube's provenance), never silently.
-_STEP_LIKE_RE = re.compile(r"^(?:step|checkpoint-|global_step)", re.IGNORECASE)
 _ST_DTYPES = {
     "F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
     "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2", "I64": "int64", "I32": "int32",
     "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool",
 }
-
-
-#: The largest safetensors header read (the format's own readers stop at 100 MB).
-_ST_HEADER_MAX = 100 * 2**20
-
-
-def _check_st_header(path: pathlib.Path, where: str) -> None:
-    """A safetensors file's JSON header, bounded in size and nesting before any parser sees
-    it (:func:`lie_stats._io.loads_json`), and a JSON object."""
-    import struct
-
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(8)
-            if len(head) < 8:
-                raise CheckpointError(f"{where}: not a readable safetensors file ({len(head)} bytes; "
-                                      f"expected an 8-byte header length, then a JSON header)")
-            (n,) = struct.unpack("<Q", head)
-            if n > _ST_HEADER_MAX:
-                raise CheckpointError(f"{where}: not a readable safetensors file (its header "
-                                      f"claims {n} bytes; expected at most {_ST_HEADER_MAX})")
-            raw = fh.read(n)
-    except OSError as e:
-        raise CheckpointError(f"{where}: cannot read it ({e.strerror})") from e
-    if len(raw) < n:
-        raise CheckpointError(f"{where}: not a readable safetensors file (the header claims {n} "
-                              f"bytes; the file holds {len(raw)} after the length)")
-    header = loads_json(raw.rstrip(b" \x00"), where=where, error=CheckpointError,
-                        what="a safetensors header {tensor name: {dtype, shape, data_offsets}}",
-                        max_bytes=_ST_HEADER_MAX, max_depth=4)
-    if not isinstance(header, dict):
-        raise CheckpointError(f"{where}: not a readable safetensors file (its header is a JSON "
-                              f"{type(header).__name__}; expected an object)")
-
-
-def _kind_of(layout: str | None) -> str:
-    return "bin" if layout is not None and layout.startswith("pytorch_model") else "safetensors"
 
 
 def parse_step(name: str) -> int | None:
@@ -231,7 +192,7 @@ class Checkpoint:
         if self._hub is not None and filename not in self._hub.fetched:
             return self._hub.fetch(filename, missing_ok=missing_ok)
         if p.is_symlink() and not p.exists():  # present but unusable: say so rather than "not found"
-            raise CheckpointError(f"{self._where(filename)}: {_bad_link(p)}")
+            raise CheckpointError(f"{self._where(filename)}: {bad_link(p)}")
         problem = path_problem(p)  # a folder, a FIFO, a path too long: not "not found"
         if problem is not None:
             raise CheckpointError(f"{self._where(filename)}: {problem}")
@@ -304,7 +265,7 @@ class Checkpoint:
         found = present[0] if present else None
         if self._prefer is None and self._hub is None:
             # model.safetensors beside pytorch_model.bin: read both, and refuse if they disagree
-            self._others = [lay for lay in present[1:] if _kind_of(lay) != _kind_of(found)]
+            self._others = [lay for lay in present[1:] if layout_kind(lay) != layout_kind(found)]
         others = []
         if found is None and self._hub is None:
             others = sorted(p.name for p in self.path.glob("*.safetensors"))
@@ -335,7 +296,7 @@ class Checkpoint:
 
         path = self._local(filename)
         if filename not in self._st_headers:
-            _check_st_header(path, self._where(filename))
+            check_st_header(path, self._where(filename))
         try:
             return safe_open(str(path), framework="pt", device="cpu")
         except Exception as e:  # safetensors raises SafetensorError / OSError
@@ -463,16 +424,9 @@ class Checkpoint:
             self._alt._prefer = self._others[0]
         ours, theirs = self._layout, self._others[0]
         try:
-            other = self._alt.get_tensor(name)
+            why = disagreement(t, self._alt.get_tensor(name), ours, theirs)
         except CheckpointError as e:
-            other, why = None, str(e)
-        else:
-            why = None
-            if other.shape != t.shape:
-                why = f"shape {tuple(t.shape)} in {ours}, {tuple(other.shape)} in {theirs}"
-            elif not torch.equal(t.to(torch.float64), other.to(torch.float64)):
-                diff = (t.to(torch.float64) - other.to(torch.float64)).abs().max().item()
-                why = f"values differ by up to {diff:.3g}"
+            why = str(e)
         for f in self._alt.files_read:
             self._note_read(f)
         self._alt.close()
@@ -743,19 +697,6 @@ def _sorted(ckpts: list[Checkpoint]) -> list[Checkpoint]:
     return sorted(ckpts, key=lambda c: (c.step is None, c.step or 0, c.revision or ""))
 
 
-def _bad_link(path: pathlib.Path, expected: str = "a regular file") -> str:
-    """Why a symbolic link does not lead to ``expected`` (loop, dangling, other kind)."""
-    try:
-        os.stat(path)
-    except OSError as e:
-        import errno
-
-        if e.errno == errno.ELOOP:
-            return f"a symbolic link loop; expected {expected} (or a link to one)"
-        return f"a dangling symbolic link to {os.readlink(path)!r}; expected {expected} (or a link to one)"
-    return f"a symbolic link to something else; expected {expected}"
-
-
 def _open_local(source: str, revisions) -> list[Checkpoint]:
     root = pathlib.Path(source).expanduser()
     problem = path_problem(root, "a folder")
@@ -772,14 +713,9 @@ def _open_local(source: str, revisions) -> list[Checkpoint]:
     entries = [p for p in root.iterdir() if parse_step(p.name) is not None]
     for p in entries:  # a step folder that is a broken link would silently drop out of the run
         if p.is_symlink() and not p.exists():
-            raise CheckpointError(f"{p}: {_bad_link(p, 'a checkpoint folder')}")
+            raise CheckpointError(f"{p}: {bad_link(p, 'a checkpoint folder')}")
     subdirs = {p.name: p for p in entries if p.is_dir()}
-    ignored = tuple(sorted(
-        [f"{p.name} (not a step number: expected step_N, stepN, checkpoint-N or global_stepN "
-         f"with N a non-negative integer)"
-         for p in root.iterdir() if parse_step(p.name) is None and _STEP_LIKE_RE.match(p.name)
-         and p.is_dir()]
-        + [f"{p.name} ({path_problem(p, 'a folder')})" for p in entries if not p.is_dir()]))
+    ignored = left_out(root, parse_step, entries)  # said in a notice and the provenance
     revs = _as_list(revisions)
     if subdirs:
         steps: dict[int, str] = {}
@@ -825,15 +761,15 @@ def _open_local(source: str, revisions) -> list[Checkpoint]:
         model = _folder_model_name(resolved, source)
         return [Checkpoint(model, step, resolved.name if step is not None else None, root, source)]
     if (root / CONFIG_FILE).is_symlink():
-        raise CheckpointError(f"{root / CONFIG_FILE}: {_bad_link(root / CONFIG_FILE)}")
+        raise CheckpointError(f"{root / CONFIG_FILE}: {bad_link(root / CONFIG_FILE)}")
     problem = path_problem(root / CONFIG_FILE)
     if problem is not None:
         raise CheckpointError(f"{root / CONFIG_FILE}: {problem}; expected the JSON configuration "
                               f"of the checkpoint")
-    left_out = f"; left out: {', '.join(ignored)}" if ignored else ""
+    listed = f"; left out: {', '.join(ignored)}" if ignored else ""
     raise CheckpointError(
         f"{source}: neither a checkpoint folder ({CONFIG_FILE} missing) nor a run folder "
-        f"(no subfolders named step_N, stepN or checkpoint-N){left_out}"
+        f"(no subfolders named step_N, stepN or checkpoint-N){listed}"
     )
 
 

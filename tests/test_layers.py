@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("lie_stats._io", "lie_stats.forms"),
     ("lie_stats.stats", "lie_stats.stats."),
     ("lie_stats.architectures", "lie_stats.architectures.", "lie_stats.probe", "lie_stats.cube",
-     "lie_stats.hub"),
+     "lie_stats.cube_attrs", "lie_stats.checkpoint_files", "lie_stats.hub"),
     ("lie_stats.sources", "lie_stats.memory", "lie_stats.operators"),
     ("lie_stats.metrics",),
     ("lie_stats.activations", "lie_stats.delta"),
