@@ -5,11 +5,16 @@ export`` and :func:`lie_stats.run` are shells over it:
 
 - :class:`Engine` holds what a run accumulates (the registries it read, the pins to write,
   the declarations whose hash changed) as explicit state, never as module globals;
+- :meth:`Engine.declare` registers each declaration of the run with its datasets, so that a
+  multiplicity family is known whole before any of its members is decided (a ``-k``
+  selection does not change a family);
 - :meth:`Engine.evaluate` takes one declaration on one dataset through evaluation
   (:func:`lie_stats.spec.evaluate`), the selection check (:func:`lie_stats.gates.check_selection`),
-  the cached design diagnosis (:func:`lie_stats.diagnosis.cached_diagnosis`) and the gate
-  (:func:`lie_stats.gates.check`), and returns an :class:`Evaluated`: the frozen result and
-  its gate. The pytest plugin calls it once per item, so pytest reports each item;
+  the decision within its multiplicity family (:func:`lie_stats.spec.evaluation.decide_in_family`:
+  the first member asked for evaluates the whole family), the cached design diagnosis
+  (:func:`lie_stats.diagnosis.cached_diagnosis`) and the gate (:func:`lie_stats.gates.check`),
+  and returns an :class:`Evaluated`: the frozen result and its gate. The pytest plugin calls
+  it once per item, so pytest reports each item;
 - :meth:`Engine.out_of_scope` does the same for an :class:`~lie_stats.spec.OutOfScope` record;
 - :meth:`Engine.finish` writes the pins and returns the :class:`ResultsTable`, in which the
   multiplicity of every result is computed, once (:func:`lie_stats.spec.results.assign_multiplicity`);
@@ -142,6 +147,8 @@ class Engine:
     datasets_dir: Path | None = None
     update: bool = False
     registry: Path | None = None
+    members: dict = field(default_factory=dict)  # family -> {key: (spec, dataset, module path)}
+    decided: dict = field(default_factory=dict)  # key -> Result decided in its family, or the error
     registries: dict = field(default_factory=dict)  # registry path -> its pins, read once
     pins: dict = field(default_factory=dict)  # registry path -> {key: entry} to write
     changed: dict = field(default_factory=dict)  # key -> (pinned hash, hash now)
@@ -165,24 +172,72 @@ class Engine:
             self.registries[path] = read_registry(path)
         return self.registries[path]
 
+    def declare(self, spec: Any, datasets: Sequence[str], module_path: str | os.PathLike) -> None:
+        """Register a declaration of this run on its datasets (its family's members)."""
+        from .spec.results import claim_family
+
+        family = spec.multiplicity_family or claim_family(spec.id)
+        for ds in datasets:
+            self.members.setdefault(family, {})[f"{spec.id}::{ds}"] = (spec, ds, Path(module_path))
+
+    def _decide_family(self, family: str) -> None:
+        """Evaluate every member of ``family`` and decide each within it."""
+        from . import gates
+        from .spec import evaluate
+        from .spec.evaluation import decide_in_family
+        from .spec.results import family_adjusted_p
+
+        raw: dict[str, tuple[Any, Any]] = {}
+        for key, (spec, ds, _) in self.members[family].items():
+            try:
+                raw[key] = (spec, gates.check_selection(evaluate(spec, self.datasets_dir, datasets=[ds])[0],
+                                                        self.datasets_dir))
+            except Exception as e:  # noqa: BLE001 - this member fails alone; the family goes on without it
+                self.decided[key] = e
+        primaries: dict[str, list[str]] = {}
+        for key, (spec, res) in raw.items():
+            if getattr(spec, "primary", False):
+                primaries.setdefault(res.dataset, []).append(spec.id)
+        clash = {ds: ids for ds, ids in primaries.items() if len(ids) > 1}
+        adjusted, sizes = family_adjusted_p([res for _, res in raw.values()])
+        for key, (spec, res) in raw.items():
+            if res.dataset in clash and spec.primary:
+                self.decided[key] = SpecError(
+                    f"{spec.module}: HypothesisSpec {spec.id!r}, field 'primary': the family "
+                    f"{family!r} declares {len(clash[res.dataset])} primary tests on dataset "
+                    f"{res.dataset!r} ({', '.join(clash[res.dataset])}); a family has at most one "
+                    f"primary per dataset.")
+                continue
+            self.decided[key] = decide_in_family(spec, res, adjusted.get(key, {}), sizes.get(key, 0))
+
     def evaluate(self, spec: Any, dataset: str, module_path: str | os.PathLike) -> Evaluated:
-        """One spec on one dataset: evaluation, selection check, diagnosis, gate.
+        """One spec on one dataset: evaluation, selection check, decision within its
+        family, diagnosis, gate. A spec not declared before is declared now (a family of
+        what this engine has seen).
 
         Raises
         ------
         SelectionError
             The dataset's cube is present and the selection matches nothing.
         LieStatsError
-            The registry could not be read.
+            The registry could not be read; two primaries in one family on one dataset.
         """
         from . import diagnosis, gates
-        from .spec import evaluate
+        from .spec.results import claim_family
 
-        result = gates.check_selection(evaluate(spec, self.datasets_dir, datasets=[dataset])[0],
-                                       self.datasets_dir)
+        key = f"{spec.id}::{dataset}"
+        family = spec.multiplicity_family or claim_family(spec.id)
+        if key not in self.members.get(family, {}):
+            self.declare(spec, [dataset], module_path)
+            self.decided = {k: v for k, v in self.decided.items() if k not in self.members[family]}
+        if key not in self.decided:
+            self._decide_family(family)
+        result = self.decided[key]
+        if isinstance(result, BaseException):
+            raise result
         result = result.evolve(diagnosis=diagnosis.cached_diagnosis(  # `lie-stats diagnose`'s cache
             result.id, result.dataset, result.spec_hash, Path(module_path).parent / diagnosis.DIAGNOSIS_FILE,
-            self.datasets_dir, test=result.test))
+            self.datasets_dir, test=result.test, magnitude=bool(result.prediction.get("magnitude"))))
         path = self.registry_path(module_path)
         gate = gates.check(result, self._registry(path).get(result.key), update=self.update, registry=path)
         if gate.changed is not None:
@@ -281,6 +336,9 @@ def run(paths: Sequence[str | os.PathLike] = ("hypotheses",), *,
         raise SpecError("hypothesis module(s) could not be collected:\n" + "\n".join(errors))
     results: list[Any] = []
     failures = list(errors)
+    for decl in found.declarations:
+        if not decl.out_of_scope:
+            engine.declare(decl.obj, decl.datasets, decl.path)
     for decl in found.declarations:
         if decl.out_of_scope:
             results.append(engine.out_of_scope(decl.obj))

@@ -273,6 +273,7 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: Any) 
         return [ModuleErrorItem.from_parent(collector, name=got.name, text=got.text)]
     if got.out_of_scope:
         return [OutOfScopeItem.from_parent(collector, name=got.item_name(), record=obj, attr=name)]
+    state.engine.declare(obj, got.datasets, collector.path)  # its family, whatever -k selects
     return [SpecItem.from_parent(collector, name=got.item_name(ds), spec=obj, dataset=ds, attr=name)
             for ds in got.datasets]
 

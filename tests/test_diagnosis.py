@@ -153,7 +153,7 @@ def test_the_cache_is_reused_and_invalidated_by_the_spec_hash(root, tmp_path, mo
     # changed code (the kind's rule or statistic): the cached figures are not shown
     assert entry["code"] == D.code_fingerprint(test)
     with monkeypatch.context() as m:
-        m.setattr(D, "code_fingerprint", lambda t: "changed")
+        m.setattr(D, "code_fingerprint", lambda t, **k: "changed")
         stale = D.cached_diagnosis("B5", "synth", decls[0].obj.spec_hash(), cache, root, test=test)
         assert stale["reason"] == D.NOT_DIAGNOSED
         assert [d.cached for d in D.diagnose_declarations(decls, datasets_dir=root, settings=settings)] == [False]
@@ -338,7 +338,7 @@ def test_a_kind_that_runs_other_kinds_is_fingerprinted_with_all_of_them(monkeypa
     enrichment = importlib.import_module("lie_stats.diagnosis.designs.enrichment")
     source = inspect.getsource(enrichment)
     monkeypatch.setattr(inspect, "getsource", lambda m, _real=inspect.getsource: (
-        source + "\n# changed" if m is enrichment else _real(m)))
+        source + "\nCHANGED = 1" if m is enrichment else _real(m)))
     assert D.code_fingerprint("verdict_agreement") != before
     assert D.code_fingerprint("correlation") == correlation  # a kind that runs only its own
 
@@ -401,5 +401,30 @@ def test_a_statistic_imported_as_a_module_is_in_its_kinds_fingerprint(monkeypatc
     before = D.code_fingerprint("iut_equivalence")
     stat = importlib.import_module("lie_stats.stats.intersection")
     monkeypatch.setattr(inspect, "getsource", lambda m, _real=inspect.getsource: (
-        _real(m) + "\n# changed" if m is stat else _real(m)))
+        _real(m) + "\nCHANGED = 1" if m is stat else _real(m)))
     assert D.code_fingerprint("iut_equivalence") != before
+
+
+def test_the_fingerprint_follows_behaviour_not_documentation(monkeypatch):
+    """A docstring or comment edit keeps a kind's cached diagnoses; a changed rule does not;
+    the size rule (spec.magnitude) counts only for specs that declare a size."""
+    import importlib
+    import inspect
+
+    rules = importlib.import_module("lie_stats.spec.kinds.correlation")
+    magnitude = importlib.import_module("lie_stats.spec.magnitude")
+    before = D.code_fingerprint("correlation")
+    sized = D.code_fingerprint("correlation", magnitude=True)
+    assert sized != before
+    real = inspect.getsource
+
+    def edited(text):
+        monkeypatch.setattr(inspect, "getsource", lambda m: text(real(m)) if m is rules else real(m))
+
+    edited(lambda src: src.replace('"""', '"""Reworded. ', 1) + "\n# a comment\n")
+    assert D.code_fingerprint("correlation") == before
+    edited(lambda src: src + "\nALPHA_SHIFT = 0.01\n")
+    assert D.code_fingerprint("correlation") != before
+    monkeypatch.setattr(inspect, "getsource", lambda m: real(m) + "\nX = 1\n" if m is magnitude else real(m))
+    assert D.code_fingerprint("correlation") == before  # no size declared: not part of its rule
+    assert D.code_fingerprint("correlation", magnitude=True) != sized

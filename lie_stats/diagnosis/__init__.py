@@ -338,12 +338,37 @@ def write_cache(path: str | os.PathLike, entries: Mapping[str, Any]) -> Path:
     return write_text_atomic(path, text + "\n")
 
 
-def code_fingerprint(test: str) -> str:
-    """sha256 of the source of what decides a result of kind ``test``: the modules of its
-    binding and decision rule, the ``lie_stats.stats`` modules its kind module uses, this
-    module (the simulation loop), :mod:`lie_stats.diagnosis.simulate` and the modules of the
-    kind's design. A cached diagnosis is valid only for the same code, so a changed rule,
-    statistic or design is diagnosed again rather than shown with the old figures."""
+def _behaviour(source: str) -> str:
+    """A module's behaviour as text: its syntax tree without docstrings (comments and
+    layout are not in a tree), so that an edit of the documentation leaves it as it is.
+
+    >>> _behaviour("def f(x):\\n    'Doc.'\\n    return x  # why\\n") == _behaviour("def f(x): return x")
+    True
+    >>> _behaviour("def f(x): return x") == _behaviour("def f(x): return -x")
+    False
+    """
+    import ast
+
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                node.body = node.body[1:] or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=False)
+
+
+def code_fingerprint(test: str, *, magnitude: bool = False) -> str:
+    """sha256 of the behaviour (:func:`_behaviour`: the code without its docstrings and
+    comments) of what decides a result of kind ``test``: the modules of its binding and
+    decision rule, the ``lie_stats.stats`` modules its kind module uses, this module (the
+    simulation loop), :mod:`lie_stats.diagnosis.simulate`, the modules of the kind's design,
+    and, with ``magnitude`` (a spec that declares the size its claim states) or for a kind
+    that runs other kinds, :mod:`lie_stats.spec.magnitude` (how a figure decides). A cached
+    diagnosis is valid only for the same behaviour, so a changed rule, statistic or design
+    is diagnosed again rather than shown with the old figures, while a documentation edit
+    keeps the cache."""
     import importlib
     import inspect
     import sys
@@ -355,13 +380,16 @@ def code_fingerprint(test: str) -> str:
 
     kind = get_kind(test)
     names = {kind.fn.__module__, kind.decide.__module__, __name__, f"{__name__}.simulate"}
+    if magnitude:
+        names.add("lie_stats.spec.magnitude")
     design = design_for(kind)
     if design is not None:
         names.update(f.__module__ for f in (design.null, design.plant, design.null_value)
                      if f is not None and f.__module__.startswith("lie_stats"))
-        if design.runs_other_kinds:  # any kind's rule, statistics or design may run inside
+        if design.runs_other_kinds:  # any kind's rule, statistics, design or figure may run inside
             import pkgutil
 
+            names.add("lie_stats.spec.magnitude")
             from .. import stats
             from ..spec import kinds
             from . import designs
@@ -378,7 +406,7 @@ def code_fingerprint(test: str) -> str:
             continue
         if name.startswith("lie_stats.stats"):
             names.add(name)
-    sources = [inspect.getsource(module(n)) for n in sorted(names)]
+    sources = [_behaviour(inspect.getsource(module(n))) for n in sorted(names)]
     return text_sha256("\n".join(sources))
 
 
@@ -392,16 +420,17 @@ def _entry_valid(entry: Mapping[str, Any] | None, spec_hash: str, cubes: Mapping
 
 
 def cached_diagnosis(spec_id: str, dataset: str, spec_hash: str, cache: str | os.PathLike,
-                     datasets_dir: str | os.PathLike = "datasets", *, test: str) -> dict[str, Any]:
-    """The cached diagnosis of a result of kind ``test``, or null figures with the reason
-    :data:`NOT_DIAGNOSED` when the cache holds none for this spec hash, these cubes and this
-    code (:func:`code_fingerprint`)."""
+                     datasets_dir: str | os.PathLike = "datasets", *, test: str,
+                     magnitude: bool = False) -> dict[str, Any]:
+    """The cached diagnosis of a result of kind ``test`` (whose spec declares a magnitude,
+    with ``magnitude``), or null figures with the reason :data:`NOT_DIAGNOSED` when the
+    cache holds none for this spec hash, these cubes and this code (:func:`code_fingerprint`)."""
     entry = read_cache(cache).get(f"{spec_id}::{dataset}")
     try:
         cubes = cube_hashes(dataset, datasets_dir)
     except LieStatsError:
         cubes = None
-    if _entry_valid(entry, spec_hash, cubes, None, code_fingerprint(test)):
+    if _entry_valid(entry, spec_hash, cubes, None, code_fingerprint(test, magnitude=magnitude)):
         return dict(entry["diagnosis"])
     return empty_diagnosis(NOT_DIAGNOSED)
 
@@ -465,7 +494,7 @@ def diagnose_declarations(declarations: Iterable[Any], *, datasets_dir: str | os
         key = f"{w.spec.id}::{w.dataset}"
         entries = caches[w.cache]
         cubes = cube_hashes(w.dataset, datasets_dir)
-        code = code_fingerprint(w.spec.test)
+        code = code_fingerprint(w.spec.test, magnitude=w.spec.prediction.magnitude is not None)
         if _entry_valid(entries.get(key), w.spec.spec_hash(), cubes, settings, code):
             done[i] = Diagnosed(key, dict(entries[key]["diagnosis"]), True, 0.0, w.spec.test)
             if progress is not None:

@@ -93,10 +93,15 @@ class HypothesisSpec:
     notes : str
         Free text for the report (why this design, what was changed from the claim as first stated).
     multiplicity_family : str
-        The family whose p-values are adjusted together (Holm,
-        :func:`lie_stats.spec.results.assign_multiplicity`); by default the claim id before
-        the first "-" (``"A3"`` for ``"A3-runs"``). Not hashed: it does not decide the
-        verdict, which is taken on the raw p.
+        The family whose tests are decided together; by default the claim id before the
+        first "-" (``"A3"`` for ``"A3-runs"``). In a family of more than one test, each
+        result that is not the family's primary is decided on its p-values Holm-adjusted
+        within the family (:func:`lie_stats.spec.results.family_adjusted_p`), the refuting
+        tail's p included. Hashed when declared (it decides verdicts).
+    primary : bool
+        This spec is its family's primary (confirmatory) test, decided at alpha on its raw
+        p; at most one per family and dataset (checked when a run collects the family).
+        Hashed when True.
 
     Raises
     ------
@@ -129,6 +134,7 @@ class HypothesisSpec:
     choices: Mapping[str, Sequence[Any]] = field(default_factory=dict)
     notes: str = ""
     multiplicity_family: str = ""
+    primary: bool = False
     module: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -168,11 +174,13 @@ class HypothesisSpec:
         """What the pre-registration hash covers, as JSON-ready values.
 
         Claim, data, selection, test, resolved parameters, prediction (its magnitude band
-        included, when declared), reference, gate and analysis choices. Not hashed:
-        ``source`` and ``notes`` (documentation), ``multiplicity_family`` (it does not decide
-        the verdict) and the declaring module's path (it differs between machines).
+        included, when declared), reference, gate and analysis choices; the multiplicity
+        family and ``primary`` when declared (they decide verdicts; left out when not
+        declared, so declarations made before they decided keep their hashes). Not hashed:
+        ``source`` and ``notes`` (documentation) and the declaring module's path (it
+        differs between machines).
         """
-        return {
+        out = {
             "id": self.id,
             "claim": self.claim,
             "datasets": list(self.datasets),
@@ -184,6 +192,11 @@ class HypothesisSpec:
             "gate": self.gate,
             "choices": jsonable(self.choices),
         }
+        if self.multiplicity_family:
+            out["multiplicity_family"] = self.multiplicity_family
+        if self.primary:
+            out["primary"] = True
+        return out
 
     def spec_hash(self) -> str:
         """Pre-registration hash of the declaration: sha256 of its canonical JSON.

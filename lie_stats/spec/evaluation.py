@@ -13,7 +13,7 @@ statistics' message as the reason.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +22,13 @@ from ..errors import SpecError, StatsInputError
 from .declaration import HypothesisSpec
 from .magnitude import decide, finding
 from .parts import jsonable, spec_error
-from .results import Result, json_number, result_for
+from .results import Result, is_p_column, json_number, result_for
 from .rules import Decision
 from .selection import CONTROLS_ATTR, Skip, check_cube, select
 from .tables import TestInput
 from .validation import check_datasets
 
-__all__ = ["run_once", "evaluate_cube", "evaluate", "degenerate"]
+__all__ = ["run_once", "evaluate_cube", "evaluate", "degenerate", "decide_in_family"]
 
 
 def run_once(spec: HypothesisSpec, cube: Any, dataset: str) -> Result:
@@ -70,12 +70,74 @@ def run_once(spec: HypothesisSpec, cube: Any, dataset: str) -> Result:
     return _finished(res, direction)
 
 
+def decide_in_family(spec: HypothesisSpec, result: Result, adjusted: Mapping[str, float],
+                     family_size: int) -> Result:
+    """``result`` decided as a member of its multiplicity family (rule in
+    :mod:`lie_stats.spec.results`): a family's primary, or a family of one test, on its raw
+    p; any other member on its p columns Holm-adjusted within the family (``adjusted``,
+    :func:`lie_stats.spec.results.family_adjusted_p`), by the same rule and magnitude
+    (:func:`lie_stats.spec.magnitude.decide`). The numbers the result reports stay the raw
+    ones; ``multiplicity`` gains ``decided_by``, ``family_size`` and ``primary``. A skipped
+    result, or one on whose data the test is undefined, is returned with the family noted.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from lie_stats.spec import HypothesisSpec, Prediction, Select
+    >>> rng = np.random.default_rng(0)
+    >>> dims = ("model", "step", "layer", "head")
+    >>> x = rng.normal(size=(1, 2, 4, 6))
+    >>> cube = xr.Dataset({"head_contribution": (dims, x), "change_from_init": (dims, -x + rng.normal(size=x.shape))},
+    ...                   {"model": ["m"], "step": [0, 1], "layer": np.arange(4), "head": np.arange(6)})
+    >>> s = HypothesisSpec(id="X1-b", claim="c", source="s", datasets=("toy",),
+    ...     selection={"x": Select("head_contribution", step="first"), "y": Select("change_from_init")},
+    ...     test="correlation", params={"n_perm": 999, "n_boot": 200}, prediction=Prediction("positive"),
+    ...     gate="report")
+    >>> r = evaluate_cube(s, cube)
+    >>> r.verdict, r.p_value
+    ('supported', 0.006)
+    >>> held = decide_in_family(s, r, {"p_value": 10 * r.p_value}, 10)  # Holm's factor for the smallest of 10
+    >>> held.verdict, held.multiplicity["decided_by"], held.p_value == r.p_value
+    ('inconclusive', 'none', True)
+    >>> decide_in_family(s, r, {"p_value": 4 * r.p_value}, 4).multiplicity["decided_by"]
+    'holm'
+    >>> decide_in_family(s.with_choice({}), r, {"p_value": 4 * r.p_value}, 1).multiplicity["decided_by"]
+    'raw'
+    """
+    primary = bool(getattr(spec, "primary", False))
+    base = {**result.multiplicity, "family_size": int(family_size), "primary": primary}
+    if result.verdict in ("skipped", "out_of_scope") or result.undefined:
+        return result.evolve(multiplicity=base)
+    row = {**{c: getattr(result, c) for c in schema.STAT_COLUMNS}, **result.extra}
+    holm = family_size > 1 and not primary
+    if holm:
+        row.update({k: v for k, v in adjusted.items() if is_p_column(k)})
+    ctx = _decision(spec)
+    kind = spec.kind
+    verdict, reason, direction, magnitude = decide(kind, row, ctx, result.dataset)
+    if verdict != direction or not _p_decides(kind, row, ctx, direction):
+        decided_by = "none"
+    else:
+        decided_by = "holm" if holm else "primary" if (primary and family_size > 1) else "raw"
+    if holm and decided_by == "holm":
+        reason += (f" (decided on p-values Holm-adjusted within the family "
+                   f"{base.get('family')!r} of {family_size} tests)")
+    res = result.evolve(verdict=verdict, reason=reason, magnitude=magnitude,
+                        multiplicity={**base, "decided_by": decided_by})
+    return _finished(res, direction)
+
+
+def _decision(spec: HypothesisSpec) -> Decision:
+    params = spec.resolved_params()
+    return Decision(spec.prediction, float(params["alpha"]), dict(spec.reference), params)
+
+
 def _p_decides(kind: Any, row: dict[str, Any], ctx: Decision, verdict: str) -> bool:
     """Whether a p-value decided the verdict: the rule gives another verdict when every
     p-value column of the row is removed (a rule that reads only intervals gives the same)."""
     if verdict == "inconclusive":
         return False
-    blind = {k: (math.nan if k == "p_value" or k.startswith("p_") else v) for k, v in row.items()}
+    blind = {k: (math.nan if is_p_column(k) else v) for k, v in row.items()}
     try:
         return kind.decide(blind, ctx)[0] != verdict
     except (TypeError, ValueError, KeyError):  # a rule that needs its p to run at all

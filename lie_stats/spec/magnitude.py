@@ -13,19 +13,24 @@ The rule (the same for every kind):
   band is then excluded at the interval's confidence level, so "outside" is a level-alpha
   rejection of the stated size (the intersection of the two one-sided tests at the band's
   edges);
-* ``"within"``: the interval overlaps the band: the data are compatible with the stated
-  size. This is the symmetric reading of the direction rules (a claim is refuted only on
-  evidence against it), so that a true size in the band is called "outside" at most at the
-  interval's error rate. It does not claim the size is shown to lie in the band; whether
-  the interval is also contained in the band is said in ``reason``;
+* ``"within"``: the interval lies inside the band: every size the data leave open is one
+  the claim states, so the size is shown (at the interval's confidence level);
+* ``"compatible"``: the interval overlaps the band without lying inside it: the data are
+  compatible with the stated size but do not show it (the size is undetermined);
 * ``"not_tested"``: no band is declared, the dataset is one the declaration excludes
   (``not_on``, e.g. a random twin as the init), or the estimate or its interval is missing
   or not finite; ``reason`` says which.
 
-A claim with a declared figure is ``supported`` only when the direction is supported and
-the magnitude is not ``"outside"``: a supported direction with the magnitude outside the
-band is ``refuted`` ("direction replicated; magnitude outside ..."). A refuted or
-inconclusive direction stays as it is.
+The verdict of a claim with a declared figure (:func:`combine`):
+
+* ``"outside"`` refutes the claim as stated, whatever the direction's p: ``refuted``, and
+  the reason and the finding say that the figure is excluded and what the direction gave;
+* a supported direction with the magnitude ``"within"`` is ``supported``;
+* a supported direction with the magnitude ``"compatible"`` stays ``supported`` with the
+  qualifier "magnitude undetermined" (:data:`UNDETERMINED`; the result's ``qualifier``):
+  the direction is shown, the stated size is not;
+* otherwise (``"within"`` or ``"compatible"`` with a refuted or inconclusive direction, or
+  ``"not_tested"``) the direction's verdict stands.
 """
 
 from __future__ import annotations
@@ -39,10 +44,12 @@ from ..errors import LieStatsError
 from .parts import Magnitude
 
 __all__ = ["assess_magnitude", "combine", "decide", "finding", "band_text", "figure", "MAGNITUDE_STATUSES",
-           "NOT_DECLARED"]
+           "NOT_DECLARED", "UNDETERMINED", "qualifier"]
 
 #: Values of ``magnitude["status"]``.
-MAGNITUDE_STATUSES = ("within", "outside", "not_tested")
+MAGNITUDE_STATUSES = ("within", "compatible", "outside", "not_tested")
+#: The qualifier of a supported direction whose interval only overlaps the stated band.
+UNDETERMINED = "magnitude undetermined"
 #: The reason of a result whose prediction declares no magnitude.
 NOT_DECLARED = "the declaration states no magnitude (no figure to compare the estimate with)"
 
@@ -126,6 +133,8 @@ def assess_magnitude(mag: Magnitude | None, row: Mapping[str, Any], dataset: str
     >>> assess_magnitude(m, {"effect": 2000.0, "ci_low": 1600.0, "ci_high": 2400.0}, "d")["status"]
     'outside'
     >>> assess_magnitude(m, {"effect": 1419.0, "ci_low": 767.0, "ci_high": 2416.0}, "d")["status"]
+    'compatible'
+    >>> assess_magnitude(m, {"effect": 600.0, "ci_low": 400.0, "ci_high": 900.0}, "d")["status"]
     'within'
     >>> assess_magnitude(None, {"effect": 1.0}, "d")["status"]
     'not_tested'
@@ -173,12 +182,15 @@ def assess_magnitude(mag: Magnitude | None, row: Mapping[str, Any], dataset: str
         out["status"] = "outside"
         out["reason"] = (f"the interval {interval} lies entirely {side} the band {band_text(mag)} "
                          f"around {figure(mag.reference)}{unit}")
-    else:
-        contained = mag.low <= lo and hi <= mag.high
+    elif mag.low <= lo and hi <= mag.high:
         out["status"] = "within"
+        out["reason"] = (f"the interval {interval} lies inside the band {band_text(mag)} around "
+                         f"{figure(mag.reference)}{unit}")
+    else:
+        out["status"] = "compatible"
         out["reason"] = (f"the interval {interval} overlaps the band {band_text(mag)} around "
-                         f"{figure(mag.reference)}{unit}"
-                         + (" and lies inside it" if contained else " (not contained in it)"))
+                         f"{figure(mag.reference)}{unit} without lying inside it: the stated size "
+                         f"is compatible with the data, not shown")
     return out
 
 
@@ -187,15 +199,35 @@ def combine(verdict: str, reason: str, magnitude: Mapping[str, Any]) -> tuple[st
 
     >>> combine("supported", "the interval lies entirely above 1.0", {"status": "outside", "reason": "r"})
     ('refuted', 'direction replicated; magnitude outside: r (direction: the interval lies entirely above 1.0)')
+    >>> combine("inconclusive", "p 0.2", {"status": "outside", "reason": "r"})
+    ('refuted', 'the claim as stated is refuted: magnitude outside: r (direction not established: p 0.2)')
     >>> combine("supported", "x", {"status": "within", "reason": "r"})
     ('supported', 'x; magnitude within: r')
+    >>> combine("supported", "x", {"status": "compatible", "reason": "r"})
+    ('supported', 'x; magnitude undetermined (compatible): r')
     """
     status = magnitude.get("status")
     if status == "outside" and verdict == "supported":
         return "refuted", f"direction replicated; magnitude outside: {magnitude['reason']} (direction: {reason})"
-    if status in ("within", "outside") and verdict in ("supported", "refuted", "inconclusive"):
+    if status == "outside" and verdict in ("refuted", "inconclusive"):
+        words = "direction refuted" if verdict == "refuted" else "direction not established"
+        return "refuted", (f"the claim as stated is refuted: magnitude outside: {magnitude['reason']} "
+                           f"({words}: {reason})")
+    if status == "compatible" and verdict == "supported":
+        return verdict, f"{reason}; {UNDETERMINED} (compatible): {magnitude['reason']}"
+    if status in ("within", "compatible") and verdict in ("supported", "refuted", "inconclusive"):
         return verdict, f"{reason}; magnitude {status}: {magnitude['reason']}"
     return verdict, reason
+
+
+def qualifier(verdict: str, magnitude: Mapping[str, Any] | None) -> str:
+    """The qualifier a verdict carries: :data:`UNDETERMINED` for a supported direction whose
+    interval only overlaps the stated band, else ``""``.
+
+    >>> qualifier("supported", {"status": "compatible"}), qualifier("supported", {"status": "within"})
+    ('magnitude undetermined', '')
+    """
+    return UNDETERMINED if verdict == "supported" and (magnitude or {}).get("status") == "compatible" else ""
 
 
 def decide(kind: Any, row: Mapping[str, Any], ctx: Any, dataset: str) -> tuple[str, str, str, dict[str, Any]]:
@@ -288,9 +320,12 @@ def finding(direction_verdict: str, verdict: str, reason: str, row: Mapping[str,
         est = f"{figure(magnitude.get('estimate'))}{unit}"
         if magnitude.get("interval"):
             est += f" [{figure(magnitude['interval'][0])}, {figure(magnitude['interval'][1])}]"
+        status = magnitude["status"]
+        where = {"within": "inside", "compatible": "compatible with"}.get(status, status)
         text += (f"; magnitude {est} vs {figure(magnitude.get('reference'))}{unit}: "
-                 f"{magnitude['status']} the band {magnitude.get('band_text', '')}".rstrip())
-    return f"{text}; verdict {verdict}"
+                 f"{where} the band {magnitude.get('band_text', '')}".rstrip())
+    q = qualifier(verdict, magnitude)
+    return f"{text}; verdict {verdict}" + (f" ({q})" if q else "")
 
 
 def _finite(value: Any) -> bool:

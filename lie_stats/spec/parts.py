@@ -155,9 +155,9 @@ class Magnitude:
     Notes
     -----
     The rule (:func:`lie_stats.spec.magnitude.assess_magnitude`): ``"outside"`` when the
-    interval lies entirely outside the band, ``"within"`` when it overlaps the band,
-    ``"not_tested"`` (with the reason) when no interval exists or the dataset is in
-    ``not_on``.
+    interval lies entirely outside the band, ``"within"`` when it lies inside the band,
+    ``"compatible"`` when it overlaps the band without lying inside it, ``"not_tested"``
+    (with the reason) when no interval exists or the dataset is in ``not_on``.
 
     Examples
     --------
@@ -213,9 +213,10 @@ class Prediction:
         Equivalence bound. Required for ``"equivalent"``; for a directional correlation
         claim it declares the smallest effect of interest, so that a TOST can refute it.
     magnitude : Magnitude, optional
-        The size the claim states (a band with its justification). With it, the claim is
-        supported only when the direction holds and the magnitude is not ``"outside"``
-        the band (:mod:`lie_stats.spec.magnitude`).
+        The size the claim states (a band with its justification). With it, a magnitude
+        ``"outside"`` the band refutes the claim as stated whatever the direction gives; a
+        supported direction is qualified "magnitude undetermined" unless the interval lies
+        ``"within"`` the band (:mod:`lie_stats.spec.magnitude`).
 
     Examples
     --------

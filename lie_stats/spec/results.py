@@ -17,28 +17,36 @@ no share: the test is undefined on its data, or its exact permutation null has t
 arrangements for any p below alpha. ``spec_curve_n`` is the denominator of the shares.
 
 Multiplicity. Each result belongs to a family (its spec's ``multiplicity_family``, by
-default the claim id before the first "-": "A3" for A3, A3-runs, A3-pythia), and
-:func:`assign_multiplicity` adjusts the p-values of the results of a run within each family
-(Holm), not across every p of the run. Verdicts are decided on the raw p at the spec's
-alpha; ``multiplicity["decided_by"]`` says whether a p decided the verdict (``"raw"``) or
-none did (``"none"``: an interval rule, the magnitude, or no decision), so a reader sees
-whether the verdict would stand at the family's adjusted p.
+default the claim id before the first "-": "A3" for A3, A3-runs, A3-pythia), across the
+datasets of a run. In a family of more than one test, every result but the family's
+declared primary (``HypothesisSpec.primary``, at most one per dataset) is decided on its
+p-values Holm-adjusted within the family (:func:`family_adjusted_p`: each p column, the
+refuting tail's included, adjusted over the members that have it), at the spec's alpha
+(:func:`lie_stats.spec.evaluation.decide_in_family`). ``multiplicity["decided_by"]`` says
+what decided: ``"primary"`` (the family's primary, on its raw p), ``"holm"`` (the adjusted
+p), ``"raw"`` (a family of one test: its raw p is the family's) or ``"none"`` (no p decided:
+an interval rule, the magnitude, or no decision). :func:`assign_multiplicity` also records
+each result's Holm-adjusted ``p_value`` (``p_adjusted``) and the family's size.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
 
-from .magnitude import NOT_DECLARED, finding
+from .magnitude import NOT_DECLARED, finding, qualifier
 from .parts import jsonable
 
 __all__ = ["Result", "json_number", "result_for", "NO_DATASET", "claim_family", "assign_multiplicity",
-           "family_adjusted", "MULTIPLICITY_METHOD", "curve_shares"]
+           "family_adjusted", "family_adjusted_p", "is_p_column", "MULTIPLICITY_METHOD", "curve_shares",
+           "DECIDED_BY"]
+
+#: Values of ``multiplicity["decided_by"]`` (see the module docstring).
+DECIDED_BY = ("primary", "holm", "raw", "none")
 
 #: The adjustment within a claim's family (family-wise error, Holm 1979).
 MULTIPLICITY_METHOD = "holm"
@@ -127,6 +135,13 @@ class Result:
         """Registry key: ``<id>::<dataset>``."""
         return f"{self.id}::{self.dataset}"
 
+    @property
+    def qualifier(self) -> str:
+        """What qualifies the verdict: ``"magnitude undetermined"`` for a supported direction
+        whose interval only overlaps the claim's band (:func:`lie_stats.spec.magnitude.qualifier`),
+        else ``""``."""
+        return qualifier(self.verdict, self.magnitude)
+
     def _counted(self) -> list[dict[str, Any]]:
         """The choices the shares count: not skipped, not dropped, of the main estimand."""
         return [c for c in self.spec_curve if c["verdict"] != "skipped" and not c.get("dropped")
@@ -177,6 +192,7 @@ class Result:
         out["spec_curve_share"] = json_number(self.spec_curve_share)
         out["spec_curve_supported"] = json_number(self.spec_curve_supported)
         out["spec_curve_n"] = self.spec_curve_n
+        out["qualifier"] = self.qualifier
         out["spec_curve_by_estimand"] = json_number(self.spec_curve_by_estimand)
         if out["n"] is not None and float(out["n"]).is_integer():
             out["n"] = int(out["n"])  # a count
@@ -252,6 +268,62 @@ def family_adjusted(records: list[dict[str, Any]], method: str = MULTIPLICITY_ME
         for i, a in zip(members, adjusted):
             out[i] = float(a)
     return out
+
+
+def is_p_column(name: str) -> bool:
+    """Whether a result column is a p-value (``p_value`` or ``p_*``) that a rule may read.
+
+    >>> is_p_column("p_value"), is_p_column("p_opposite"), is_p_column("n_perm")
+    (True, True, False)
+    """
+    return name == "p_value" or name.startswith("p_")
+
+
+def family_adjusted_p(results: Sequence[Any], method: str = MULTIPLICITY_METHOD
+                      ) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
+    """Each result's p columns adjusted within its family, and each family's size.
+
+    A family (``multiplicity["family"]``) holds the results that are neither skipped nor
+    out of scope; each p column (:func:`is_p_column`) is adjusted (Holm) over the members
+    with a finite value in it, so a kind's refuting tail is adjusted beside its supporting
+    one. The size of a family is its number of members with a finite ``p_value``.
+
+    Returns
+    -------
+    (adjusted, sizes)
+        ``adjusted``: result key -> {column: adjusted p}; ``sizes``: result key -> the size
+        of its family.
+
+    >>> a = Result(id="A3", claim="c", source="s", dataset="d", verdict="supported", reason="r",
+    ...            gate="report", test="t", spec_hash="h", reference={}, p_value=0.016)
+    >>> b = a.evolve(id="A3-runs", p_value=0.02, extra={"p_opposite": 0.9})
+    >>> adjusted, sizes = family_adjusted_p([a, b])
+    >>> adjusted["A3::d"], adjusted["A3-runs::d"], sizes["A3::d"]
+    ({'p_value': 0.032}, {'p_value': 0.032, 'p_opposite': 0.9}, 2)
+    """
+    from ..stats import adjust_pvalues
+
+    members: dict[str, list[Any]] = {}
+    for r in results:
+        if r.verdict in ("skipped", "out_of_scope"):
+            continue
+        members.setdefault(str(r.multiplicity.get("family") or claim_family(r.id)), []).append(r)
+    adjusted: dict[str, dict[str, float]] = {r.key: {} for rs in members.values() for r in rs}
+    sizes: dict[str, int] = {}
+    for rs in members.values():
+        columns: dict[str, list[tuple[str, float]]] = {}
+        for r in rs:
+            row = {"p_value": r.p_value, **r.extra}
+            for col, v in row.items():
+                if is_p_column(col) and v is not None and math.isfinite(float(v)):
+                    columns.setdefault(col, []).append((r.key, float(v)))
+        for col, pairs in columns.items():
+            for (key, _), a in zip(pairs, adjust_pvalues(np.array([v for _, v in pairs]), method=method)):
+                adjusted[key][col] = float(a)
+        n = len(columns.get("p_value", []))
+        for r in rs:
+            sizes[r.key] = n
+    return adjusted, sizes
 
 
 def assign_multiplicity(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

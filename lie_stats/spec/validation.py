@@ -52,6 +52,8 @@ def validate(spec: Any) -> None:
     family = getattr(spec, "multiplicity_family", "")
     if not isinstance(family, str) or (family and not family.strip()):
         raise spec_error(spec, "multiplicity_family", f"expected a family name (or \"\" for the claim id), got {family!r}.")
+    if not isinstance(getattr(spec, "primary", False), bool):
+        raise spec_error(spec, "primary", f"expected True or False, got {spec.primary!r}.")
     if not spec.datasets or not all(isinstance(d, str) and d for d in spec.datasets):
         raise spec_error(spec, "datasets", f"expected a non-empty tuple of dataset names, got {spec.datasets!r}.")
     if len(set(spec.datasets)) != len(spec.datasets):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -98,10 +100,16 @@ def test_boundary_ratio_null_holds_its_level_and_the_reference_ratio_is_detected
     # is the only p below 0.025, so each verdict's null rate is 1 / 66. The real ratio (5x)
     # would be "supported" every time under a null that kept it.
     lo, hi = band(SETTINGS.n_sims, 1 / 66)
-    for rate in _rates(diag):
-        assert lo <= rate <= hi, diag
+    assert lo <= diag["fpr"] <= hi, diag
+    # the claim's figure (at least 3x) is false under this null (1x): an interval that
+    # excludes it refutes the claim as stated, so most null draws are refuted, rightly
+    assert diag["refuted_null"] > 0.5, diag
     assert diag["power"] >= 0.8, diag  # boundary CVs 5x the interior's
     assert diag["type_s"] == 0.0, diag
+    # the direction alone (no figure) refutes at its level
+    direction = replace(spec, prediction=Prediction("above", value=1.0))
+    for rate in _rates(D.diagnose_arrays(direction, {"values": values}, SETTINGS)):
+        assert lo <= rate <= hi
 
 
 def test_boundary_ratio_null_moves_whole_layers_and_the_plant_gives_the_ratio():

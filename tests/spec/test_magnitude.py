@@ -81,7 +81,14 @@ def test_a_supported_direction_with_magnitude_outside_is_refuted(planted):
 def test_magnitude_within_keeps_supported_and_no_band_reports_not_tested(planted):
     within = evaluate_cube(spec(band(10.0, 40.0, 20.0)), planted, dataset="toy")
     assert within.verdict == "supported" and within.magnitude["status"] == "within"
-    assert "lies inside it" in within.magnitude["reason"]
+    assert "lies inside the band" in within.magnitude["reason"] and within.qualifier == ""
+    lo, hi = within.magnitude["interval"]
+    # a band the interval overlaps without lying inside it: the size is undetermined
+    partly = evaluate_cube(spec(band((lo + hi) / 2, (lo + hi) / 2 * 1.01, (lo + hi) / 2 * 1.005)), planted,
+                           dataset="toy")
+    assert partly.magnitude["status"] == "compatible" and partly.verdict == "supported"
+    assert partly.qualifier == "magnitude undetermined" and partly.row()["qualifier"] == "magnitude undetermined"
+    assert partly.finding.endswith("verdict supported (magnitude undetermined)")
     plain = evaluate_cube(spec(), planted, dataset="toy")
     assert plain.verdict == "supported" and plain.magnitude["status"] == "not_tested"
     assert "no magnitude" in plain.magnitude["reason"] and "magnitude not tested" in plain.finding
@@ -97,27 +104,32 @@ def test_a_dataset_the_band_excludes_is_not_tested_with_its_reason(planted):
     assert "magnitude not tested: the declaration excludes twin: the first checkpoint is a random twin" in r.finding
 
 
-def test_refuted_or_inconclusive_directions_stay_as_they_are():
+def test_outside_refutes_whatever_the_direction_and_the_rest_keep_the_direction():
     assert combine("refuted", "r", {"status": "within", "reason": "w"})[0] == "refuted"
-    assert combine("inconclusive", "r", {"status": "outside", "reason": "o"})[0] == "inconclusive"
+    assert combine("inconclusive", "r", {"status": "compatible", "reason": "w"})[0] == "inconclusive"
+    verdict, reason = combine("inconclusive", "p 0.3", {"status": "outside", "reason": "o"})
+    assert verdict == "refuted" and reason.startswith("the claim as stated is refuted") and "p 0.3" in reason
+    assert combine("refuted", "r", {"status": "outside", "reason": "o"})[0] == "refuted"
+    assert combine("supported", "r", {"status": "outside", "reason": "o"})[0] == "refuted"
     assert combine("supported", "r", {"status": "not_tested", "reason": "n"}) == ("supported", "r")
 
 
 @pytest.mark.parametrize("lo, hi, status", [
-    (1.0, 1.9, "outside"), (2.0, 2.5, "within"), (1.5, 2.0, "within"),  # touching the edge overlaps
-    (4.5, 6.0, "within"), (4.6, 6.0, "outside"), (1.0, 9.0, "within"),
+    (1.0, 1.9, "outside"), (2.0, 2.5, "within"), (1.5, 2.0, "compatible"),  # touching the edge overlaps
+    (4.5, 6.0, "compatible"), (4.6, 6.0, "outside"), (1.0, 9.0, "compatible"), (2.0, 4.5, "within"),
 ])
 def test_the_interval_rule_at_the_band_edges(lo, hi, status):
     m = band(2.0, 4.5, 3.0)
     out = assess_magnitude(m, {"effect": (lo + hi) / 2, "ci_low": lo, "ci_high": hi}, "d")
     assert out["status"] == status
-    assert ("lies inside it" in out["reason"]) == (status == "within" and 2.0 <= lo and hi <= 4.5)
+    # "within" exactly when the interval lies inside the band
+    assert (out["status"] == "within") == (2.0 <= lo and hi <= 4.5)
 
 
 def test_log_and_absolute_scales_and_missing_intervals():
     log = band(10.0, 40.0, 20.0, scale="log")
     out = assess_magnitude(log, {"effect": math.log(20.0), "ci_low": math.log(15.0), "ci_high": math.log(45.0)}, "d")
-    assert out["status"] == "within" and out["estimate"] == pytest.approx(20.0)
+    assert out["status"] == "compatible" and out["estimate"] == pytest.approx(20.0)
     assert out["interval"] == pytest.approx([15.0, 45.0])
     far = assess_magnitude(log, {"effect": 0.0, "ci_low": -0.1, "ci_high": 0.1}, "d")  # a ratio of about 1
     assert far["status"] == "outside" and "below" in far["reason"]
@@ -147,7 +159,9 @@ def test_the_hash_covers_the_band_and_is_unchanged_without_one():
     plain, banded = spec(), spec(band(10.0, 40.0, 20.0))
     assert "magnitude" not in plain.declaration()["prediction"]
     assert plain.spec_hash() != banded.spec_hash() != spec(band(10.0, 41.0, 20.0)).spec_hash()
-    assert spec(multiplicity_family="M").spec_hash() == plain.spec_hash()  # not hashed
+    # the family and primary decide verdicts: hashed when declared, absent (old hashes) when not
+    assert spec(multiplicity_family="").spec_hash() == spec(primary=False).spec_hash() == plain.spec_hash()
+    assert len({plain.spec_hash(), spec(multiplicity_family="M").spec_hash(), spec(primary=True).spec_hash()}) == 3
 
 
 @pytest.mark.parametrize("mag, message", [

@@ -145,7 +145,7 @@ def test_enrichment_profile_planted_supported_null_inconclusive(synth):
     assert null.ci_low < 1.0 < null.ci_high
 
 
-@pytest.mark.parametrize("low, high, status", [(3.0, 15.0, "within"), (76.5 / 3, 76.5 * 3, "outside")])
+@pytest.mark.parametrize("low, high, status", [(3.0, 15.0, "compatible"), (76.5 / 3, 76.5 * 3, "outside")])
 def test_the_first_layers_enrichment_has_an_interval_the_magnitude_reads(synth, low, high, status):
     from lie_stats.spec import Magnitude
 
@@ -162,7 +162,7 @@ def test_the_first_layers_enrichment_has_an_interval_the_magnitude_reads(synth, 
     assert res.extra["enrichment_last_layer_ci_low"] < res.extra["enrichment_last_layer"] \
         < res.extra["enrichment_last_layer_ci_high"]
     assert res.magnitude["status"] == status, res.magnitude
-    assert res.verdict == ("supported" if status == "within" else "refuted")
+    assert res.verdict == ("supported" if status == "compatible" else "refuted")
     plain = evaluate_cube(_profile(BOUNDARY_GROWTH), synth, dataset="synth")
     assert (plain.effect, plain.ci_low, plain.ci_high) == (res.effect, res.ci_low, res.ci_high)
 
