@@ -121,6 +121,8 @@ def _table_rows(records: Sequence[Mapping[str, Any]], outcomes: Mapping[str, str
             flags.append(f"was {r['previous_pin'].get('verdict')}")
         if outside_interval(r.get("effect"), r.get("ci_low"), r.get("ci_high")):
             flags.append("estimate outside its interval")
+        if r.get("qualifier"):
+            flags.append(str(r["qualifier"]))
         outcome = (outcomes or {}).get(f"{r['id']}::{r['dataset']}", r.get("outcome") or "")
         p = fmt(r.get("p_value"))
         rows.append([

@@ -358,7 +358,7 @@ def draw_magnitude_figure(records: Any, path: Path) -> bool:
         warnings.simplefilter("ignore", UserWarning)
         fig = Figure(figsize=(10, sum(heights) + 1.0 * len(panels)), dpi=100)
         axes = fig.subplots(len(panels), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
-        colors = {"within": "tab:green", "outside": "tab:red"}
+        colors = {"within": "tab:green", "compatible": "tab:olive", "outside": "tab:red"}
         for ax, (title, rs) in zip(axes, panels):
             for i, r in enumerate(rs):
                 if r["band"] is not None:
@@ -376,7 +376,7 @@ def draw_magnitude_figure(records: Any, path: Path) -> bool:
             ax.set_title(title, fontsize=9, loc="left")
             ax.grid(axis="x", color="0.9")
         axes[-1].set_xlabel("black diamond: essay's figure; grey: its band; dot [interval]: our estimate "
-                            "(green within, red outside, grey not tested)", fontsize=8)
+                            "(green within, olive compatible, red outside, grey not tested)", fontsize=8)
         fig.tight_layout()
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, format="png", metadata={"Software": None})

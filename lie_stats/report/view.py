@@ -174,8 +174,10 @@ def _diagnosis_text(diag: Mapping[str, Any]) -> str:
 def _multiplicity_text(mult: Mapping[str, Any]) -> str:
     if not mult:
         return "-"
-    return (f"family {mult.get('family', '-')}, {mult.get('method', '-')}: adjusted p "
-            f"{fmt(mult.get('p_adjusted'))}, decided by {mult.get('decided_by', '-')}")
+    size = mult.get("family_size")
+    return (f"family {mult.get('family', '-')}" + (f" of {size} tests" if size else "")
+            + f", {mult.get('method', '-')}: adjusted p {fmt(mult.get('p_adjusted'))}, decided by "
+            f"{mult.get('decided_by', '-')}" + (" (the family's primary)" if mult.get("primary") else ""))
 
 
 def _selection_text(selection: Mapping[str, Any]) -> str:
@@ -218,7 +220,8 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
         ("test", f"{r.get('test')} ({params})"),
         ("prediction", ", ".join(f"{k} {v}" for k, v in pred.items()) or "-"),
         ("essay figure", reference_text(r.get("reference") or {})),
-        ("verdict", f"{r.get('verdict')}: {r.get('reason', '')}"),
+        ("verdict", f"{r.get('verdict')}" + (f" ({r['qualifier']})" if r.get("qualifier") else "")
+         + f": {r.get('reason', '')}"),
         ("gate", f"{r.get('gate')}: {gate}"),
         ("magnitude", _magnitude_text(mag)),
         ("diagnosis", _diagnosis_text(diag)),
@@ -244,6 +247,7 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
         "id": str(r.get("id")), "dataset": str(r.get("dataset")), "title": title,
         "anchor": "r-" + anchor(f"{r.get('id')}::{r.get('dataset')}"), "claim_key": claim_key(r.get("id", "")),
         "claim": str(r.get("claim", "")), "verdict": str(r.get("verdict")),
+        "qualifier": str(r.get("qualifier") or ""),
         "gate": str(r.get("gate")), "gate_text": gate, "gate_ok": gate not in ("pin broken", "replication failed"),
         "estimate": estimate_text(r.get("effect"), r.get("ci_low"), r.get("ci_high")), "outside": outside,
         "p_label": label, "p": fmt(r.get("p_value")),
