@@ -208,7 +208,7 @@ class Engine:
                     f"{res.dataset!r} ({', '.join(clash[res.dataset])}); a family has at most one "
                     f"primary per dataset.")
                 continue
-            self.decided[key] = decide_in_family(spec, res, adjusted.get(key, {}), sizes.get(key, 0))
+            self.decided[key] = decide_in_family(spec, res, adjusted.get(key), sizes.get(key, 0))
 
     def evaluate(self, spec: Any, dataset: str, module_path: str | os.PathLike) -> Evaluated:
         """One spec on one dataset: evaluation, selection check, decision within its

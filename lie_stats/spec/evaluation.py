@@ -70,15 +70,19 @@ def run_once(spec: HypothesisSpec, cube: Any, dataset: str) -> Result:
     return _finished(res, direction)
 
 
-def decide_in_family(spec: HypothesisSpec, result: Result, adjusted: Mapping[str, float],
+def decide_in_family(spec: HypothesisSpec, result: Result, p_holm: float | None,
                      family_size: int) -> Result:
     """``result`` decided as a member of its multiplicity family (rule in
-    :mod:`lie_stats.spec.results`): a family's primary, or a family of one test, on its raw
-    p; any other member on its p columns Holm-adjusted within the family (``adjusted``,
-    :func:`lie_stats.spec.results.family_adjusted_p`), by the same rule and magnitude
-    (:func:`lie_stats.spec.magnitude.decide`). The numbers the result reports stay the raw
-    ones; ``multiplicity`` gains ``decided_by``, ``family_size`` and ``primary``. A skipped
-    result, or one on whose data the test is undefined, is returned with the family noted.
+    :mod:`lie_stats.spec.results`). A family's primary, or a family of one test, keeps its
+    decision at alpha. Any other member is decided again by its kind's rule and the
+    magnitude (:func:`lie_stats.spec.magnitude.decide`) at the level Holm's procedure gives
+    it: ``alpha * p / p_holm`` (``alpha / family_size`` when the result has no p), so that its
+    ``p_value`` passes exactly when ``p_holm`` is below alpha and every other p the rule reads
+    (the refuting tail) is held to the same level; a verdict still ``supported`` with
+    ``p_holm`` at or above alpha becomes ``inconclusive``. The numbers the result reports stay
+    the raw ones; ``multiplicity`` gains ``decided_by``, ``family_size``, ``primary`` and the
+    ``level`` used. A skipped result, or one on whose data the test is undefined, is
+    returned with the family noted.
 
     Examples
     --------
@@ -96,12 +100,12 @@ def decide_in_family(spec: HypothesisSpec, result: Result, adjusted: Mapping[str
     >>> r = evaluate_cube(s, cube)
     >>> r.verdict, r.p_value
     ('supported', 0.006)
-    >>> held = decide_in_family(s, r, {"p_value": 10 * r.p_value}, 10)  # Holm's factor for the smallest of 10
+    >>> held = decide_in_family(s, r, 10 * r.p_value, 10)  # Holm's factor for the smallest of 10
     >>> held.verdict, held.multiplicity["decided_by"], held.p_value == r.p_value
     ('inconclusive', 'none', True)
-    >>> decide_in_family(s, r, {"p_value": 4 * r.p_value}, 4).multiplicity["decided_by"]
+    >>> decide_in_family(s, r, 4 * r.p_value, 4).multiplicity["decided_by"]
     'holm'
-    >>> decide_in_family(s.with_choice({}), r, {"p_value": 4 * r.p_value}, 1).multiplicity["decided_by"]
+    >>> decide_in_family(s, r, r.p_value, 1).multiplicity["decided_by"]
     'raw'
     """
     primary = bool(getattr(spec, "primary", False))
@@ -109,21 +113,30 @@ def decide_in_family(spec: HypothesisSpec, result: Result, adjusted: Mapping[str
     if result.verdict in ("skipped", "out_of_scope") or result.undefined:
         return result.evolve(multiplicity=base)
     row = {**{c: getattr(result, c) for c in schema.STAT_COLUMNS}, **result.extra}
-    holm = family_size > 1 and not primary
-    if holm:
-        row.update({k: v for k, v in adjusted.items() if is_p_column(k)})
     ctx = _decision(spec)
+    holm = family_size > 1 and not primary
+    adjusted = p_holm is not None and math.isfinite(float(p_holm))
+    if holm:
+        p = float(result.p_value)
+        level = (ctx.alpha * p / float(p_holm) if adjusted and p > 0 and float(p_holm) > 0
+                 else ctx.alpha / family_size)
+        ctx = Decision(ctx.prediction, level, ctx.reference, {**ctx.params, "alpha": level})
     kind = spec.kind
     verdict, reason, direction, magnitude = decide(kind, row, ctx, result.dataset)
     if verdict != direction or not _p_decides(kind, row, ctx, direction):
         decided_by = "none"
     else:
         decided_by = "holm" if holm else "primary" if (primary and family_size > 1) else "raw"
-    if holm and decided_by == "holm":
-        reason += (f" (decided on p-values Holm-adjusted within the family "
+    if holm and verdict == "supported" and adjusted and float(p_holm) >= _decision(spec).alpha:
+        verdict, direction, decided_by = "inconclusive", "inconclusive", "holm"
+        reason = (f"the family's Holm-adjusted p {float(p_holm):.3g} is not below alpha "
+                  f"{_decision(spec).alpha:g} (before the family: {reason})")
+    if holm:
+        reason += (f" (decided at the family's Holm level {ctx.alpha:.3g}: family "
                    f"{base.get('family')!r} of {family_size} tests)")
     res = result.evolve(verdict=verdict, reason=reason, magnitude=magnitude,
-                        multiplicity={**base, "decided_by": decided_by})
+                        multiplicity={**base, "decided_by": decided_by,
+                                      "level": float(ctx.alpha)})
     return _finished(res, direction)
 
 

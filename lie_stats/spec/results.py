@@ -19,9 +19,11 @@ arrangements for any p below alpha. ``spec_curve_n`` is the denominator of the s
 Multiplicity. Each result belongs to a family (its spec's ``multiplicity_family``, by
 default the claim id before the first "-": "A3" for A3, A3-runs, A3-pythia), across the
 datasets of a run. In a family of more than one test, every result but the family's
-declared primary (``HypothesisSpec.primary``, at most one per dataset) is decided on its
-p-values Holm-adjusted within the family (:func:`family_adjusted_p`: each p column, the
-refuting tail's included, adjusted over the members that have it), at the spec's alpha
+declared primary (``HypothesisSpec.primary``, at most one per dataset) is decided at the
+level Holm's procedure gives it within the family (:func:`family_adjusted_p`): its rule runs
+at ``alpha * p / p_holm``, so its ``p_value`` passes exactly when the Holm-adjusted p is below
+alpha, and its refuting tail and any other p the rule reads are held to the same level; a
+supported verdict whose adjusted p is not below alpha is inconclusive whatever decided it
 (:func:`lie_stats.spec.evaluation.decide_in_family`). ``multiplicity["decided_by"]`` says
 what decided: ``"primary"`` (the family's primary, on its raw p), ``"holm"`` (the adjusted
 p), ``"raw"`` (a family of one test: its raw p is the family's) or ``"none"`` (no p decided:
@@ -280,50 +282,37 @@ def is_p_column(name: str) -> bool:
 
 
 def family_adjusted_p(results: Sequence[Any], method: str = MULTIPLICITY_METHOD
-                      ) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
-    """Each result's p columns adjusted within its family, and each family's size.
+                      ) -> tuple[dict[str, float | None], dict[str, int]]:
+    """Each result's ``p_value`` adjusted within its family, and each family's size.
 
     A family (``multiplicity["family"]``) holds the results that are neither skipped nor
-    out of scope; each p column (:func:`is_p_column`) is adjusted (Holm) over the members
-    with a finite value in it, so a kind's refuting tail is adjusted beside its supporting
-    one. The size of a family is its number of members with a finite ``p_value``.
+    out of scope and have a finite ``p_value``; its size is their number (a result without
+    a p counts in no family's size and gets ``None``).
 
     Returns
     -------
     (adjusted, sizes)
-        ``adjusted``: result key -> {column: adjusted p}; ``sizes``: result key -> the size
-        of its family.
+        ``adjusted``: result key -> the Holm-adjusted p (or None); ``sizes``: result key ->
+        the size of its family (also for results without a p).
 
     >>> a = Result(id="A3", claim="c", source="s", dataset="d", verdict="supported", reason="r",
     ...            gate="report", test="t", spec_hash="h", reference={}, p_value=0.016)
-    >>> b = a.evolve(id="A3-runs", p_value=0.02, extra={"p_opposite": 0.9})
-    >>> adjusted, sizes = family_adjusted_p([a, b])
-    >>> adjusted["A3::d"], adjusted["A3-runs::d"], sizes["A3::d"]
-    ({'p_value': 0.032}, {'p_value': 0.032, 'p_opposite': 0.9}, 2)
+    >>> b = a.evolve(id="A3-runs", p_value=0.02)
+    >>> c = a.evolve(id="A3-agree", p_value=float("nan"))
+    >>> adjusted, sizes = family_adjusted_p([a, b, c])
+    >>> adjusted, sizes["A3-agree::d"]
+    ({'A3::d': 0.032, 'A3-runs::d': 0.032, 'A3-agree::d': None}, 2)
     """
-    from ..stats import adjust_pvalues
-
-    members: dict[str, list[Any]] = {}
-    for r in results:
-        if r.verdict in ("skipped", "out_of_scope"):
-            continue
-        members.setdefault(str(r.multiplicity.get("family") or claim_family(r.id)), []).append(r)
-    adjusted: dict[str, dict[str, float]] = {r.key: {} for rs in members.values() for r in rs}
+    records = [{"id": r.id, "verdict": r.verdict, "p_value": r.p_value,
+                "multiplicity": r.multiplicity} for r in results]
+    adjusted = family_adjusted(records, method)
     sizes: dict[str, int] = {}
-    for rs in members.values():
-        columns: dict[str, list[tuple[str, float]]] = {}
-        for r in rs:
-            row = {"p_value": r.p_value, **r.extra}
-            for col, v in row.items():
-                if is_p_column(col) and v is not None and math.isfinite(float(v)):
-                    columns.setdefault(col, []).append((r.key, float(v)))
-        for col, pairs in columns.items():
-            for (key, _), a in zip(pairs, adjust_pvalues(np.array([v for _, v in pairs]), method=method)):
-                adjusted[key][col] = float(a)
-        n = len(columns.get("p_value", []))
-        for r in rs:
-            sizes[r.key] = n
-    return adjusted, sizes
+    for r, a in zip(records, adjusted):
+        if a is not None:
+            fam = _family_of(r)
+            sizes[fam] = sizes.get(fam, 0) + 1
+    return ({r.key: a for r, a in zip(results, adjusted)},
+            {r.key: sizes.get(_family_of(rec), 0) for r, rec in zip(results, records)})
 
 
 def assign_multiplicity(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
