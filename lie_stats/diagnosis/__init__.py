@@ -338,9 +338,15 @@ def write_cache(path: str | os.PathLike, entries: Mapping[str, Any]) -> Path:
     return write_text_atomic(path, text + "\n")
 
 
-def _behaviour(source: str) -> str:
+#: What of this module simulates (its part of every fingerprint): the loop, not the cache.
+SIMULATION = ("DESIGN_VERSION", "Settings", "empty_diagnosis", "_evaluate", "_share", "_reduced",
+              "diagnose_arrays", "diagnose_spec")
+
+
+def _behaviour(source: str, only: Sequence[str] | None = None) -> str:
     """A module's behaviour as text: its syntax tree without docstrings (comments and
-    layout are not in a tree), so that an edit of the documentation leaves it as it is.
+    layout are not in a tree), so that an edit of the documentation leaves it as it is;
+    with ``only``, just the top-level definitions and assignments of those names.
 
     >>> _behaviour("def f(x):\\n    'Doc.'\\n    return x  # why\\n") == _behaviour("def f(x): return x")
     True
@@ -350,6 +356,15 @@ def _behaviour(source: str) -> str:
     import ast
 
     tree = ast.parse(source)
+    if only is not None:
+        def named(node: ast.stmt) -> bool:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                return node.name in only
+            targets = node.targets if isinstance(node, ast.Assign) else (
+                [node.target] if isinstance(node, ast.AnnAssign) else [])
+            return any(isinstance(t, ast.Name) and t.id in only for t in targets)
+
+        tree.body = [node for node in tree.body if named(node)]
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
             first = node.body[0]
@@ -361,14 +376,28 @@ def _behaviour(source: str) -> str:
 
 def code_fingerprint(test: str, *, magnitude: bool = False) -> str:
     """sha256 of the behaviour (:func:`_behaviour`: the code without its docstrings and
-    comments) of what decides a result of kind ``test``: the modules of its binding and
-    decision rule, the ``lie_stats.stats`` modules its kind module uses, this module (the
-    simulation loop), :mod:`lie_stats.diagnosis.simulate`, the modules of the kind's design,
-    and, with ``magnitude`` (a spec that declares the size its claim states) or for a kind
-    that runs other kinds, :mod:`lie_stats.spec.magnitude` (how a figure decides). A cached
-    diagnosis is valid only for the same behaviour, so a changed rule, statistic or design
-    is diagnosed again rather than shown with the old figures, while a documentation edit
-    keeps the cache."""
+    comments) of what decides a result of kind ``test`` (:func:`fingerprint_modules`). A
+    cached diagnosis is valid only for the same behaviour, so a changed rule, statistic or
+    design is diagnosed again rather than shown with the old figures, while a documentation
+    edit keeps the cache."""
+    import importlib
+    import inspect
+    import sys
+
+    def module(name: str):
+        return sys.modules.get(name) or importlib.import_module(name)
+
+    return behaviour_fingerprint({n: inspect.getsource(module(n))
+                                  for n in fingerprint_modules(test, magnitude=magnitude)})
+
+
+def fingerprint_modules(test: str, *, magnitude: bool = False) -> set[str]:
+    """The modules whose behaviour decides a result of kind ``test``: the modules of its
+    binding and decision rule, the ``lie_stats.stats`` modules its kind module uses, this
+    module's simulation loop (:data:`SIMULATION`, not its cache),
+    :mod:`lie_stats.diagnosis.simulate`, the modules of the kind's design, and, with
+    ``magnitude`` (a spec that declares the size its claim states) or for a kind that runs
+    other kinds, :mod:`lie_stats.spec.magnitude` (how a figure decides)."""
     import importlib
     import inspect
     import sys
@@ -406,8 +435,14 @@ def code_fingerprint(test: str, *, magnitude: bool = False) -> str:
             continue
         if name.startswith("lie_stats.stats"):
             names.add(name)
-    sources = [_behaviour(inspect.getsource(module(n))) for n in sorted(names)]
-    return text_sha256("\n".join(sources))
+    return names
+
+
+def behaviour_fingerprint(sources: Mapping[str, str]) -> str:
+    """sha256 of the behaviour of modules given by name and source (:func:`_behaviour`;
+    of this module, :data:`SIMULATION` only)."""
+    return text_sha256("\n".join(_behaviour(sources[n], only=SIMULATION if n == __name__ else None)
+                                 for n in sorted(sources)))
 
 
 def _entry_valid(entry: Mapping[str, Any] | None, spec_hash: str, cubes: Mapping[str, str] | None,
