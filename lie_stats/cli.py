@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--datasets", default=None, metavar="DIR", help="Default: " + _WHERE.format("datasets"))
     r.add_argument("--reports", default="reports", metavar="DIR", help="Default: reports")
     r.add_argument("--update-verdicts", action="store_true", help="re-pin the verdicts of pinned gates")
+    r.add_argument("--pin-reason", default="", metavar="TEXT",
+                   help="with --update-verdicts: why, recorded with each pin whose verdict or declaration "
+                        "changes (shown in the report's 'changed' table)")
     r.add_argument("--export", default=None, metavar="DIR",
                    help="also write each result's data and verdict as NetCDF to DIR (as lie-stats export)")
 
@@ -245,8 +248,9 @@ def _run(args: argparse.Namespace, run: object) -> int:
         return done.status
     # no .pytest_cache in the current folder: lie-stats run writes only the reports, the
     # pins (--update-verdicts) and the lock beside the reports folder
+    extra = [f"--lie-pin-reason={args.pin_reason}"] if args.pin_reason else []
     return int(run(args.paths, datasets_dir=args.datasets, reports_dir=args.reports,
-                   update_verdicts=args.update_verdicts, pytest_args=["-p", "no:cacheprovider"]))
+                   update_verdicts=args.update_verdicts, pytest_args=["-p", "no:cacheprovider", *extra]))
 
 
 def _cmd_export(args: argparse.Namespace) -> int:

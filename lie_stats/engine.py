@@ -142,11 +142,14 @@ class Engine:
     registry : path, optional
         One registry for every module (``--lie-verdicts``); by default ``verdicts.json``
         beside each hypothesis module.
+    pin_reason : str
+        Re-pinning: why, recorded with each pin whose verdict or declaration it changes.
     """
 
     datasets_dir: Path | None = None
     update: bool = False
     registry: Path | None = None
+    pin_reason: str = ""
     members: dict = field(default_factory=dict)  # family -> {key: (spec, dataset, module path)}
     decided: dict = field(default_factory=dict)  # key -> Result decided in its family, or the error
     registries: dict = field(default_factory=dict)  # registry path -> its pins, read once
@@ -239,7 +242,8 @@ class Engine:
             result.id, result.dataset, result.spec_hash, Path(module_path).parent / diagnosis.DIAGNOSIS_FILE,
             self.datasets_dir, test=result.test, magnitude=bool(result.prediction.get("magnitude"))))
         path = self.registry_path(module_path)
-        gate = gates.check(result, self._registry(path).get(result.key), update=self.update, registry=path)
+        gate = gates.check(result, self._registry(path).get(result.key), update=self.update, registry=path,
+                           reason=self.pin_reason)
         if gate.changed is not None:
             self.changed[result.key] = gate.changed
         if gate.pin is not None:  # re-pin every gate's verdict; only the pinned gate's check is skipped

@@ -207,12 +207,16 @@ def with_previous(old: Mapping[str, Any] | None, pin: Mapping[str, Any]) -> dict
     'supported'
     >>> "previous" in with_previous(None, old)
     False
+    >>> with_previous(old, {"verdict": "refuted", "spec_hash": "ab", "gate": "pinned", "reason": "rule"})["previous"]
+    {'verdict': 'supported', 'spec_hash': 'ab', 'reason': 'rule'}
     """
-    out = {k: v for k, v in pin.items() if k != "previous"}
+    out = {k: v for k, v in pin.items() if k not in ("previous", "reason")}
     if old is None:
         return out
     if (old.get("verdict"), old.get("spec_hash")) != (out.get("verdict"), out.get("spec_hash")):
         out["previous"] = {"verdict": old.get("verdict"), "spec_hash": old.get("spec_hash")}
+        if pin.get("reason"):  # why this re-pinning changed it (--pin-reason)
+            out["previous"]["reason"] = str(pin["reason"])
     elif old.get("previous"):
         out["previous"] = dict(old["previous"])
     return out
@@ -290,7 +294,7 @@ class GateOutcome:
 
 
 def check(result: Any, pinned: Mapping[str, Any] | None, *, update: bool = False,
-          registry: str | os.PathLike = REGISTRY_FILE) -> GateOutcome:
+          registry: str | os.PathLike = REGISTRY_FILE, reason: str = "") -> GateOutcome:
     """The gate's outcome for one evaluated result and its pin (see the module docstring).
 
     Parameters
@@ -304,6 +308,8 @@ def check(result: Any, pinned: Mapping[str, Any] | None, *, update: bool = False
         Re-pinning: the outcome carries the entry to write and the ``pinned`` gate passes.
     registry : path
         The registry's file, named in the message of a missing pin.
+    reason : str
+        Re-pinning: why, recorded in the ``previous`` entry of a pin this re-pinning changes.
 
     Returns
     -------
@@ -327,15 +333,18 @@ def check(result: Any, pinned: Mapping[str, Any] | None, *, update: bool = False
     key = result_key(result)
     spec_hash = result.spec_hash
     changed = declaration_changed(pinned, spec_hash)
+    previous = _previous_pin(pinned, result, update, reason)
     fields = dict(pinned_verdict=pinned.get("verdict") if pinned else None,
                   pinned_hash=pinned.get("spec_hash") if pinned else None,
-                  declaration_changed=changed,
+                  # against the pin, or, once re-pinned, against the pin it replaced
+                  declaration_changed=changed or bool(previous and previous.get("spec_hash") != spec_hash),
                   changed=(pinned.get("spec_hash"), spec_hash) if changed and not update else None,
-                  previous_pin=_previous_pin(pinned, result, update))
+                  previous_pin=previous)
     if result.verdict == _SKIPPED:
         build = f" Build it with: {result.build}" if getattr(result, "build", "") else ""
         return GateOutcome("skipped", f"{key}: {result.reason}.{build}", **fields)
-    fields["pin"] = pin_entry(result) if update else None
+    fields["pin"] = ({**pin_entry(result), **({"reason": reason} if reason else {})}
+                     if update else None)
     gate = result.gate
     if gate == _REPLICATION and result.verdict != _SUPPORTED:
         return GateOutcome("failed", f"replication gate: verdict {result.verdict!r}, needs "
@@ -355,13 +364,14 @@ def check(result: Any, pinned: Mapping[str, Any] | None, *, update: bool = False
     return GateOutcome("passed", **fields)
 
 
-def _previous_pin(pinned: Mapping[str, Any] | None, result: Any, update: bool) -> dict[str, Any] | None:
+def _previous_pin(pinned: Mapping[str, Any] | None, result: Any, update: bool,
+                  reason: str = "") -> dict[str, Any] | None:
     """The pin this version replaced: the registry's ``previous``, or, while re-pinning, the
     pin being replaced when the verdict or the hash changes (what :func:`with_previous` writes)."""
     if not pinned:
         return None
     if update:
-        return with_previous(pinned, pin_entry(result)).get("previous")
+        return with_previous(pinned, {**pin_entry(result), "reason": reason}).get("previous")
     return dict(pinned["previous"]) if pinned.get("previous") else None
 
 

@@ -116,6 +116,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--update-verdicts", action="store_true", default=False,
                     help="re-pin: write each evaluated verdict and declaration hash to the "
                          "registry instead of comparing. Default: %(default)r")
+    group.addoption("--lie-pin-reason", metavar="TEXT", default="",
+                    help="with --update-verdicts: why, recorded with each pin whose verdict or "
+                         "declaration this re-pinning changes (the report's 'changed' table shows it)")
     group.addoption("--lie-paths-are-hypotheses", action="store_true", default=False,
                     help="every .py file under the paths given (not _*.py, not conftest.py) is "
                          "a hypothesis module, whatever its folder's name (lie-stats run sets "
@@ -174,6 +177,7 @@ def pytest_configure(config: pytest.Config) -> None:
     scan = tuple((base / str(a).split("::")[0]).resolve() for a in config.args)
     scan += tuple(Path(p).resolve() for p in config.getini("lie_hypotheses"))
     engine = Engine(datasets, update=bool(config.getoption("--update-verdicts")),
+                    pin_reason=str(config.getoption("--lie-pin-reason") or ""),
                     registry=(base / override).resolve() if override else None)
     config.stash[_STATE] = _State(
         engine=engine,

@@ -353,7 +353,11 @@ def claim_views(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def change_views(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The results whose pin the last re-pinning replaced (``previous_pin``): what was pinned,
     what is pinned now, whether the declaration changed (its hash) or only the verdict (a rule
-    or the data changed), and the declaration's own note of the change ("Changed ...").
+    or the data changed), the reason recorded with the re-pinning (``lie-stats run
+    --update-verdicts --pin-reason``), and the declaration's own note of the change
+    ("Changed ..."). ``known``: whether the earlier verdict was known when the declaration
+    changed: it was, whenever a pin of the old declaration existed (a pin is a verdict that
+    was seen); "-" when the declaration did not change.
 
     >>> change_views([{"id": "A1", "dataset": "d", "verdict": "refuted", "spec_hash": "h2",
     ...                "previous_pin": {"verdict": "supported", "spec_hash": "h1"},
@@ -369,23 +373,39 @@ def change_views(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         note = re.search(r"Changed [^:]*:.*", str(r.get("notes") or ""))
         why = ("declaration changed" if declared else
                "same declaration: the test's rule, its statistic or the data changed")
+        if prev.get("reason"):
+            why += f" ({prev['reason']})"
         out.append({"title": f"{r.get('id')} on {r.get('dataset')}",
                     "anchor": "r-" + anchor(f"{r.get('id')}::{r.get('dataset')}"),
                     "was": str(prev.get("verdict")), "now": str(r.get("verdict")),
+                    "known": ("yes" if prev.get("verdict") else "no") if declared else "-",
                     "why": why + (f": {note.group(0)}" if declared and note else "")})
     return sorted(out, key=lambda c: natural_key(c["title"]))
 
 
+def verdict_word(r: Mapping[str, Any]) -> str:
+    """The verdict a reader counts: ``out_of_scope`` for a claim recorded as not testable
+    (its row's verdict is ``skipped`` on no dataset), else the row's verdict.
+
+    >>> verdict_word({"verdict": "skipped", "dataset": "-", "reason": "out of scope: r"})
+    'out_of_scope'
+    """
+    if r.get("verdict") == "skipped" and str(r.get("reason", "")).startswith("out of scope"):
+        return "out_of_scope"
+    return str(r.get("verdict"))
+
+
 def summary_counts(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Counts of the first screen: verdicts (every one of :data:`VERDICT_ORDER`, zeros
-    included) and gate outcomes (passed, failed, not run).
+    included; out-of-scope claims as such, :func:`verdict_word`), summing to the rows, and
+    gate outcomes (passed, failed, not run).
 
     >>> c = summary_counts([{"verdict": "refuted", "gate": "pinned", "outcome": "passed"},
     ...                     {"verdict": "skipped", "gate": "pinned", "outcome": "skipped"}])
     >>> c["verdicts"][:2], c["gates"]
     ([('supported', 0), ('refuted', 1)], [('passed', 1), ('failed', 0), ('not run', 1), ('not checked', 0)])
     """
-    verdicts = Counter(str(r.get("verdict")) for r in records)
+    verdicts = Counter(verdict_word(r) for r in records)
     order = list(VERDICT_ORDER) + sorted(k for k in verdicts if k not in VERDICT_ORDER)
     words = Counter(gate_text(r) for r in records)
     failed = words["pin broken"] + words["replication failed"] + sum(
