@@ -245,7 +245,13 @@ def check_replace(out: Path, checkpoints: Sequence[tuple[str, int]], wanted: Map
     """
     if force or not out.exists() or not is_cube_file(out):
         return  # a file that is not a cube: refused (or replaced with --force) by check_output
-    records = _records_of(out) or []
+    records = _records_of(out)
+    if records is None:
+        raise LieStatsError(
+            f"{out}: a cube is already there, and its provenance cannot be read, so no run can "
+            f"tell it wrote it; extract never replaces an existing cube. Give --force to replace "
+            f"it, or another -o."
+        )
     held = [(str(r.get("model")), r.get("step")) for r in records]
     shown = ", ".join(f"{m}@{s}" for m, s in held[:6]) + (" ..." if len(held) > 6 else "")
     if not resume:

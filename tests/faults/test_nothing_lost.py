@@ -58,6 +58,20 @@ def test_a_cube_of_another_model_is_never_replaced_without_force(models, tmp_pat
     assert [r["model"] for r in provenance_of(open_cube(out))] == ["beta"]
 
 
+def test_a_cube_whose_provenance_cannot_be_read_is_not_replaced_by_resume(models, tmp_path, capsys):
+    import netCDF4
+
+    out = tmp_path / "c.nc"
+    assert _extract(capsys, models["alpha"], "-o", out, *FAST)[0] == cli.EXIT_OK
+    with netCDF4.Dataset(out, "a") as nc:
+        nc.setncattr("provenance", "{not json")
+    before = out.read_bytes()
+    code, err = _extract(capsys, models["alpha"], "-o", out, *FAST, "--resume")
+    assert code == cli.EXIT_USAGE, err
+    assert "its provenance cannot be read" in err and "--force" in err, err
+    assert out.read_bytes() == before
+
+
 def test_resume_over_the_same_checkpoints_and_more_replaces_it(models, tmp_path, capsys):
     out = tmp_path / "c.nc"
     assert _extract(capsys, models["alpha"], "-o", out, *FAST)[0] == cli.EXIT_OK
