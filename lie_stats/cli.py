@@ -226,7 +226,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .pytest_plugin import run
     from .report import check_reports_dir
 
+    from .engine import check_paths
+
     _check_datasets_dir(args.datasets)
+    check_paths(args.paths)  # a missing module or folder: exit 2 with a suggestion, not pytest's 4
     check_reports_dir(args.reports)  # before any evaluation: exit 2, not a traceback at the end
     return _run(args, run)
 
@@ -306,8 +309,10 @@ def _cmd_kinds(args: argparse.Namespace) -> int:
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     from .collect import collect
     from .diagnosis import Settings, diagnose_declarations, diagnosis_by_kind, diagnosis_table
+    from .engine import check_paths
 
     _check_datasets_dir(args.datasets)
+    check_paths(args.paths)  # a missing module or folder: exit 2 with a suggestion
     settings = Settings(n_sims=args.n_sims, seed=args.seed)
     from ._text import terminal_lines
 

@@ -20,6 +20,18 @@ def test_a_missing_datasets_folder_exits_2(tmp_path):
         assert "the datasets folder does not exist" in res.stderr and "Traceback" not in res.stderr
 
 
+def test_a_missing_hypothesis_path_exits_2_with_a_suggestion(tmp_path):
+    datasets = make_datasets(tmp_path / "datasets")
+    write_module(tmp_path / "claims", "uses", spec_text("S1", "S1"))
+    for verb in ("run", "export", "diagnose"):
+        extra = ["-o", tmp_path / "exp"] if verb == "export" else []
+        res = lie(verb, "claimz", "--datasets", datasets, *extra, cwd=tmp_path)
+        assert res.returncode == 2, (verb, res.stdout, res.stderr)
+        assert "claimz: no such hypothesis module or folder" in res.stderr and "'claims'" in res.stderr, verb
+        assert "Traceback" not in res.stderr
+    assert not (tmp_path / "reports").exists()  # nothing was written
+
+
 def test_datasets_lists_cube_contents_and_the_hypotheses_that_use_them(tmp_path):
     datasets = make_datasets(tmp_path / "datasets")
     card = datasets / "absent" / "dataset.toml"
