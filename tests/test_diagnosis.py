@@ -173,7 +173,7 @@ def test_the_cache_is_reused_and_invalidated_by_the_spec_hash(root, tmp_path, mo
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("{not json", "invalid JSON"),
+    ("{not json", "not valid JSON"),
     ('{"format": 1, "entries": []}', "expected an object"),
     ('{"format": 1, "entries": {"B5::synth": {"spec_hash": "x"}}}', "entry 'B5::synth' is malformed"),
 ])
@@ -428,3 +428,28 @@ def test_the_fingerprint_follows_behaviour_not_documentation(monkeypatch):
     monkeypatch.setattr(inspect, "getsource", lambda m: real(m) + "\nX = 1\n" if m is magnitude else real(m))
     assert D.code_fingerprint("correlation") == before  # no size declared: not part of its rule
     assert D.code_fingerprint("correlation", magnitude=True) != sized
+
+
+def test_a_malformed_cache_is_a_named_error_before_or_after_parsing(tmp_path):
+    """diagnosis.json is bounded before parsing and type-checked after, field by field; its
+    cache code is not part of any fingerprint, so this handling leaves cached figures valid."""
+    cache = tmp_path / "diagnosis.json"
+    cache.write_text('{"entries": ' * 5000)
+    with pytest.raises(LieStatsError, match=r"diagnosis.json: JSON nested 5000 levels deep; expected at most"):
+        D.read_cache(cache)
+    good = {"spec_hash": "h", "cubes": {}, "settings": {}, "code": "c",
+            "diagnosis": dict.fromkeys(D.DIAGNOSIS_FIELDS)}
+    cache.write_text(json.dumps({"format": D.CACHE_FORMAT, "entries": {"X::d": {**good, "settings": [1]}}}))
+    with pytest.raises(LieStatsError, match=r"entry 'X::d', field 'settings': expected dict, got list"):
+        D.read_cache(cache)
+    bad_figure = {**good, "diagnosis": {**good["diagnosis"], "fpr": "0.05"}}
+    cache.write_text(json.dumps({"format": D.CACHE_FORMAT, "entries": {"X::d": bad_figure}}))
+    with pytest.raises(LieStatsError, match=r"field 'diagnosis.fpr': expected a number or null, got str"):
+        D.read_cache(cache)
+    cache.write_text(json.dumps({"format": D.CACHE_FORMAT, "entries": {"X::d": good}}))
+    assert D.read_cache(cache) == {"X::d": good}
+    cache.unlink()
+    cache.mkdir()
+    with pytest.raises(LieStatsError, match=r"diagnosis.json: .*folder"):
+        D.read_cache(cache)
+    assert "read_cache" not in D.SIMULATION

@@ -309,14 +309,13 @@ def read_cache(path: str | os.PathLike) -> dict[str, Any]:
         The file is not JSON, or not the layout :func:`write_cache` writes (the message
         names the file and what was expected).
     """
+    from .._io import read_json
+
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise LieStatsError(f"{path}: not a diagnosis cache (invalid JSON: {e}); delete it and "
-                            f"rerun lie-stats diagnose.") from None
+    # bounded before parsing (size, nesting); a folder or FIFO named as the cache is named so
+    data = read_json(path, what="a diagnosis cache (delete it and rerun lie-stats diagnose)")
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(
             data.get("entries"), dict):
         raise LieStatsError(f"{path}: not a diagnosis cache: expected an object with "
@@ -328,6 +327,18 @@ def read_cache(path: str | os.PathLike) -> dict[str, Any]:
                 entry["diagnosis"], dict) or any(f not in entry["diagnosis"] for f in DIAGNOSIS_FIELDS):
             raise LieStatsError(f"{path}: entry {key!r} is malformed: expected the fields "
                                 f"{', '.join(need)} and a diagnosis with {', '.join(DIAGNOSIS_FIELDS)}.")
+        types = {"spec_hash": str, "code": str, "settings": dict, "cubes": (dict, type(None))}
+        for field_name, expected in types.items():
+            if field_name in entry and not isinstance(entry[field_name], expected):
+                names = " or ".join(t.__name__ for t in (expected if isinstance(expected, tuple) else (expected,)))
+                raise LieStatsError(f"{path}: entry {key!r}, field {field_name!r}: expected {names}, got "
+                                    f"{type(entry[field_name]).__name__}; delete the file and rerun "
+                                    f"lie-stats diagnose.")
+        for figure_name in ("fpr", "power", "coverage", "type_s"):
+            value = entry["diagnosis"][figure_name]
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise LieStatsError(f"{path}: entry {key!r}, field 'diagnosis.{figure_name}': expected a "
+                                    f"number or null, got {type(value).__name__}.")
     return data["entries"]
 
 
