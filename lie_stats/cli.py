@@ -125,11 +125,21 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--datasets", default=None, metavar="DIR", help="Default: " + _WHERE.format("datasets"))
     g.add_argument("--only", type=_csv, default=None, metavar="NAME[,NAME]",
                    help="diagnose only on these datasets. Default: each spec's own")
-    g.add_argument("--n-sims", type=int, default=200, help="simulations per result (each under the "
-                   "null and with the effect planted). Default: 200")
+    g.add_argument("--n-sims", type=int, default=None, help="simulations per result (each under the "
+                   "null and with the effect planted); with --redesign, per size. Default: 200, "
+                   "with --redesign 100")
     g.add_argument("--seed", type=int, default=0, help="Default: 0")
     g.add_argument("--jobs", type=int, default=1, help="results diagnosed at once, each in its own "
                    "process (the figures do not depend on it). Default: 1")
+    g.add_argument("--redesign", default=None, metavar="AXIS=V1,V2,...",
+                   help="power and FPR at other sizes of each result's design, by resampling its "
+                   "own runs, heads or checkpoints (runs=2,4,8,16; heads=...; steps=...) or with "
+                   "other planted effects at its size (effect=0.1,0.3); a result without a "
+                   "declared effect gets its minimum detectable effect at power 0.8 per size. "
+                   "Not cached")
+    g.add_argument("--plot", default=None, metavar="FILE.png",
+                   help="with --redesign: where the power curves go. Default: "
+                   "redesign-AXIS.png beside the first module's diagnosis cache")
 
     k = sub.add_parser("kinds", help="the registry of test kinds: roles, parameters, directions, "
                        "decision rule")
@@ -313,7 +323,11 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
     _check_datasets_dir(args.datasets)
     check_paths(args.paths)  # a missing module or folder: exit 2 with a suggestion
-    settings = Settings(n_sims=args.n_sims, seed=args.seed)
+    if args.redesign is not None:
+        return _cmd_redesign(args)
+    if args.plot is not None:
+        raise LieStatsError("--plot is the figure of --redesign; give --redesign AXIS=V1,V2,... too.")
+    settings = Settings(n_sims=args.n_sims or 200, seed=args.seed)
     from ._text import terminal_lines
 
     found = collect(args.paths, datasets_dir=args.datasets, dirs=None)
@@ -342,6 +356,50 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     return EXIT_OK if not found.errors else 1
 
 
+def _cmd_redesign(args: argparse.Namespace) -> int:
+    from ._text import terminal_line, terminal_lines
+    from .collect import collect
+    from .diagnosis import DIAGNOSIS_FILE, Settings
+    from .diagnosis.redesign import parse_redesign, plot_redesign, redesign_spec, redesign_table
+
+    axis, sizes = parse_redesign(args.redesign)
+    settings = Settings(n_sims=args.n_sims or 100, seed=args.seed)
+    found = collect(args.paths, datasets_dir=args.datasets, dirs=None)
+    for error in found.errors:
+        print(f"ERROR {terminal_lines(error)}", file=sys.stderr)
+    work = [(d, ds) for d in found.declarations if not d.out_of_scope
+            for ds in d.datasets if args.only is None or ds in args.only]
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm is optional
+        tqdm = None
+    bar = tqdm(total=settings.n_sims * len(sizes) * len(work), unit="sim",
+               file=sys.stderr) if tqdm is not None else None
+
+    def tick(n: int) -> None:  # a minimum detectable effect takes several runs per size
+        if bar is not None:
+            if bar.n + n > bar.total:
+                bar.total = bar.n + n
+            bar.update(n)
+
+    try:
+        done = [redesign_spec(d.obj, ds, axis, sizes, args.datasets, settings, progress=tick)
+                for d, ds in work]
+    finally:
+        if bar is not None:
+            bar.close()
+    print(redesign_table(done))
+    plot = (args.plot or (Path(work[0][0].path).parent / DIAGNOSIS_FILE).with_name(
+        f"redesign-{axis}.png")) if work else None
+    written = plot_redesign(done, plot) if plot is not None else None
+    print(f"{len(done)} result(s); {settings.n_sims} simulations per size, n_perm {settings.n_perm}, "
+          f"n_boot {settings.n_boot}, seed {settings.seed}; resampled with replacement from the "
+          f"observed {axis} (beyond their count, repeats: power is that of new units like these)")
+    if written is not None:
+        print(f"power curves: {terminal_line(written)}")
+    return EXIT_OK if not found.errors else 1
+
+
 def _interrupted(args: argparse.Namespace, sigterm: bool) -> str:
     """The one line said when a verb is stopped by SIGINT/SIGTERM: what is kept, what to do."""
     what = "interrupted (SIGTERM)" if sigterm else "interrupted"
@@ -352,6 +410,8 @@ def _interrupted(args: argparse.Namespace, sigterm: bool) -> str:
     if args.verb == "extract":
         return (f"lie-stats: {what}; finished checkpoints are kept in the shard store "
                 f"(rerun with --resume).")
+    if args.verb == "diagnose" and getattr(args, "redesign", None):
+        return f"lie-stats diagnose --redesign: {what}; a redesign is not cached (rerun it)."
     if args.verb == "diagnose":
         return (f"lie-stats diagnose: {what}; the results diagnosed so far are cached beside their "
                 f"modules (rerun to diagnose the rest).")
