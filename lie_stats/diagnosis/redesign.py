@@ -161,7 +161,7 @@ def _unique_steps(steps: np.ndarray) -> np.ndarray:
     """Sorted steps with repeats moved apart by a fraction of the smallest gap, in order.
 
     >>> _unique_steps(np.array([0, 10, 10, 20])).tolist()
-    [0.0, 10.0, 12.5, 20.0]
+    [0.0, 10.0, 12.0, 20.0]
     """
     steps = np.asarray(steps, dtype=float)
     distinct = np.unique(steps)
@@ -567,6 +567,9 @@ def plot_redesign(done: Sequence[Redesign], path: str | os.PathLike,
         ax.set_xlabel(axis if axis != "effect" else (group[0].scale or "planted effect"))
         if axis != "effect":
             ax.set_xscale("log", base=2)
+            ticks = sorted({x.size for r in group for x in r.rows})
+            ax.set_xticks(ticks, [_num(t) for t in ticks])
+            ax.minorticks_off()
         ax.legend(fontsize=7)
     fig.tight_layout()
     path = Path(path)

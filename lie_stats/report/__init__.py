@@ -44,7 +44,7 @@ from .sections import linked_images, register_section, report_sections, unregist
 from .figures import draw_magnitude_figure
 from .render import render_html, render_markdown
 from .text import estimate_text, figure_name, fmt, md_text, reference_text, relative_path, result_field
-from .view import gate_text, outside_interval, p_label
+from .view import gate_text, limiting_unit, outside_interval, p_label
 from .writing import check_reports_dir, keep_identical_figures, stable_numbers, staged_reports
 
 __all__ = [
@@ -89,11 +89,12 @@ def result_row_text(result: Any) -> str:
     verdict  refuted: r
     numbers  n = 96, statistic = 0.1, p = 0.01, effect = 0.1 [0.02, 0.2]
     """
+    limit = limiting_unit({k: result_field(result, k) for k in ("test", "n", "extra")})
     lines = [
         f"id       {result_field(result, 'id')} on {result_field(result, 'dataset')} ({result_field(result, 'test')}, "
         f"gate {result_field(result, 'gate')})",
         f"verdict  {result_field(result, 'verdict')}: {result_field(result, 'reason')}",
-        f"numbers  n = {fmt(result_field(result, 'n'))}, statistic = {fmt(result_field(result, 'statistic'))}, "
+        f"numbers  n = {fmt(result_field(result, 'n'))}{f' (limited by: {limit})' if limit else ''}, statistic = {fmt(result_field(result, 'statistic'))}, "
         f"p = {fmt(result_field(result, 'p_value'))}, effect = "
         f"{estimate_text(result_field(result, 'effect'), result_field(result, 'ci_low'), result_field(result, 'ci_high'))}",
     ]
@@ -123,6 +124,9 @@ def _table_rows(records: Sequence[Mapping[str, Any]], outcomes: Mapping[str, str
             flags.append("estimate outside its interval")
         if r.get("qualifier"):
             flags.append(str(r["qualifier"]))
+        limit = limiting_unit(r)
+        if limit:
+            flags.append(f"n {fmt(r.get('n'))}, limited by: {limit}")
         outcome = (outcomes or {}).get(f"{r['id']}::{r['dataset']}", r.get("outcome") or "")
         p = fmt(r.get("p_value"))
         rows.append([

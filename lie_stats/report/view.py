@@ -27,7 +27,8 @@ from .. import schema
 from .text import estimate_text, fmt, reference_text
 
 __all__ = ["VERDICT_ORDER", "P_LEGEND", "GATE_LEGEND", "claim_key", "natural_key", "p_label", "gate_text",
-           "outside_interval", "result_view", "claim_views", "summary_counts"]
+           "outside_interval", "result_view", "claim_views", "summary_counts", "limiting_unit",
+           "LIMITING_UNITS"]
 
 #: The verdicts in the order the reports count them.
 VERDICT_ORDER = tuple(dict.fromkeys((*schema.VERDICTS, "out_of_scope")))
@@ -57,6 +58,53 @@ GATE_LEGEND = {
 
 #: Kinds whose p-value the row alone does not name.
 _P_BY_KIND = {"mixed_model": "Wald p", "correlation_equivalence": "TOST p", "replication": "permutation p"}
+
+
+#: The unit a kind's test resamples or flips, where it is not what ``n`` counts: the extra
+#: column that counts it and its name. ``n`` is what the estimate averages (checkpoints,
+#: heads, units); the p-value's resolution and the test's power are those of this unit.
+LIMITING_UNITS: Mapping[str, tuple[str, str]] = {
+    "trend": ("n_runs", "runs"),  # sign flips over runs; n counts checkpoints
+    "iut_equivalence": ("n_replicates", "runs per unit"),  # between-run noise of each unit
+    "enrichment": ("n_strata", "clusters"),  # first and last swapped in whole clusters
+    "head_mean": ("n_clusters", "clusters"),  # cluster bootstrap and sign flips
+    "share_above": ("n_clusters", "clusters"),
+    "tost_paired": ("n_clusters", "clusters"),
+    "ratio_of_changes": ("n_clusters", "clusters"),  # Fieller's t: df = clusters - strata
+    "boundary_ratio": ("n_layers", "layers"),  # layers permuted
+    "enrichment_profile": ("n_layers", "layers"),
+    "depth_crossover": ("n_layers", "layers"),
+}
+
+
+def limiting_unit(record: Mapping[str, Any]) -> str:
+    """The unit that limits a result's test beside its ``n``, as ``"2 runs"`` (``""`` when
+    the kind's unit is what ``n`` counts, or the row does not give it): display only, read
+    from the row's ``extra`` (:data:`LIMITING_UNITS`; a kind not listed there that reports
+    ``n_runs`` is read as limited by its runs).
+
+    >>> limiting_unit({"test": "trend", "n": 17, "extra": {"n_runs": 2}})
+    '2 runs'
+    >>> limiting_unit({"test": "tost_paired", "n": 12, "extra": {"n_clusters": 12}})
+    ''
+    >>> limiting_unit({"test": "ratio_of_changes", "n": 96, "extra": {"df": 14, "n_strata": 2}})
+    '16 clusters'
+    """
+    extra = record.get("extra") or {}
+    column, unit = LIMITING_UNITS.get(str(record.get("test") or ""), ("n_runs", "runs"))
+    value = extra.get(column)
+    if column == "n_clusters" and value is None and _number(extra.get("df")) and _number(extra.get("n_strata")):
+        value = extra["df"] + extra["n_strata"]
+    if not _number(value):
+        return ""
+    n = record.get("n")
+    if _number(n) and float(n) == float(value):
+        return ""
+    return f"{fmt(value)} {unit}"
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def claim_key(result_id: str) -> str:
@@ -207,8 +255,10 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
     label = p_label(r)
     outside = outside_interval(r.get("effect"), r.get("ci_low"), r.get("ci_high"))
     gate = gate_text(r)
+    limit = limiting_unit(r)
     numbers = [
-        ("n", fmt(r.get("n"))), ("statistic", fmt(r.get("statistic"))),
+        ("n", fmt(r.get("n")) + (f" (limited by: {limit})" if limit else "")),
+        ("statistic", fmt(r.get("statistic"))),
         (label, fmt(r.get("p_value"))), ("p (Holm, across the report)", fmt(r.get("p_holm"))),
         ("p (BH, across the report)", fmt(r.get("p_bh"))),
         ("effect [interval]", estimate_text(r.get("effect"), r.get("ci_low"), r.get("ci_high"))

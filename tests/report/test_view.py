@@ -147,3 +147,19 @@ def test_a_claim_without_its_own_result_leads_with_one_that_tests_its_figure():
     # with no run result that tests a figure, the first run result leads
     rows = [row("A7-above-floor", magnitude=check), row("A7-params", magnitude=figure, verdict="skipped")]
     assert claim_views(rows)[0]["main"]["id"] == "A7-above-floor"
+
+
+def test_the_unit_that_limits_a_test_is_named_beside_n():
+    # a trend over 17 checkpoints of 2 runs: the sign-flip test has 2 runs, not 17 units
+    trend = row("T1", test="trend", n=17, verdict="inconclusive",
+                extra={"n_perm": 3, "n_runs": 2, "p_min": 0.25})
+    table = report.verdict_table([trend])
+    assert "n 17, limited by: 2 runs" in table
+    assert "n = 17 (limited by: 2 runs)" in report.result_row_text(trend)
+    md, html = render_markdown([trend]), render_html([trend])
+    assert "17 (limited by: 2 runs)" in md and "17 (limited by: 2 runs)" in html
+    # a kind whose unit is what n counts, and a row without the count, say nothing more
+    for plain in (row("C1", test="correlation", n=96, extra={"n_perm": 999, "n_strata": 8}),
+                  row("T2", test="trend", n=17, extra={"n_perm": 3})):
+        assert "limited by" not in report.verdict_table([plain])
+        assert "limited by" not in render_markdown([plain])
