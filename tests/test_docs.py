@@ -91,6 +91,78 @@ def test_tutorial_runs_and_prints_what_it_says(monkeypatch):
     assert result.failed == 0, f"{result.failed} example(s) of docs/tutorial.md failed (see above)"
 
 
+# ------------------------------------------------------------------------------- own-model guide
+_GUIDE_BLOCK = re.compile(r"^```(pycon|python|console)\n(.*?)^```", re.S | re.M)
+_FILE = re.compile(r"# file: (\S+)\n")
+
+
+def guide_blocks(path: Path) -> list[tuple[str, str]]:
+    """The ``pycon``, ``python`` and ``console`` fenced blocks of a guide, in order."""
+    return [(m.group(1), m.group(2)) for m in _GUIDE_BLOCK.finditer(path.read_text(encoding="utf-8"))]
+
+
+def run_console(block: str, name: str) -> list[str]:
+    """Run each ``$ command`` of a console block in the current folder (the commands of the
+    Python environment the tests run in first on PATH) and check its exit status 0 and its
+    stdout against the lines below it (doctest's ELLIPSIS and NORMALIZE_WHITESPACE).
+    Returns the failures."""
+    import os
+    import shlex
+
+    checker = doctest.OutputChecker()
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["OMP_NUM_THREADS"] = "1"
+    commands: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        if line.startswith("$ "):
+            commands.append((line[2:], []))
+        elif commands:
+            commands[-1][1].append(line)
+    failures = []
+    for command, want in commands:
+        proc = subprocess.run(shlex.split(command), env=env, capture_output=True, text=True, timeout=600)
+        expected = "\n".join(want) + "\n" if want else ""
+        if proc.returncode != 0 or (expected and not checker.check_output(expected, proc.stdout, flags)):
+            failures.append(f"{name}: $ {command}\nexit {proc.returncode}\nexpected:\n{expected}"
+                            f"got:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+    return failures
+
+
+@pytest.mark.slow  # trains and extracts a tiny model, runs pytest and four lie-stats commands: ~60 s
+def test_own_model_guide_runs_and_prints_what_it_says(monkeypatch, tmp_path):
+    import tempfile
+
+    page = DOCS / "own-model.md"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the guide's own folder lands here
+    globs: dict = {"__name__": "own_model_guide"}
+    parser = doctest.DocTestParser()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    failures: list[str] = []
+    kinds = [lang for lang, _ in guide_blocks(page)]
+    assert kinds.count("console") >= 5 and kinds.count("pycon") >= 3, kinds
+    for i, (lang, code) in enumerate(guide_blocks(page)):
+        name = f"docs/own-model.md, block {i + 1}"
+        if lang == "console":
+            failures += run_console(code, name)
+        elif lang == "python" and _FILE.match(code):
+            target = Path(_FILE.match(code).group(1))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(code, encoding="utf-8")
+        elif lang == "python":
+            exec(compile(code, name, "exec"), globs)
+        else:
+            test = parser.get_doctest(code, globs, name, str(page), 0)
+            runner.run(test, clear_globs=False)
+            globs = test.globs
+    assert Path.cwd().parent == tmp_path, "the guide did not move to a folder of its own"
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0 and not failures, (
+        f"{result.failed} example(s) of docs/own-model.md failed (see above)\n\n" + "\n\n".join(failures))
+
+
 # ------------------------------------------------------------------------------- kinds page
 def test_kinds_page_is_generated_from_the_registry():
     gen = _generator()
