@@ -483,8 +483,11 @@ def redesign_spec(spec: Any, dataset: str, axis: str, sizes: Sequence[float],
                   for role, sel in spec.selection.items()}
     except Skip as e:
         return Redesign(key, spec.test, axis, None, reason=f"skipped: {e}")
-    return redesign_arrays(spec, arrays, axis, sizes, settings, dataset=dataset, key=key,
-                           progress=progress)
+    try:
+        return redesign_arrays(spec, arrays, axis, sizes, settings, dataset=dataset, key=key,
+                               progress=progress)
+    except (SpecError, NotPlantable) as e:
+        return Redesign(key, spec.test, axis, None, reason=f"the kind rejects its selection: {e}")
 
 
 # ----------------------------------------------------------------------------- output
