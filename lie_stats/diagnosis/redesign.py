@@ -476,7 +476,8 @@ def redesign_spec(spec: Any, dataset: str, axis: str, sizes: Sequence[float],
     key = f"{spec.id}::{dataset}"
     card = find_dataset(dataset, datasets_dir)
     if card.missing:
-        return Redesign(key, spec.test, axis, None, reason=f"dataset {dataset!r}: {card.state}, nothing to resample")
+        return Redesign(key, spec.test, axis, None,
+                        reason=f"dataset {dataset!r}: {card.state}, nothing to resample")
     cube = card_cubes(card)
     try:
         arrays = {role: select(sel, cube, where=f"{spec.id} selection[{role!r}]")

@@ -93,7 +93,8 @@ def limiting_unit(record: Mapping[str, Any]) -> str:
     extra = record.get("extra") or {}
     column, unit = LIMITING_UNITS.get(str(record.get("test") or ""), ("n_runs", "runs"))
     value = extra.get(column)
-    if column == "n_clusters" and value is None and _number(extra.get("df")) and _number(extra.get("n_strata")):
+    if column == "n_clusters" and value is None and _number(extra.get("df")) \
+            and _number(extra.get("n_strata")):
         value = extra["df"] + extra["n_strata"]
     if not _number(value):
         return ""
