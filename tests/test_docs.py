@@ -114,6 +114,12 @@ def run_console(block: str, name: str) -> list[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["OMP_NUM_THREADS"] = "1"
+    # the commands import the lie_stats these tests import (a relative PYTHONPATH would not
+    # reach it from the guide's folder)
+    import lie_stats
+
+    here = str(Path(lie_stats.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([here, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]])
     commands: list[tuple[str, list[str]]] = []
     for line in block.splitlines():
         if line.startswith("$ "):
