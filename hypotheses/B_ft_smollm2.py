@@ -1,10 +1,12 @@
 """B5, B6, B7, B9, B10 (and B11, out of scope) on fine-tune trajectories of a model with anchors.
 
-Dataset ``smollm2_ft`` (datasets/smollm2_ft/README.md, declaration benchmarks/anchors_ft.md):
+Datasets ``smollm2_ft`` and ``smollm2_ft_cont`` (datasets/smollm2_ft/README.md, declaration
+benchmarks/anchors_ft.md):
 SmolLM2-135M-Instruct (a dequantized 4-bit copy; 30 layers x 9 heads = 270 heads) trained
 further for 300 steps of 1 x 128 tokens, ``<|im_start|>`` at position 0: three data-order seeds
 on Shakespeare (``ft_shakespeare_s0/1/2``) and one continuation on Python standard-library
-source, near its pretraining text (``ft_python_s0``: the noise floor, a control of the cube).
+source, near its pretraining text (``ft_python_s0``, the noise floor: its own card and cube,
+``smollm2_ft_cont``, so that the fine-tune's cube does not wait for the run that trains last).
 
 Every trajectory trained here from scratch ends with 0 anchors; this model has them at step 0.
 So the §8 labels are taken **at step 0** (the released model's own labels, fixed before any
@@ -40,6 +42,8 @@ from ._common import ANCHORS
 
 ANCHOR, WORKER, MIXED = LABEL_CODES["anchor"], LABEL_CODES["worker"], LABEL_CODES["mixed"]
 DATASET = "smollm2_ft"
+#: The continuation run has its own card and cube (it trains last; the fine-tune cube does not wait for it).
+FLOOR_DATASET = "smollm2_ft_cont"
 #: The three fine-tune runs (data-order seeds 0, 1, 2 on Shakespeare): the replicates.
 FT_RUNS = ("ft_shakespeare_s0", "ft_shakespeare_s1", "ft_shakespeare_s2")
 #: The continuation on Python standard-library source (the noise floor).
@@ -66,6 +70,10 @@ def _label(step: str, model: str, written: bool = False) -> Select:
     return Select("head_label_written" if written else "head_label", step=step, models=(model,))
 
 
+def _dataset(runs: tuple[str, ...]) -> str:
+    return FLOOR_DATASET if runs == (FT_FLOOR,) else DATASET
+
+
 def _curve(runs: tuple[str, ...]) -> dict:
     return {"models": [(m,) for m in runs]} if len(runs) > 1 else {}
 
@@ -74,7 +82,7 @@ def _curve(runs: tuple[str, ...]) -> dict:
 def _b5(ident: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
     m = runs[0]
     return HypothesisSpec(
-        id=ident, claim=b5.B5.claim, source=ANCHORS, datasets=(DATASET,),
+        id=ident, claim=b5.B5.claim, source=ANCHORS, datasets=(_dataset(runs),),
         selection={"x": Select("head_contribution", step="first", models=(m,)),
                    "y": Select("change_from_init", step="last", models=(m,))},
         test="replication", params={"method": "spearman", "n_perm": 9999, "seed": 0},
@@ -94,7 +102,7 @@ B5_ft_cont = _b5("B5-ft-smollm2-cont", (FT_FLOOR,), FLOOR_DECLARED)
 def _b6(ident: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
     m = runs[0]
     return HypothesisSpec(
-        id=ident, claim=b6.CLAIM, source=ANCHORS, datasets=(DATASET,),
+        id=ident, claim=b6.CLAIM, source=ANCHORS, datasets=(_dataset(runs),),
         selection={"x": Select("value_norm", step="first", models=(m,)),
                    "y": Select("change_from_init", step="last", models=(m,))},
         test="correlation", params={"method": "spearman"},
@@ -106,7 +114,7 @@ def _b6(ident: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
 def _b6_groups(ident: str, runs: tuple[str, ...], declared: str, written: bool = False) -> HypothesisSpec:
     m = runs[0]
     return HypothesisSpec(
-        id=ident, claim=b6.CLAIM, source=ANCHORS, datasets=(DATASET,),
+        id=ident, claim=b6.CLAIM, source=ANCHORS, datasets=(_dataset(runs),),
         selection={"x": Select("change_from_init", step="last", models=(m,)),
                    "group": _label("first", m, written)},
         test="group_difference", params={"groups": (ANCHOR, WORKER)},
@@ -128,7 +136,7 @@ B6_groups_ft_written = _b6_groups("B6-groups-ft-smollm2-written", FT_RUNS, DECLA
 def _b7(ident: str, runs: tuple[str, ...], declared: str, written: bool = False) -> HypothesisSpec:
     m = runs[0]
     return HypothesisSpec(
-        id=ident, claim=b7.CLAIM, source=ANCHORS, datasets=(DATASET,),
+        id=ident, claim=b7.CLAIM, source=ANCHORS, datasets=(_dataset(runs),),
         selection={"y": Select("change_from_init", step="last", models=(m,)),
                    "x": Select("head_contribution", step="first", models=(m,)),
                    "group": _label("first", m, written)},
@@ -149,7 +157,7 @@ B7_ft_written = _b7("B7-ft-smollm2-written", FT_RUNS, DECLARED, written=True)
 def _b9(ident: str, runs: tuple[str, ...], declared: str, written: bool = False) -> HypothesisSpec:
     m = runs[0]
     return HypothesisSpec(
-        id=ident, claim=b9.CLAIM, source=ANCHORS, datasets=(DATASET,),
+        id=ident, claim=b9.CLAIM, source=ANCHORS, datasets=(_dataset(runs),),
         selection={"x": Select("grad_alignment", step="last", models=(m,)),
                    "group": _label("first", m, written)},
         test="group_difference", params={**b9.RESAMPLING, "groups": (ANCHOR, WORKER)},
@@ -164,7 +172,7 @@ def _b9_classifier(ident: str, runs: tuple[str, ...], declared: str) -> Hypothes
     m = runs[0]
     curve = {**_curve(runs), "threshold": (2.0, 3.0, 5.0)}
     return HypothesisSpec(
-        id=ident, claim=b9.CLAIM, source=ANCHORS, datasets=(DATASET,),
+        id=ident, claim=b9.CLAIM, source=ANCHORS, datasets=(_dataset(runs),),
         selection={"score": Select("grad_alignment", step="last", models=(m,)), "label": _label("first", m)},
         test="threshold_agreement",
         params={**b9.RESAMPLING, "threshold": 3.0, "threshold_units": "random_sd",
@@ -187,7 +195,7 @@ def _b10(ident: str, runs: tuple[str, ...], declared: str, written: bool = False
     m = runs[0]
     curve = {**_curve(runs), "scale": ("log", "linear")}
     return HypothesisSpec(
-        id=ident, claim=b10.CLAIM, source=ANCHORS, datasets=(DATASET,),
+        id=ident, claim=b10.CLAIM, source=ANCHORS, datasets=(_dataset(runs),),
         selection={"values": Select("change_from_init", step="all", models=(m,)),
                    "group": _label("first", m, written)},
         test="stabilization_time", params={**b10.PARAMS, "groups": (ANCHOR, WORKER)},
