@@ -85,3 +85,27 @@ def test_every_fine_tune_run_holds_anchors_at_its_first_and_last_step():
     for m in RUNS:
         for step in (CUBE_STEPS[0], CUBE_STEPS[-1]):
             assert int((ds["head_label"].sel(model=m, step=step) == anchor).sum()) >= 8, (m, step)
+
+
+def test_the_continuation_cube_agrees_with_its_trainer_and_starts_where_the_fine_tune_starts():
+    """smollm2_ft_cont: the continuation run (Python source) at the fine-tune cube's steps, the
+    same probe; its in-memory curves agree with the cube, and its step 0 is the same model as the
+    fine-tune runs' (identical weights, so identical per-head metrics)."""
+    ds = open_cube(ROOT / "smollm2_ft_cont" / "smollm2_ft_cont.nc")
+    ft = open_cube(DS / "smollm2_ft.nc")
+    cur = json.loads((DS / "curves" / "ft_python_s0.json").read_text())
+    assert ds[schema.MODEL].values.tolist() == ["ft_python_s0"]
+    assert ds[schema.STEP].values.tolist() == CUBE_STEPS
+    assert cur["config"]["arm"] == "python" and cur["config"]["steps"] == 300
+    assert [r["step"] for r in cur["measurements"]] == REACHED
+    measured = {r["step"]: r for r in cur["measurements"]}
+    for step in CUBE_STEPS:
+        at = ds.sel(model="ft_python_s0", step=step)
+        for name, label in (("sink_score", "head_label"), ("value_norm", None), ("written_norm", "head_label_written")):
+            np.testing.assert_allclose(at[name].values, measured[step][name], rtol=1e-6, atol=2e-6,
+                                       err_msg=f"step {step} {name}")
+            if label:
+                assert at[label].values.tolist() == measured[step][label], (step, label)
+    for name in ("sink_score", "value_norm", "head_label", "ov_norm"):
+        np.testing.assert_array_equal(ds[name].sel(model="ft_python_s0", step=0).values,
+                                      ft[name].sel(model="ft_shakespeare_s0", step=0).values, err_msg=name)
