@@ -203,3 +203,36 @@ def test_pico_bos_cpu_cube_holds_the_three_runs_at_the_grid_and_agrees_with_thei
                 np.testing.assert_allclose(at[name].values, measured[step][name], rtol=1e-6,
                                            atol=2e-6, err_msg=f"{m} step {step} {name}")
             assert at["head_label"].values.tolist() == measured[step]["head_label"], (m, step)
+
+
+def test_panel_carries_the_written_label_and_its_card_counts_both_labels():
+    """METRICS.md §9 on the panel: ``written_norm`` finite inside every model's shape (padding
+    NaN), ``head_label_written`` is §8's rule on it, and the card's per-model table of both
+    labels' counts is the cube's."""
+    import re
+
+    from lie_stats.activations import head_labels
+
+    models, steps, _ = EXPECTED["panel/panel.nc"]
+    ds = open_cube(ROOT / "panel/panel.nc")
+    card = (ROOT / "panel/README.md").read_text(encoding="utf-8")
+    row = re.compile(r"^\| `(\w+)` \| (\d) \| (\d+) / (\d+) / (\d+) \| (\d+) / (\d+) / (\d+) \| (\d+) \|$", re.M)
+    table = {(m, int(s)): tuple(int(x) for x in rest) for m, s, *rest in row.findall(card)}
+    assert sorted(table) == sorted((m, s) for m in models for s in steps)
+    code = schema.LABEL_CODES
+
+    def counts(lab):
+        return tuple(int((lab == code[k]).sum()) for k in ("anchor", "worker", "mixed"))
+
+    for m, (L, H, _, _) in models.items():
+        assert np.isnan(ds["written_norm"].sel(model=m).isel(layer=slice(L, None))).all(), m
+        for s in steps:
+            at = ds.sel(model=m, step=s).isel(layer=slice(0, L), head=slice(0, H))
+            w = at["written_norm"].values
+            assert np.isfinite(w).all() and (w > 0).all(), (m, s)
+            lab, lab_w = at["head_label"].values, at["head_label_written"].values
+            np.testing.assert_array_equal(lab_w, head_labels(at["sink_score"].values, w), err_msg=f"{m}@{s}")
+            both = int(((lab == code["anchor"]) & (lab_w == code["anchor"])).sum())
+            assert table[(m, s)] == counts(lab) + counts(lab_w) + (both,), (m, s)
+    attrs = ds["head_label_written"].attrs
+    assert dict(zip(attrs["flag_meanings"].split(), attrs["flag_values"])) == code
