@@ -439,3 +439,34 @@ def test_compare_cubes_finds_one_changed_value(tmp_path, capsys):
     assert cc.main([str(tmp_path / "a.nc"), str(tmp_path / "c.nc")]) == 1
     assert "variables only in the old cube: ['sink_value_ratio']" in capsys.readouterr().out
     assert cc.main([str(tmp_path / "c.nc"), str(tmp_path / "a.nc")]) == 0
+
+
+def test_add_written_keeps_the_old_cube_and_refuses_a_changed_weight_value(tmp_path, capsys):
+    """datasets/panel/add_written.py: OLD's variables unchanged plus NEW's METRICS.md §9 pair;
+    a weight variable that differs by one value stops it before anything is written."""
+    from lie_stats.cube import open_cube, provenance_of, write_cube
+
+    spec = importlib.util.spec_from_file_location("panel_add_written", ROOT / "datasets/panel/add_written.py")
+    aw = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(aw)
+    ds = open_cube(ROOT / "datasets" / "panel" / "panel.nc").sel(model=["minilm_l3"]).load()
+    old = ds.drop_vars(list(aw.ADDED))
+    new = ds.copy(deep=True)
+    new["sink_score"].values[0, 1, 0, 0] += np.float32(1e-6)  # activation rounding: reported, allowed
+    write_cube(old, tmp_path / "old.nc")
+    write_cube(new, tmp_path / "new.nc")
+    assert aw.main([str(tmp_path / "old.nc"), str(tmp_path / "new.nc"), "-o", str(tmp_path / "out.nc")]) == 0
+    assert "sink_score" in capsys.readouterr().out
+    out = open_cube(tmp_path / "out.nc")
+    assert set(out.data_vars) == set(old.data_vars) | set(aw.ADDED)
+    for name in old.data_vars:
+        np.testing.assert_array_equal(out[name].values, old[name].values, err_msg=name)
+    np.testing.assert_array_equal(out["written_norm"].values, new["written_norm"].values)
+    assert all(p["written"]["variables"] == list(aw.ADDED) for p in provenance_of(out))
+    assert int(out.attrs["metrics_version"]) == 2
+    bad = new.copy(deep=True)
+    bad["ov_norm"].values[0, 1, 0, 0] += np.float32(1e-3)
+    write_cube(bad, tmp_path / "bad.nc")
+    assert aw.main([str(tmp_path / "old.nc"), str(tmp_path / "bad.nc"), "-o", str(tmp_path / "no.nc")]) == 1
+    assert "check failed: ov_norm: 1 values differ" in capsys.readouterr().out
+    assert not (tmp_path / "no.nc").exists()
