@@ -17,7 +17,61 @@ from lie_stats.errors import StatsInputError, did_you_mean
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
 
-__all__ = ["added_terms_test", "compare_models", "mixed_model", "simple_slope"]
+__all__ = ["R_RANK_TOL", "added_terms_test", "compare_models", "independent_columns", "mixed_model",
+           "simple_slope"]
+
+#: Relative tolerance of R's ``qr`` (LINPACK ``dqrdc2``), which ``lm``, ``anova`` and the
+#: model frames of ``nlme``/``lme4`` rank designs with: a column whose part orthogonal to the
+#: columns kept before it is shorter than this fraction of its own length is collinear.
+R_RANK_TOL = 1e-7
+
+
+def independent_columns(X, tol: float = R_RANK_TOL) -> tuple[np.ndarray, np.ndarray]:
+    """Which columns of a design R's ``qr(X, tol = 1e-7)`` keeps, in R's order of preference.
+
+    Columns are taken left to right, as LINPACK's ``dqrdc2`` (R's ``qr``, hence ``lm``)
+    does with its limited pivoting: a column is dropped (moved to the end, not counted in
+    the rank) when the norm of its part orthogonal to the columns already kept is below
+    ``tol`` times its original norm (a zero column is always dropped). numpy's
+    ``matrix_rank`` instead counts singular values above ``eps * max(n, p)`` times the
+    largest, so a column that is constant up to 1e-9 of its size beside an intercept counts
+    as independent there and the fit trades huge opposite coefficients between them.
+
+    Returns
+    -------
+    (keep, residual)
+        ``keep`` a boolean mask of the columns kept; ``residual`` each column's orthogonal
+        part's norm relative to its own norm (1 for the first non-zero column).
+
+    Examples
+    --------
+    >>> x = np.array([1.0, 2.0, 3.0, 4.0])
+    >>> X = np.column_stack([np.ones(4), x, 0.125 + 1e-10 * x, 2 * x + 1])
+    >>> independent_columns(X)[0].tolist(), int(np.linalg.matrix_rank(X))
+    ([True, True, False, False], 3)
+    """
+    X = np.asarray(X, dtype=float)
+    n, p = X.shape
+    norms = np.linalg.norm(X, axis=0)
+    keep, residual = np.zeros(p, dtype=bool), np.zeros(p)
+    basis = np.empty((n, 0))
+    for j in range(p):
+        r = X[:, j].copy()
+        for _ in range(2):  # Gram-Schmidt twice: orthogonal to working precision
+            r -= basis @ (basis.T @ r)
+        size = float(np.linalg.norm(r))
+        residual[j] = size / norms[j] if norms[j] > 0 else 0.0
+        if basis.shape[1] < n and norms[j] > 0 and size >= tol * norms[j]:
+            keep[j] = True
+            basis = np.column_stack([basis, r / size])
+    return keep, residual
+
+
+def _dropped_note(names, residual, kept_before: list[str]) -> str:
+    """The note for columns dropped as collinear."""
+    parts = [f"{name} (orthogonal part {res:.2g} of its norm)" for name, res in zip(names, residual)]
+    return (f"dropped as constant or collinear with {', '.join(kept_before) or 'nothing'} up to R's "
+            f"rank tolerance {R_RANK_TOL:g}: {', '.join(parts)}")
 
 
 def _check_columns(data: pd.DataFrame, names, where: str) -> None:
@@ -61,7 +115,12 @@ def compare_models(data: pd.DataFrame, response: str, models: dict[str, list[str
       (``statsmodels.stats.anova.anova_lm(small, big)``);
     - ``effect``: R^2; ``ci_low``, ``ci_high``: NaN (no interval for R^2 here);
     - ``aic``, ``bic``, ``delta_aic`` (AIC minus the smallest AIC), ``adj_r2``,
-      ``n_params`` (including the intercept), ``nested_in`` (1 when the F test applies).
+      ``n_params`` (the rank, intercept included), ``nested_in`` (1 when the F test applies).
+
+    Each model's design is ranked as R's ``lm`` ranks it (:func:`independent_columns`): a
+    predictor constant or collinear with those before it up to R's tolerance 1e-7 is
+    dropped from that model (as ``lm`` gives it an NA coefficient), with a note in
+    ``result.attrs["notes"]``.
 
     Raises
     ------
@@ -94,7 +153,16 @@ def compare_models(data: pd.DataFrame, response: str, models: dict[str, list[str
     v.min_n(len(sub), max_params + 1, where=where, what="complete rows (one more than the largest model's parameters)")
     if sub[response].nunique() < 2:
         raise StatsInputError(f"{where}: response {response!r} is constant.")
-    fits = {name: smf.ols(_formula(response, list(terms)), data=sub).fit() for name, terms in models.items()}
+    notes, fits = [], {}
+    for name, terms in models.items():
+        terms = list(dict.fromkeys(terms))
+        keep, residual = independent_columns(np.column_stack([np.ones(len(sub)), sub[terms].to_numpy()]))
+        kept = [t for t, k in zip(terms, keep[1:]) if k]
+        if len(kept) < len(terms):
+            gone = [i for i, k in enumerate(keep[1:]) if not k]
+            notes.append(f"model {name!r}: " + _dropped_note([terms[i] for i in gone], residual[1:][gone],
+                                                           ["the intercept", *kept]))
+        fits[name] = smf.ols(_formula(response, kept), data=sub).fit()
     smallest = min(models, key=lambda k: len(models[k]))
     small_fit, small_terms = fits[smallest], set(models[smallest])
     aics = {k: f.aic for k, f in fits.items()}
@@ -114,7 +182,9 @@ def compare_models(data: pd.DataFrame, response: str, models: dict[str, list[str
             C.DELTA_AIC: float(fit.aic - best), C.ADJ_R2: float(fit.rsquared_adj),
             C.N_PARAMS: int(fit.df_model) + 1, C.NESTED_IN: nested,
         }, index=[name]))
-    return pd.concat(rows)
+    out = pd.concat(rows)
+    out.attrs["notes"] = notes
+    return out
 
 
 def added_terms_test(data: pd.DataFrame, response: str, base: list[str],
@@ -127,11 +197,16 @@ def added_terms_test(data: pd.DataFrame, response: str, base: list[str],
     rival model's predictors and ``added`` another's, it is the encompassing test of
     non-nested linear models (Mizon & Richard 1986; Davidson & MacKinnon 1981).
 
+    Both designs are ranked as R's ``lm`` ranks them (:func:`independent_columns`): a
+    predictor constant or collinear with those before it (``base`` first) up to R's
+    tolerance is dropped, so the test is ``anova(lm(small), lm(big))`` of R.
+
     Returns
     -------
     (F, p, df_num, df_den)
-        ``df_num`` the predictors of ``added`` not in ``base``; F and p NaN when there are
-        none or when the joint model leaves no residual degree of freedom (``df_den`` < 1).
+        ``df_num`` the rank the predictors of ``added`` add to ``base``'s, ``df_den`` the
+        rows less the joint rank; F and p NaN when they add none or when the joint model
+        leaves no residual degree of freedom (``df_den`` < 1).
 
     Examples
     --------
@@ -148,20 +223,21 @@ def added_terms_test(data: pd.DataFrame, response: str, base: list[str],
     joint = base_terms + [t for t in dict.fromkeys(added) if t not in base_terms]
     _check_columns(data, [response, *joint], where)
     sub = data[[response, *joint]].dropna().astype(float)
-    k, df_den = len(joint) - len(base_terms), len(sub) - len(joint) - 1
-    if k == 0 or df_den < 1:
-        return float("nan"), float("nan"), k, df_den
     y = sub[response].to_numpy()
     ones = np.ones((len(sub), 1))
 
     def rss(terms: list[str]) -> tuple[float, int]:
         X = np.hstack([ones, sub[terms].to_numpy()])
+        X = X[:, independent_columns(X)[0]]  # ranked as R's lm ranks it
         beta = np.linalg.lstsq(X, y, rcond=None)[0]
-        return float(np.sum((y - X @ beta) ** 2)), int(np.linalg.matrix_rank(X))
+        return float(np.sum((y - X @ beta) ** 2)), X.shape[1]
 
-    (small, _), (big, rank) = rss(base_terms), rss(joint)
-    if rank < len(joint) + 1 or not big > 1e-12 * max(small, 1e-300):
-        return float("nan"), float("nan"), k, df_den  # collinear, or an exact fit: nothing to test
+    (small, rank_small), (big, rank) = rss(base_terms), rss(joint)
+    k, df_den = rank - rank_small, len(sub) - rank
+    if k == 0 or df_den < 1:
+        return float("nan"), float("nan"), k, df_den
+    if not big > 1e-12 * max(small, 1e-300):
+        return float("nan"), float("nan"), k, df_den  # an exact fit: nothing to test
     f = (small - big) / k / (big / df_den)
     return float(f), float(sps.f.sf(f, k, df_den)), k, df_den
 
@@ -182,7 +258,8 @@ def simple_slope(data: pd.DataFrame, response: str, term: str, *, ci: float = 0.
     Returns
     -------
     (slope, low, high)
-        NaN when fewer than 3 complete rows or ``term`` is constant (no slope or no
+        NaN when fewer than 3 complete rows or ``term`` is constant up to R's rank
+        tolerance (:func:`independent_columns`: no slope, as R's ``lm`` gives NA, or no
         residual degree of freedom); the interval is the point when the fit is exact.
 
     Examples
@@ -201,7 +278,7 @@ def simple_slope(data: pd.DataFrame, response: str, term: str, *, ci: float = 0.
     nan = float("nan")
     x, y = sub[term].to_numpy(), sub[response].to_numpy()
     sxx = float(((x - x.mean()) ** 2).sum())
-    if len(sub) < 3 or not sxx > 0:
+    if len(sub) < 3 or not independent_columns(np.column_stack([np.ones(len(x)), x]))[0][1]:
         return nan, nan, nan
     slope = float(((x - x.mean()) * (y - y.mean())).sum() / sxx)
     resid = y - y.mean() - slope * (x - x.mean())
@@ -225,14 +302,18 @@ def _group_sums(values: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndar
     return np.stack([np.bincount(codes, weights=col, minlength=n_groups) for col in values.T], axis=1)
 
 
-def _mundlak(X: pd.DataFrame, codes: np.ndarray, n_groups: int) -> tuple[pd.DataFrame, list[str]]:
+def _mundlak(X: pd.DataFrame, codes: np.ndarray, n_groups: int, notes: list[str],
+             dropped: list[str]) -> tuple[pd.DataFrame, list[str]]:
     """Add the group mean of every column that varies within groups (Mundlak 1978).
 
     With its group mean beside it, a column's coefficient in the random-intercept GLS fit is
     its within-group slope exactly (the fixed-effects estimate, balanced or not), and the
     group mean's coefficient is the between-group slope minus the within one. Group-level
-    columns (constant within every group) and the intercept are left as they are. Returns
-    the augmented design and the names of the within-group (inner) columns.
+    columns (constant within every group) and the intercept are left as they are. A group
+    mean that the design already spans up to R's rank tolerance (:func:`independent_columns`;
+    e.g. the layer mean of a within-layer share, the same in every layer up to rounding) is
+    left out, its name appended to ``dropped`` and a note to ``notes``. Returns the augmented design and the names
+    of the within-group (inner) columns.
     """
     counts = np.bincount(codes, minlength=n_groups).astype(float)
     out, inner = X.copy(), []
@@ -243,8 +324,12 @@ def _mundlak(X: pd.DataFrame, codes: np.ndarray, n_groups: int) -> tuple[pd.Data
             continue  # intercept or a group-level column
         inner.append(str(name))
         trial = out.assign(**{f"mean[{name}]": means})
-        if np.linalg.matrix_rank(trial.to_numpy()) == trial.shape[1]:
-            out = trial  # a group mean collinear with the others (few groups) adds nothing
+        keep, residual = independent_columns(trial.to_numpy())
+        if keep[-1]:
+            out = trial
+        else:  # a group mean collinear with the others (few groups, a within-group share) adds nothing
+            dropped.append(f"mean[{name}]")
+            notes.append(_dropped_note(dropped[-1:], residual[-1:], [str(c) for c in out.columns]))
     return out, inner
 
 
@@ -321,6 +406,13 @@ def mixed_model(data: pd.DataFrame, formula: str, *, groups: str) -> pd.DataFram
     intercept and the within-group columns (``p_inner`` of them), ``G - 1 - p_outer`` for
     the group-level columns (group means included, ``p_outer`` of them).
 
+    The design is ranked as R ranks it (:func:`independent_columns`, relative tolerance
+    1e-7): a column constant or collinear with the columns before it up to the data's
+    precision is dropped, with a note in ``result.attrs["notes"]``, as R's ``lm`` and
+    ``lme4`` drop it; the layer mean of a within-layer share (equal in every layer up to
+    rounding) is such a column beside the intercept, and kept, it traded intercepts of
+    order 1e5 against its own coefficient.
+
     Parameters
     ----------
     data : pandas.DataFrame
@@ -333,17 +425,19 @@ def mixed_model(data: pd.DataFrame, formula: str, *, groups: str) -> pd.DataFram
     Returns
     -------
     pandas.DataFrame, one row per fixed-effect coefficient (the formula's, then the added
-    group means), index = term name, columns ``MIXED_MODEL_COLUMNS``: ``n``
+    group means, less the columns dropped as collinear), index = term name, columns
+    ``MIXED_MODEL_COLUMNS``: ``n``
     (observations), ``statistic`` (t), ``p_value`` (two-sided), ``effect`` (coefficient),
     ``ci_low``, ``ci_high`` (t 95 %), ``std_err``, ``df``, ``n_groups``, ``converged``
     (1/0), ``boundary`` (1 when the group variance is 0), ``group_variance``,
-    ``residual_variance``.
+    ``residual_variance``. ``attrs["dropped"]``: the names of the columns dropped;
+    ``attrs["notes"]``: one sentence per set of them.
 
     Raises
     ------
     StatsInputError
-        Unknown group column (with a suggestion), a formula patsy cannot build, collinear
-        fixed effects, fewer than 2 groups or too few observations for the design.
+        Unknown group column (with a suggestion), a formula patsy cannot build, fewer than 2
+        groups or too few observations for the design.
 
     Examples
     --------
@@ -374,10 +468,13 @@ def mixed_model(data: pd.DataFrame, formula: str, *, groups: str) -> pd.DataFram
     n_groups = int(codes.max()) + 1 if codes.size else 0
     if n_groups < 2:
         raise StatsInputError(f"{where}: needs at least 2 groups in {groups!r}, got {n_groups}.")
-    if np.linalg.matrix_rank(X.to_numpy()) < X.shape[1]:
-        raise StatsInputError(f"{where}: the fixed effects of {formula!r} are collinear on these data "
-                              f"(columns {', '.join(map(str, X.columns))}).")
-    X, inner = _mundlak(X, codes, n_groups)
+    notes: list[str] = []
+    keep, residual = independent_columns(X.to_numpy())
+    dropped = [str(c) for c in X.columns[~keep]]
+    if dropped:
+        notes.append(_dropped_note(dropped, residual[~keep], [str(c) for c in X.columns[keep]]))
+        X = X.loc[:, keep]
+    X, inner = _mundlak(X, codes, n_groups, notes, dropped)
     n, p = X.shape
     n_outer = sum(1 for c in X.columns if c not in inner and c != "Intercept")
     df_inner, df_outer = n - n_groups - len(inner), n_groups - 1 - n_outer
@@ -413,4 +510,6 @@ def mixed_model(data: pd.DataFrame, formula: str, *, groups: str) -> pd.DataFram
         C.GROUP_VARIANCE: np.full(k, fit["tau2"] * spread ** 2),
         C.RESIDUAL_VARIANCE: np.full(k, fit["sigma2"] * spread ** 2),
     }
-    return pd.DataFrame({c: columns[c] for c in C.MIXED_MODEL_COLUMNS}, index=terms)
+    out = pd.DataFrame({c: columns[c] for c in C.MIXED_MODEL_COLUMNS}, index=terms)
+    out.attrs["notes"], out.attrs["dropped"] = notes, dropped
+    return out

@@ -179,3 +179,78 @@ def test_simple_slope_is_the_ols_slope_with_its_t_interval():
     np.testing.assert_allclose([lo, hi], fit.conf_int(alpha=0.1).loc["x"].to_numpy())
     assert all(np.isnan(simple_slope(d.assign(x=1.0), "y", "x")))  # a constant predictor: no slope
     assert all(np.isnan(simple_slope(d.iloc[:2], "y", "x")))  # two rows: no residual df
+
+
+def _share_design() -> pd.DataFrame:
+    """48 heads in 6 layers; ``x`` a within-layer share (its layer mean 1/8 in every layer up
+    to 1e-9, as a share stored in float32 and summed in float64 is), ``z`` a 0/1 class."""
+    rng = np.random.default_rng(7)
+    g = np.repeat(np.arange(6), 8)
+    raw = rng.gamma(2.0, size=48)
+    share = raw / np.bincount(g, weights=raw)[g] + 1e-9 * np.sin(np.arange(48))
+    z = np.tile([0.0, 1.0], 24)
+    y = (2.0 - 3.0 * share + 0.4 * z + 1.5 * share * z + np.repeat(rng.normal(0, 0.3, 6), 8)
+         + rng.normal(0, 0.2, 48))
+    return pd.DataFrame({"layer": g, "x": share, "z": z, "y": y})
+
+
+def test_independent_columns_ranks_as_r_qr():
+    from lie_stats.stats.models import independent_columns
+
+    d = _share_design()
+    d["xm"] = d.groupby("layer")["x"].transform("mean")
+    X = np.column_stack([np.ones(48), d["x"], d["z"], d["xm"], d["x"] * d["z"]])
+    # R: qr(model.matrix(~ x + z + xm + x:z, d))$rank -> 4, pivot 1 2 3 5 4 (xm moved last)
+    keep, residual = independent_columns(X)
+    assert keep.tolist() == [True, True, True, False, True]
+    assert residual[3] < 1e-8
+    assert np.linalg.matrix_rank(X) == 5  # numpy's default keeps it: what went wrong before
+    # a zero column and an exact copy are dropped; the first of two equal columns is kept
+    keep = independent_columns(np.column_stack([np.zeros(48), d["x"], d["x"]]))[0]
+    assert keep.tolist() == [False, True, False]
+
+
+def test_mixed_model_drops_a_near_constant_group_mean_as_r_does():
+    d = _share_design()
+    res = mixed_model(d, "y ~ x * z", groups="layer")
+    # mean[x] is 1/8 + O(1e-9) in every layer and mean[z] exactly 1/2: both are the intercept
+    assert res.index.tolist() == ["Intercept", "x", "z", "x:z", "mean[x:z]"]
+    assert res.attrs["dropped"] == ["mean[x]", "mean[z]"]
+    assert any("mean[x]" in note and "1e-07" in note for note in res.attrs["notes"])
+    # R 4.2.2, d written to csv with 17 digits, xm/zm/xzm the layer means (ave):
+    #   qr(model.matrix(~ x * z + xm + zm + xzm, d)) -> rank 5, xm and zm dropped;
+    #   nlme::lme(y ~ x * z + xm + zm + xzm, ...) -> "Singularity in backsolve"; on R's rank:
+    #   m <- nlme::lme(y ~ x * z + xzm, random = ~ 1 | layer, data = d, method = "REML")
+    #   summary(m)$tTable: (Intercept) 3.042083571915 SE 0.656476261247 DF 39;
+    #     x -2.923404070187 SE 0.519853449035 DF 39; z 0.510892520305 SE 0.104672930378;
+    #     x:z 0.861129125081 SE 0.740141530488; xzm -18.404239586280 SE 9.851478302547 DF 4
+    #   getVarCov(m)[1, 1] 0.119023059222; m$sigma^2 0.0290868001089
+    r_effect = [3.042083571915, -2.923404070187, 0.510892520305, 0.861129125081, -18.404239586280]
+    r_se = [0.656476261247, 0.519853449035, 0.104672930378, 0.740141530488, 9.851478302547]
+    assert res["effect"].to_numpy() == pytest.approx(r_effect, rel=1e-7)
+    assert res["std_err"].to_numpy() == pytest.approx(r_se, rel=1e-5)
+    assert res["df"].tolist() == [39, 39, 39, 39, 4]
+    assert res.loc["x", "group_variance"] == pytest.approx(0.119023059222, rel=1e-5)
+    assert res.loc["x", "residual_variance"] == pytest.approx(0.0290868001089, rel=1e-6)
+
+
+def test_ols_fits_drop_a_near_constant_column_as_r_lm_does():
+    from lie_stats.stats.models import simple_slope
+
+    d = _share_design()
+    d["xm"] = d.groupby("layer")["x"].transform("mean")
+    # R: anova(lm(y ~ z, d), lm(y ~ z + x + xm, d)) -> Df 1, Res.Df 45, F 8.4409896329,
+    #    Pr(>F) 0.005671080857 (xm NA in the bigger model)
+    f, p, k, df = added_terms_test(d, "y", ["z"], ["x", "xm"])
+    assert (k, df) == (1, 45)
+    assert (f, p) == pytest.approx((8.4409896329, 0.005671080857), rel=1e-8)
+    # R: f2 <- lm(y ~ z + x + xm, d); f2$rank 3, summary(f2)$r.squared 0.416389186304,
+    #    AIC(f2) 59.563797115 (R counts sigma; statsmodels' AIC is 2 less)
+    res = compare_models(d, "y", {"z": ["z"], "zx": ["z", "x", "xm"]})
+    assert res.loc["zx", "n_params"] == 3
+    assert res.loc["zx", "effect"] == pytest.approx(0.416389186304, rel=1e-9)
+    assert res.loc["zx", "aic"] + 2 == pytest.approx(59.563797115, rel=1e-9)
+    assert res.loc["zx", "p_value"] == pytest.approx(0.005671080857, rel=1e-8)
+    assert "xm" in res.attrs["notes"][0]
+    # R: coef(lm(y ~ xm, d)) -> xm NA: no slope on a constant predictor
+    assert np.isnan(simple_slope(d, "y", "xm")[0])

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...errors import SpecError, did_you_mean
+from ...errors import SpecError, StatsInputError, did_you_mean
 from ...stats import columns as C
 from ...stats.models import added_terms_test, compare_models, mixed_model, simple_slope
 from ..parts import check_choice, spec_error
@@ -165,6 +165,9 @@ def _run_mixed_model(data: TestInput) -> Any:
         frame[role] = frame[role].map(lambda v: f"{v:g}").astype("category")
     frame[_GROUP_COLUMN] = data.strata(table)
     res = mixed_model(frame, p["formula"], groups=_GROUP_COLUMN)
+    if p["term"] in res.attrs.get("dropped", ()):
+        raise StatsInputError(f"the coefficient {p['term']!r} is not estimable on these data: "
+                              f"{'; '.join(res.attrs['notes'])}.")
     if p["term"] not in res.index:
         terms = [str(t) for t in res.index]
         raise SpecError(f"params['term']: the model has no coefficient {p['term']!r}."

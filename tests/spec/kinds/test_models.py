@@ -7,7 +7,7 @@ import pytest
 
 from lie_stats.errors import SpecError
 from lie_stats.spec import Magnitude, Prediction, Select
-from tests._spec_cubes import evaluate_one, planted_spec
+from tests._spec_cubes import evaluate_one, planted_fields, planted_spec
 
 
 def test_model_comparison_prefers_the_planted_predictor(planted_root):
@@ -60,3 +60,45 @@ def test_mixed_model_interaction(planted_root):
                        params={"formula": "y ~ x", "term": "xx"})
     with pytest.raises(SpecError, match=r"no coefficient 'xx'\. Did you mean 'x'\?"):
         evaluate_one(bad, planted_root)
+
+
+def test_mixed_model_on_a_within_layer_share_agrees_with_r():
+    # The bundled pico_pythia run p96_s0 on the raw scale: head_contribution (first
+    # checkpoint) is a share within its layer, so its layer mean is 0.125 +- 9.3e-10 in every
+    # layer; R's rank drops that mean beside the intercept, numpy's kept it (intercept
+    # 453,343 +- 914,524, layer variance 0.001441, df 9 where R has 10).
+    from pathlib import Path
+
+    from lie_stats.datasets import load_dataset
+    from lie_stats.spec import HypothesisSpec, evaluate_cube
+
+    cube = load_dataset("pico_pythia", Path(__file__).resolve().parents[3] / "datasets")
+    run = ("p96_s0",)
+    fields = planted_fields(
+        datasets=("pico_pythia",), test="mixed_model", prediction=Prediction("nonzero"), gate="pinned",
+        selection={"y": Select("change_from_init", step="last", models=run),
+                   "x": Select("head_contribution", step="first", models=run),
+                   "z": Select("head_label", step="last", models=run)},
+        params={"formula": "y ~ x * z", "term": "mean[x:z]"})
+    # R 4.2.2 on the same 96 heads (written with 17 digits; xm, xzm the layer means of x, x*z):
+    #   qr(model.matrix(~ x * z + xm + xzm, d))$rank -> 5 of 6 (xm dropped);
+    #   nlme::lme(y ~ x * z + xm + xzm, random = ~ 1 | layer, d, method = "REML") -> error
+    #     "Singularity in backsolve"; on R's rank:
+    #   m <- nlme::lme(y ~ x * z + xzm, random = ~ 1 | layer, data = d, method = "REML")
+    #   summary(m)$tTable: (Intercept) 4.464681161313 SE 2.371803169188 DF 81;
+    #     xzm -24.471141357191 SE 13.824972498115 DF 10 p 0.1071406368528;
+    #   getVarCov(m)[1, 1] 0.00127064060635, m$sigma^2 0.0059432838734
+    r = evaluate_cube(HypothesisSpec(**fields), cube, dataset="pico_pythia")
+    assert r.effect == pytest.approx(-24.471141357191, rel=1e-7)
+    assert r.extra["std_err"] == pytest.approx(13.824972498115, rel=1e-5)
+    assert r.extra["df"] == 10 and r.p_value == pytest.approx(0.1071406368528, rel=1e-5)
+    assert r.extra["group_variance"] == pytest.approx(0.00127064060635, rel=1e-5)
+    assert r.extra["residual_variance"] == pytest.approx(0.0059432838734, rel=1e-6)
+    r = evaluate_cube(HypothesisSpec(**{**fields, "params": {"formula": "y ~ x * z", "term": "Intercept"}}),
+                      cube, dataset="pico_pythia")
+    assert r.effect == pytest.approx(4.464681161313, rel=1e-7)
+    assert r.extra["std_err"] == pytest.approx(2.371803169188, rel=1e-5)
+    # the dropped column's coefficient is not estimable: undefined, with R's reason
+    r = evaluate_cube(HypothesisSpec(**{**fields, "params": {"formula": "y ~ x * z", "term": "mean[x]"}}),
+                      cube, dataset="pico_pythia")
+    assert r.verdict == "inconclusive" and "not estimable" in r.reason and "1e-07" in r.reason
