@@ -46,7 +46,7 @@ def independent_columns(X, tol: float = R_RANK_TOL) -> tuple[np.ndarray, np.ndar
     Examples
     --------
     >>> x = np.array([1.0, 2.0, 3.0, 4.0])
-    >>> X = np.column_stack([np.ones(4), x, 0.125 + 1e-10 * x, 2 * x + 1])
+    >>> X = np.column_stack([np.ones(4), x, 0.125 + 1e-9 * x ** 2, 2 * x + 1])
     >>> independent_columns(X)[0].tolist(), int(np.linalg.matrix_rank(X))
     ([True, True, False, False], 3)
     """
