@@ -3,7 +3,7 @@
 One module per statistical family (as pingouin): :mod:`.permutation`, :mod:`.correlation`,
 :mod:`.groups`, :mod:`.equivalence`, :mod:`.replication`, :mod:`.trend`, :mod:`.models`,
 :mod:`.multiplicity`, :mod:`.clustered`, :mod:`.ranks`, :mod:`.pairwise`,
-:mod:`.classification`; every test is re-exported here. Every test returns a :class:`pandas.DataFrame` with one row per test,
+:mod:`.classification`, :mod:`.meta`; every test is re-exported here. Every test returns a :class:`pandas.DataFrame` with one row per test,
 numeric columns only, starting with :data:`lie_stats.schema.STAT_COLUMNS`; the
 family-specific columns are named in :mod:`.columns`.
 
@@ -33,6 +33,7 @@ from lie_stats.stats.clustered import head_mean, share_above
 from lie_stats.stats.correlation import correlation, partial_correlation
 from lie_stats.stats.equivalence import fisher_z_se, tost_correlation, tost_paired, tost_relative
 from lie_stats.stats.groups import group_difference
+from lie_stats.stats.meta import meta_replication, random_effects
 from lie_stats.stats.models import compare_models, mixed_model
 from lie_stats.stats.multiplicity import adjust_pvalues
 from lie_stats.stats.pairwise import (
@@ -75,6 +76,8 @@ __all__ = [
     "depth_crossover",
     "boundary_ratio",
     "compare_models",
+    "meta_replication",
+    "random_effects",
     "mixed_model",
     "adjust_pvalues",
     "head_mean",

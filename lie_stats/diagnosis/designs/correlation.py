@@ -1,5 +1,6 @@
 """Correlation kinds: the tested role permuted over heads within layers; the reference rho
-planted within layers."""
+planted within layers (of every run, for ``meta_replication``, which pools one correlation
+per run)."""
 
 from __future__ import annotations
 
@@ -25,4 +26,5 @@ DESIGNS = {
     "correlation": _CORRELATION,
     "partial_correlation": _CORRELATION,
     "replication": _CORRELATION,
+    "meta_replication": _CORRELATION,
 }

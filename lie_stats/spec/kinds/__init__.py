@@ -13,6 +13,7 @@
 | :mod:`.classification` | ``class_interaction``, ``threshold_agreement``, ``stabilization_time``, ``class_auc`` |
 | :mod:`.agreement` | ``verdict_agreement`` (built with :func:`compression_agreement`) |
 | :mod:`.intersection` | ``iut_equivalence`` |
+| :mod:`.meta` | ``meta_replication`` |
 
 A module here holds, for each of its kinds, the binding (selected data -> the statistic of
 :mod:`lie_stats.stats`), the decision rule when no shared rule of
