@@ -25,8 +25,6 @@ __all__ = [
     "TOST_RELATIVE_COLUMNS", "TOST_CORRELATION_COLUMNS", "REPLICATION_COLUMNS",
     "TREND_COLUMNS", "ENRICHMENT_COLUMNS", "CROSSOVER_COLUMNS", "BOUNDARY_RATIO_COLUMNS",
     "COMPARE_MODELS_COLUMNS", "MIXED_MODEL_COLUMNS",
-    "K_RUNS", "POOLED_Z", "POOLED_Z_SE", "TAU2", "TAU2_DL", "TAU2_REML", "I2", "Q", "P_Q",
-    "PI_LOW", "PI_HIGH", "MIN_RUN_R", "MAX_RUN_R", "META_REPLICATION_COLUMNS",
 ]
 
 # resampling bookkeeping
@@ -89,21 +87,6 @@ BOUNDARY = "boundary"  # 1 when the group (layer) variance is estimated at its b
 GROUP_VARIANCE = "group_variance"  # random-intercept variance (REML)
 RESIDUAL_VARIANCE = "residual_variance"
 
-# meta-analysis over runs
-K_RUNS = "k_runs"  # runs pooled (studies of the meta-analysis)
-POOLED_Z = "pooled_z"  # random-effects pooled Fisher z
-POOLED_Z_SE = "pooled_z_se"
-TAU2 = "tau2"  # between-run variance on Fisher's z scale (the declared estimator's)
-TAU2_DL = "tau2_dl"
-TAU2_REML = "tau2_reml"
-I2 = "i2"  # percent of the total variance that is between runs
-Q = "q"  # Cochran's Q
-P_Q = "p_q"
-PI_LOW = "pi_low"  # prediction interval of a new run's effect
-PI_HIGH = "pi_high"
-MIN_RUN_R = "min_run_r"
-MAX_RUN_R = "max_run_r"
-
 CORRELATION_COLUMNS = (*STAT_COLUMNS, N_STRATA, N_PERM, EXACT, NULL_CENTER)
 PARTIAL_CORRELATION_COLUMNS = (*STAT_COLUMNS, N_COVARIATES, N_STRATA, N_PERM, EXACT, NULL_CENTER)
 GROUP_DIFFERENCE_COLUMNS = (
@@ -125,11 +108,6 @@ BOUNDARY_RATIO_COLUMNS = (*STAT_COLUMNS, MEAN_BOUNDARY, MEAN_INTERIOR, N_LAYERS,
 COMPARE_MODELS_COLUMNS = (*STAT_COLUMNS, AIC, BIC, DELTA_AIC, ADJ_R2, N_PARAMS, NESTED_IN)
 MIXED_MODEL_COLUMNS = (*STAT_COLUMNS, STD_ERR, DF, N_GROUPS, CONVERGED, BOUNDARY, GROUP_VARIANCE,
                        RESIDUAL_VARIANCE)
-META_REPLICATION_COLUMNS = (
-    *STAT_COLUMNS, K_RUNS, POOLED_Z, POOLED_Z_SE, TAU2, TAU2_DL, TAU2_REML, I2, Q, P_Q, PI_LOW, PI_HIGH,
-    MIN_RUN_R, MAX_RUN_R, P_ORIGINAL_DIRECTION, R33, P_SMALL_TELESCOPES, ORIGINAL_R, ORIGINAL_N,
-    N_COVARIATES, CONVERGED,
-)
 
 #: The common columns, unpacked (``n``, ``statistic``, ``p_value``, ``effect``, ``ci_low``, ``ci_high``).
 N, STATISTIC, P_VALUE, EFFECT, CI_LOW, CI_HIGH = STAT_COLUMNS

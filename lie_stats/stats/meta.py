@@ -22,7 +22,30 @@ from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
 from lie_stats.stats.replication import r33
 
-__all__ = ["ESTIMATORS", "random_effects", "run_correlations", "meta_replication"]
+__all__ = ["ESTIMATORS", "META_REPLICATION_COLUMNS", "random_effects", "run_correlations", "meta_replication",
+           "K_RUNS", "POOLED_Z", "POOLED_Z_SE", "TAU2", "TAU2_DL", "TAU2_REML", "I2", "Q", "P_Q", "PI_LOW",
+           "PI_HIGH", "MIN_RUN_R", "MAX_RUN_R"]
+
+# Result columns of this family beyond lie_stats.stats.columns (kept here, so that the
+# columns module, which every kind reads, is unchanged by a new family).
+K_RUNS = "k_runs"  # runs pooled (studies of the meta-analysis)
+POOLED_Z = "pooled_z"  # random-effects pooled Fisher z
+POOLED_Z_SE = "pooled_z_se"
+TAU2 = "tau2"  # between-run variance on Fisher's z scale (the declared estimator's)
+TAU2_DL = "tau2_dl"
+TAU2_REML = "tau2_reml"
+I2 = "i2"  # percent of the total variance that is between runs
+Q = "q"  # Cochran's Q
+P_Q = "p_q"
+PI_LOW = "pi_low"  # prediction interval of a new run's effect
+PI_HIGH = "pi_high"
+MIN_RUN_R = "min_run_r"
+MAX_RUN_R = "max_run_r"
+META_REPLICATION_COLUMNS = (
+    *C.STAT_COLUMNS, K_RUNS, POOLED_Z, POOLED_Z_SE, TAU2, TAU2_DL, TAU2_REML, I2, Q, P_Q, PI_LOW, PI_HIGH,
+    MIN_RUN_R, MAX_RUN_R, C.P_ORIGINAL_DIRECTION, C.R33, C.P_SMALL_TELESCOPES, C.ORIGINAL_R,
+    C.ORIGINAL_N, C.N_COVARIATES, C.CONVERGED,
+)
 
 #: Estimators of the between-run variance tau^2.
 ESTIMATORS = ("DL", "REML")
@@ -262,14 +285,14 @@ def meta_replication(
     r_33 = r33(int(original_n), alpha=alpha)
     p_st = float(sps.norm.cdf((sign * fit["mu"] - np.arctanh(r_33)) / fit["se"]))
     n_cov = 0 if covar is None else int(np.asarray(covar).reshape(len(np.asarray(x).reshape(-1)), -1).shape[1])
-    return v.frame(C.META_REPLICATION_COLUMNS, {
+    return v.frame(META_REPLICATION_COLUMNS, {
         C.N: int(per_run["n"].sum()), C.STATISTIC: fit["z"], C.P_VALUE: fit["p"],
         C.EFFECT: float(np.tanh(fit["mu"])), C.CI_LOW: float(np.tanh(fit["ci_low"])),
-        C.CI_HIGH: float(np.tanh(fit["ci_high"])), C.K_RUNS: fit["k"], C.POOLED_Z: fit["mu"],
-        C.POOLED_Z_SE: fit["se"], C.TAU2: fit["tau2"], C.TAU2_DL: dl["tau2"],
-        C.TAU2_REML: reml["tau2"], C.I2: fit["i2"], C.Q: fit["q"], C.P_Q: fit["p_q"],
-        C.PI_LOW: float(np.tanh(fit["pi_low"])), C.PI_HIGH: float(np.tanh(fit["pi_high"])),
-        C.MIN_RUN_R: float(per_run["r"].min()), C.MAX_RUN_R: float(per_run["r"].max()),
+        C.CI_HIGH: float(np.tanh(fit["ci_high"])), K_RUNS: fit["k"], POOLED_Z: fit["mu"],
+        POOLED_Z_SE: fit["se"], TAU2: fit["tau2"], TAU2_DL: dl["tau2"],
+        TAU2_REML: reml["tau2"], I2: fit["i2"], Q: fit["q"], P_Q: fit["p_q"],
+        PI_LOW: float(np.tanh(fit["pi_low"])), PI_HIGH: float(np.tanh(fit["pi_high"])),
+        MIN_RUN_R: float(per_run["r"].min()), MAX_RUN_R: float(per_run["r"].max()),
         C.P_ORIGINAL_DIRECTION: float(sps.norm.sf(sign * fit["z"])), C.R33: r_33,
         C.P_SMALL_TELESCOPES: p_st, C.ORIGINAL_R: r0, C.ORIGINAL_N: int(original_n),
         C.N_COVARIATES: n_cov, C.CONVERGED: fit["converged"],

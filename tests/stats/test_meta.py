@@ -9,6 +9,7 @@ from scipy import stats as sps
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import columns as C
+from lie_stats.stats import meta as M
 from lie_stats.stats.meta import meta_replication, random_effects, run_correlations
 from lie_stats.stats.replication import r33
 
@@ -106,13 +107,13 @@ def test_run_correlations_are_fisher_z_of_each_runs_spearman():
 def test_meta_replication_pools_and_tests_against_r33():
     x, y, _, runs = _runs()
     row = meta_replication(x, y, runs, original_r=-0.274, original_n=96).iloc[0]
-    assert list(row.index) == list(C.META_REPLICATION_COLUMNS)
+    assert list(row.index) == list(M.META_REPLICATION_COLUMNS)
     dl = R_FITS[("runs", "DL")]
     assert row[C.EFFECT] == pytest.approx(np.tanh(dl["mu"]), abs=1e-9)
     assert (row[C.CI_LOW], row[C.CI_HIGH]) == pytest.approx((np.tanh(dl["ci_low"]), np.tanh(dl["ci_high"])), abs=1e-9)
-    assert (row[C.PI_LOW], row[C.PI_HIGH]) == pytest.approx((np.tanh(dl["pi_low"]), np.tanh(dl["pi_high"])), abs=1e-9)
-    assert row[C.TAU2_REML] == pytest.approx(R_FITS[("runs", "REML")]["tau2"], abs=1e-9)
-    assert row[C.K_RUNS] == 6 and row[C.N] == 312
+    assert (row[M.PI_LOW], row[M.PI_HIGH]) == pytest.approx((np.tanh(dl["pi_low"]), np.tanh(dl["pi_high"])), abs=1e-9)
+    assert row[M.TAU2_REML] == pytest.approx(R_FITS[("runs", "REML")]["tau2"], abs=1e-9)
+    assert row[M.K_RUNS] == 6 and row[C.N] == 312
     # small telescopes: the pooled z in the original's (negative) direction against atanh(r33)
     want = sps.norm.cdf((-dl["mu"] - np.arctanh(r33(96))) / dl["se"])
     assert row[C.P_SMALL_TELESCOPES] == pytest.approx(want, rel=1e-9)
@@ -123,7 +124,7 @@ def test_meta_replication_pools_and_tests_against_r33():
     many = np.repeat(np.arange(10), 200)
     flat = meta_replication(rng.normal(size=2000), rng.normal(size=2000), many, original_r=-0.274,
                             original_n=96).iloc[0]
-    assert flat[C.P_SMALL_TELESCOPES] < 1e-6 and flat[C.TAU2] < 0.01
+    assert flat[C.P_SMALL_TELESCOPES] < 1e-6 and flat[M.TAU2] < 0.01
 
 
 def test_meta_replication_errors():

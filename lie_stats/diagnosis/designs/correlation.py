@@ -1,6 +1,5 @@
 """Correlation kinds: the tested role permuted over heads within layers; the reference rho
-planted within layers (of every run, for ``meta_replication``, which pools one correlation
-per run)."""
+planted within layers."""
 
 from __future__ import annotations
 
@@ -26,5 +25,4 @@ DESIGNS = {
     "correlation": _CORRELATION,
     "partial_correlation": _CORRELATION,
     "replication": _CORRELATION,
-    "meta_replication": _CORRELATION,
 }

@@ -15,7 +15,7 @@ from typing import Any
 from ... import schema
 from ...errors import SpecError
 from ...stats import columns as C
-from ...stats.meta import ESTIMATORS, meta_replication
+from ...stats.meta import ESTIMATORS, K_RUNS, meta_replication
 from ..registry import register_test
 from ..rules import Decision, finite
 from ..tables import TestInput
@@ -68,7 +68,7 @@ def decide_meta_replication(row: Mapping[str, float], ctx: Decision) -> tuple[st
     if not finite(p, effect, pst):
         return "inconclusive", "the pooled tests gave no p-values on these data"
     a = ctx.alpha
-    runs = f"{row.get(C.K_RUNS, float('nan')):.0f} runs"
+    runs = f"{row.get(K_RUNS, float('nan')):.0f} runs"
     if pst < a:
         return "refuted", (f"small telescopes: the pooled effect over {runs} is smaller than r33, the "
                            f"one the original had 33 % power to detect (p {pst:.3g} < alpha {a})")
