@@ -12,7 +12,7 @@ The public API, in the style of xarray (``import lie_stats as ls``):
   :class:`OutOfScope` a claim not testable here;
 * :func:`evaluate` (on a spec's datasets) and :func:`evaluate_cube` (on a cube in hand)
   give a :class:`~lie_stats.spec.Result` with its verdict; :class:`Magnitude` declares the
-  size a claim states;
+  size a claim states, :class:`Fidelity` how a test relates to the claim's source;
 * :func:`run`: hypothesis modules -> a :class:`ResultsTable` (``.to_dataframe()``), the
   engine of ``lie-stats run`` without pytest;
 * :func:`test_kinds`: the registry of test kinds (``lie-stats kinds`` prints it);
@@ -48,6 +48,7 @@ _LAZY = {
     "Select": "lie_stats.spec",
     "Prediction": "lie_stats.spec",
     "Magnitude": "lie_stats.spec",
+    "Fidelity": "lie_stats.spec",
     "run": "lie_stats.engine",
     "ResultsTable": "lie_stats.engine",
     "OutOfScope": "lie_stats.spec",
@@ -67,6 +68,7 @@ __all__ = [
     "Select",
     "Prediction",
     "Magnitude",
+    "Fidelity",
     "OutOfScope",
     "evaluate",
     "run",

@@ -9,7 +9,7 @@ The package, along the flow of one evaluation:
 
 | module | holds |
 |---|---|
-| :mod:`.parts` | :class:`Select`, :class:`Prediction`, :class:`Magnitude`, the words a declaration uses, the error format |
+| :mod:`.parts` | :class:`Select`, :class:`Prediction`, :class:`Magnitude`, :class:`Fidelity`, the words a declaration uses, the error format |
 | :mod:`.declaration` | :class:`HypothesisSpec`, :class:`OutOfScope`, the pre-registration hash, the choice grid |
 | :mod:`.validation` | the checks every kind shares (each kind adds its own hook) |
 | :mod:`.registry` | :class:`TestKind`, :func:`register_test`, :func:`test_kinds` |
@@ -29,7 +29,7 @@ from . import kinds  # noqa: F401  (registers the test kinds)
 from .declaration import HypothesisSpec, OutOfScope
 from .evaluation import evaluate, evaluate_cube
 from .kinds.agreement import AGREE_VERDICT, N_OPPOSITE, compression_agreement, compression_tag
-from .parts import DIRECTIONS, STEP_WORDS, Magnitude, Prediction, Select
+from .parts import DIRECTIONS, STEP_WORDS, Fidelity, Magnitude, Prediction, Select
 from .registry import TestKind, register_test, test_kinds, unregister_test
 from .results import NO_DATASET, Result
 from .rules import Decision, decide_directional, decide_equivalence, decide_interval
@@ -41,6 +41,7 @@ __all__ = [
     "Select",
     "Prediction",
     "Magnitude",
+    "Fidelity",
     "HypothesisSpec",
     "OutOfScope",
     "NO_DATASET",

@@ -38,7 +38,9 @@ import numpy as np
 from .. import schema
 from .._io import canonical_hash
 from .parts import (
+    AS_STATED,
     SELECT_DIMS,
+    Fidelity,
     SWEEP_SELECT,
     Prediction,
     Select,
@@ -52,7 +54,7 @@ from .registry import TestKind, get_kind
 from .results import NO_DATASET, Result
 from .validation import validate
 
-__all__ = ["HypothesisSpec", "OutOfScope", "Select", "Prediction"]
+__all__ = ["HypothesisSpec", "OutOfScope", "Select", "Prediction", "Fidelity"]
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,14 @@ class HypothesisSpec:
         This spec is its family's primary (confirmatory) test, decided at alpha on its raw
         p; at most one per family and dataset (checked when a run collects the family).
         Hashed when True.
+    fidelity : Fidelity, optional
+        How the test relates to the design of the claim's source: ``Fidelity("as_stated")``,
+        or ``Fidelity("proxy", differs=("population: ...", "intervention: ..."))`` naming
+        each difference in population, intervention, measure, unit or sample size. It
+        describes the test, it does not decide its verdict, so it is not hashed (correcting
+        it changes no pre-registration). Undeclared (None), the claim is taken as tested as
+        its author states it (:meth:`fidelity_record` gives ``as_stated``). Every result of
+        the spec carries it; the report leads each claim with a result as stated.
 
     Raises
     ------
@@ -135,6 +145,7 @@ class HypothesisSpec:
     notes: str = ""
     multiplicity_family: str = ""
     primary: bool = False
+    fidelity: Fidelity | None = None
     module: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -158,6 +169,18 @@ class HypothesisSpec:
     def kind(self) -> TestKind:
         """The test kind of the registry this spec names."""
         return get_kind(self.test)
+
+    def fidelity_record(self) -> dict[str, Any]:
+        """The fidelity its results carry: the declared one, else ``as_stated`` with no
+        differences.
+
+        >>> HypothesisSpec(id="X1", claim="c", source="s", datasets=("toy",), test="correlation",
+        ...     selection={"x": Select("head_contribution", step="first"),
+        ...                "y": Select("change_from_init")},
+        ...     prediction=Prediction("negative"), gate="report").fidelity_record()
+        {'status': 'as_stated', 'differs': []}
+        """
+        return (self.fidelity or AS_STATED).record()
 
     def resolved_params(self) -> dict[str, Any]:
         """The test's default parameters overridden by the declared ones."""
@@ -211,6 +234,9 @@ class HypothesisSpec:
         ...                "y": Select("change_from_init")}, test="correlation",
         ...     prediction=Prediction("negative"), gate="report", notes="a")
         >>> s.spec_hash() == HypothesisSpec(**{**s.__dict__, "notes": "b"}).spec_hash()
+        True
+        >>> proxy = Fidelity("proxy", differs=("population: a smaller model",))
+        >>> s.spec_hash() == HypothesisSpec(**{**s.__dict__, "fidelity": proxy}).spec_hash()
         True
         """
         return canonical_hash(self.declaration())
@@ -299,4 +325,4 @@ class OutOfScope:
         return Result(id=self.id, claim=self.claim, source=self.source, dataset=NO_DATASET,
                       verdict="skipped", reason=f"out of scope: {self.reason}", gate="report",
                       test="none", spec_hash=self.spec_hash(), reference=jsonable(self.reference),
-                      module=self.module, notes=self.notes)
+                      module=self.module, notes=self.notes, fidelity=AS_STATED.record())

@@ -23,6 +23,9 @@ __all__ = [
     "Select",
     "Prediction",
     "Magnitude",
+    "Fidelity",
+    "FIDELITY_STATUSES",
+    "FIDELITY_ASPECTS",
     "MAGNITUDE_SCALES",
     "STEP_WORDS",
     "DIRECTIONS",
@@ -252,6 +255,67 @@ class Prediction:
         if isinstance(mag, Mapping):
             mag = Magnitude(**{**mag, **{k: float(mag[k]) for k in ("reference", "low", "high")}})
         return cls(**fields_, magnitude=mag)
+
+
+#: What a declaration's :class:`Fidelity` says of its test: the claim as the source states it,
+#: or a proxy of it.
+FIDELITY_STATUSES = ("as_stated", "proxy")
+
+#: The aspects of the source's design a test can differ in; each entry of
+#: :attr:`Fidelity.differs` starts with one of them and ``": "``.
+FIDELITY_ASPECTS = ("population", "intervention", "measure", "unit", "sample size")
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """How a test relates to the design of the claim's source: ``"as_stated"`` (the source's
+    population, intervention, measure, unit and sample size) or a ``"proxy"`` of it, with
+    each difference named.
+
+    Documentation of the test's relation to its source, not a part of its decision: it is
+    not hashed (:meth:`HypothesisSpec.declaration`), so declaring or correcting it never
+    changes a pre-registration. A spec that declares none is tested as its author states
+    the claim (:data:`AS_STATED`). Checked when the spec is built
+    (:func:`lie_stats.spec.validation.validate_fidelity`).
+
+    Parameters
+    ----------
+    status : {"as_stated", "proxy"}
+    differs : tuple of str
+        One entry per difference from the source's design, each ``"<aspect>: <what>"`` with
+        an aspect of :data:`FIDELITY_ASPECTS`; empty for ``"as_stated"``, at least one for
+        ``"proxy"``.
+
+    Examples
+    --------
+    >>> f = Fidelity("proxy", differs=["population: 3M-parameter runs trained here, not Pythia"])
+    >>> f.record()
+    {'status': 'proxy', 'differs': ['population: 3M-parameter runs trained here, not Pythia']}
+    >>> f.aspects()
+    ('population',)
+    """
+
+    status: str = "as_stated"
+    differs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.differs, str):
+            object.__setattr__(self, "differs", (self.differs,))
+        elif isinstance(self.differs, Iterable):
+            object.__setattr__(self, "differs", tuple(self.differs))
+
+    def aspects(self) -> tuple[str, ...]:
+        """The aspects that differ, each once, in the order declared."""
+        found = (next((a for a in FIDELITY_ASPECTS if str(d).startswith(a + ": ")), "") for d in self.differs)
+        return tuple(dict.fromkeys(a for a in found if a))
+
+    def record(self) -> dict[str, Any]:
+        """The JSON-ready record a result carries: ``{"status", "differs"}``."""
+        return {"status": self.status, "differs": [str(d) for d in self.differs]}
+
+
+#: The fidelity of a spec that declares none: its claim tested as stated.
+AS_STATED = Fidelity("as_stated")
 
 
 def jsonable(value: Any) -> Any:

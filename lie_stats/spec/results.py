@@ -72,7 +72,9 @@ class Result:
     ``declaration_changed``, the pin the last re-pinning replaced (``previous_pin``), the
     gate's ``outcome`` (as pytest's outcome of its item), the design ``diagnosis``
     (:mod:`lie_stats.diagnosis`; None until the engine attaches it, and then a row field), and
-    ``data`` (the selected values, for figures; not serialized).
+    ``data`` (the selected values, for figures; not serialized), and ``fidelity``
+    (``{"status": "as_stated" | "proxy", "differs": [...]}``, the declaration's
+    :class:`~lie_stats.spec.parts.Fidelity`: how the test relates to the source's design).
     """
 
     id: str
@@ -99,6 +101,7 @@ class Result:
     spec_curve: list[dict[str, Any]] = field(default_factory=list)
     module: str = ""
     notes: str = ""
+    fidelity: dict[str, Any] = field(default_factory=lambda: {"status": "as_stated", "differs": []})
     magnitude: dict[str, Any] = field(default_factory=lambda: {
         "status": "not_tested", "estimate": None, "reference": None, "band": None, "reason": NOT_DECLARED})
     finding: str = ""
@@ -354,7 +357,7 @@ def result_for(spec: Any, dataset: str, verdict: str, reason: str) -> Result:
         reference=jsonable(spec.reference),
         selection={k: v.declaration() for k, v in spec.selection.items()},
         params=jsonable(spec.resolved_params()), prediction=spec.prediction.declaration(),
-        module=spec.module, notes=spec.notes, magnitude=magnitude,
+        module=spec.module, notes=spec.notes, fidelity=spec.fidelity_record(), magnitude=magnitude,
         multiplicity={"family": spec.multiplicity_family or claim_family(spec.id),
                       "method": MULTIPLICITY_METHOD, "p_adjusted": None, "decided_by": "none"},
         estimand=selection_estimand(spec.selection),

@@ -20,8 +20,11 @@ import numpy as np
 from .. import schema
 from ..errors import SpecError, did_you_mean
 from .parts import (
+    FIDELITY_ASPECTS,
+    FIDELITY_STATUSES,
     MAGNITUDE_SCALES,
     REDUCTIONS,
+    Fidelity,
     SELECT_DIMS,
     STEP_WORDS,
     SWEEP_SELECT,
@@ -34,7 +37,7 @@ from .parts import (
 )
 from .registry import get_kind, kind_names
 
-__all__ = ["validate", "validate_magnitude", "validate_select", "validate_params", "check_datasets"]
+__all__ = ["validate", "validate_magnitude", "validate_fidelity", "validate_select", "validate_params", "check_datasets"]
 
 
 def validate(spec: Any) -> None:
@@ -54,6 +57,8 @@ def validate(spec: Any) -> None:
         raise spec_error(spec, "multiplicity_family", f"expected a family name (or \"\" for the claim id), got {family!r}.")
     if not isinstance(getattr(spec, "primary", False), bool):
         raise spec_error(spec, "primary", f"expected True or False, got {spec.primary!r}.")
+    if spec.fidelity is not None:
+        validate_fidelity(spec.fidelity, spec)
     if not spec.datasets or not all(isinstance(d, str) and d for d in spec.datasets):
         raise spec_error(spec, "datasets", f"expected a non-empty tuple of dataset names, got {spec.datasets!r}.")
     if len(set(spec.datasets)) != len(spec.datasets):
@@ -140,6 +145,35 @@ def validate(spec: Any) -> None:
             raise spec_error(spec, "choices", f"the choice {choice!r} gives an invalid spec: "
                        f"{str(e).split(': ', 1)[-1]}") from None
 
+
+
+def validate_fidelity(fid: Any, spec: Any) -> None:
+    """Check a declared :class:`Fidelity`: the status is one of :data:`FIDELITY_STATUSES`;
+    each ``differs`` entry is a string ``"<aspect>: <what>"`` with an aspect of
+    :data:`FIDELITY_ASPECTS` and a non-empty ``<what>``; a proxy names at least one
+    difference and a test as stated none."""
+    if not isinstance(fid, Fidelity):
+        raise spec_error(spec, "fidelity", f"expected a Fidelity(status, differs=(...)), got {type(fid).__name__}.")
+    check_choice(fid.status, FIDELITY_STATUSES, spec, "fidelity.status", "fidelity status")
+    if not isinstance(fid.differs, tuple):
+        raise spec_error(spec, "fidelity.differs", f"expected a tuple of strings, got {fid.differs!r}.")
+    aspects = " or ".join(f"{a!r}" for a in FIDELITY_ASPECTS)
+    for i, entry in enumerate(fid.differs):
+        where = f"fidelity.differs[{i}]"
+        if not isinstance(entry, str):
+            raise spec_error(spec, where, f"expected a string \"<aspect>: <what differs>\", got {entry!r}.")
+        aspect = next((a for a in FIDELITY_ASPECTS if entry.startswith(a + ": ")), None)
+        if aspect is None:
+            head = entry.split(":", 1)[0].strip()
+            raise spec_error(spec, where, f"expected \"<aspect>: <what differs>\" with the aspect one of "
+                             f"{aspects}, got {entry!r}.{did_you_mean(head, FIDELITY_ASPECTS)}")
+        if not entry[len(aspect) + 2:].strip():
+            raise spec_error(spec, where, f"says nothing after {aspect + ':'!r}: name what differs.")
+    if fid.status == "proxy" and not fid.differs:
+        raise spec_error(spec, "fidelity.differs", "a proxy names at least one difference from the source's design.")
+    if fid.status == "as_stated" and fid.differs:
+        raise spec_error(spec, "fidelity.status",
+                         f"'as_stated' with differences {list(fid.differs)!r}: declare 'proxy' (or drop them).")
 
 
 def validate_magnitude(mag: Any, spec: Any) -> None:
