@@ -2,9 +2,12 @@
 
 The reports are read claim by claim: results are grouped by their claim (the id up to its
 first ``-``: ``A10-eq-af`` belongs to ``A10``), each claim shows one main result on the
-first screen (the result whose id is the claim's own, else its first result that was run and
-tests the claim's figure, else its first result that was run),
-and every result keeps its full details below. This module decides every word and number
+first screen, and every result keeps its full details below. The main result is chosen
+among the claim's results that were run and test the claim as stated (``fidelity`` status
+``as_stated``) when there are any, else among all its results: the result whose id is the
+claim's own, else the first that was run and tests the claim's figure, else the first that
+was run. A claim led by a proxy says so beside its verdict ("no test as stated", or "test as
+stated not run" when one was declared but skipped, with the aspects the proxy differs in). This module decides every word and number
 of that view; :mod:`lie_stats.report.templates` only lays them out (escaped by the template
 engine for HTML, by :func:`lie_stats.report.text.md_text` for Markdown).
 
@@ -12,7 +15,7 @@ Fields other parts of lie_stats add to a results row are read when present and s
 ``-`` when absent: ``magnitude`` (``status``, ``estimate``, ``reference``, ``band``,
 ``reason``), ``finding`` (one sentence), ``diagnosis`` (``fpr``, ``power``, ``coverage``,
 ``type_s``, ``n_sims``, ``seed``, ``reason``) and ``multiplicity`` (``family``, ``method``,
-``p_adjusted``, ``decided_by``).
+``p_adjusted``, ``decided_by``) and ``fidelity`` (``status``, ``differs``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from .text import estimate_text, fmt, reference_text
 
 __all__ = ["VERDICT_ORDER", "P_LEGEND", "GATE_LEGEND", "claim_key", "natural_key", "p_label", "gate_text",
            "outside_interval", "result_view", "claim_views", "summary_counts", "limiting_unit",
-           "LIMITING_UNITS"]
+           "LIMITING_UNITS", "fidelity_texts", "fidelity_note"]
 
 #: The verdicts in the order the reports count them.
 VERDICT_ORDER = tuple(dict.fromkeys((*schema.VERDICTS, "out_of_scope")))
@@ -246,6 +249,28 @@ def anchor(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-") or "x"
 
 
+def fidelity_texts(fid: Mapping[str, Any] | None) -> tuple[str, str, str]:
+    """A result's fidelity for the reader: its status (``""`` when the row has none), the
+    short label (``"as stated"``, ``"proxy: intervention, population"``: the aspects that
+    differ) and the full text (each difference).
+
+    >>> fidelity_texts({"status": "proxy", "differs": ["population: tiny runs", "sample size: 2 runs",
+    ...                                                "population: not Pythia"]})
+    ('proxy', 'proxy: population, sample size', 'proxy; population: tiny runs; sample size: 2 runs; population: not Pythia')
+    >>> fidelity_texts({"status": "as_stated", "differs": []})[1:], fidelity_texts(None)
+    (('as stated', 'as stated'), ('', '-', '-'))
+    """
+    if not fid or not fid.get("status"):
+        return "", "-", "-"
+    status = str(fid["status"])
+    differs = [str(d) for d in fid.get("differs") or []]
+    if status == "as_stated":
+        return status, "as stated", "as stated" + "".join(f"; {d}" for d in differs)
+    aspects = dict.fromkeys(d.split(":", 1)[0].strip() for d in differs if ":" in d)
+    label = status.replace("_", " ") + (f": {', '.join(aspects)}" if aspects else "")
+    return status, label, status.replace("_", " ") + "".join(f"; {d}" for d in differs)
+
+
 def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the reports show of one results row (strings, not yet escaped)."""
     mag = r.get("magnitude") or {}
@@ -257,6 +282,7 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
     outside = outside_interval(r.get("effect"), r.get("ci_low"), r.get("ci_high"))
     gate = gate_text(r)
     limit = limiting_unit(r)
+    fidelity, fidelity_label, fidelity_text = fidelity_texts(r.get("fidelity"))
     numbers = [
         ("n", fmt(r.get("n")) + (f" (limited by: {limit})" if limit else "")),
         ("statistic", fmt(r.get("statistic"))),
@@ -268,6 +294,7 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
     facts = [
         ("claim", str(r.get("claim", ""))), ("source", str(r.get("source") or "-")),
         ("data", f"dataset {r.get('dataset')}; {_selection_text(r.get('selection') or {})}"),
+        ("fidelity to the source's design", fidelity_text),
         ("test", f"{r.get('test')} ({params})"),
         ("prediction", ", ".join(f"{k} {v}" for k, v in pred.items()) or "-"),
         ("essay figure", reference_text(r.get("reference") or {})),
@@ -299,6 +326,7 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
         "anchor": "r-" + anchor(f"{r.get('id')}::{r.get('dataset')}"), "claim_key": claim_key(r.get("id", "")),
         "claim": str(r.get("claim", "")), "verdict": str(r.get("verdict")),
         "qualifier": str(r.get("qualifier") or ""),
+        "fidelity": fidelity, "fidelity_label": fidelity_label,
         "gate": str(r.get("gate")), "gate_text": gate, "gate_ok": gate not in ("pin broken", "replication failed"),
         "estimate": estimate_text(r.get("effect"), r.get("ci_low"), r.get("ci_high")), "outside": outside,
         "p_label": label, "p": fmt(r.get("p_value")),
@@ -365,16 +393,46 @@ def _curve_text(r: Mapping[str, Any], share: Any, sup: Any) -> str:
     return text
 
 
-def _main_of(views: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any]:
+def _pick(views: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any] | None:
     """The claim's own result that was run, else its first result that was run and tests the
     claim's figure (its declaration has a magnitude; not a direction-only check beside it),
-    else its first result that was run, else its own result, else its first."""
+    else its first result that was run, else its own result, else its first (None if none)."""
     run = [v for v in views if v["verdict"] != "skipped"]
     for pool in ([v for v in run if v["id"] == key], [v for v in run if v.get("tests_figure")], run,
                  [v for v in views if v["id"] == key], views):
         if pool:
             return pool[0]
-    raise ValueError(f"claim {key!r} has no result")
+    return None
+
+
+def _main_of(views: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any]:
+    """The claim's main result: picked (:func:`_pick`) among its results that were run and
+    test the claim as stated when there are any, else among all its results."""
+    stated = [v for v in views if v.get("fidelity") == "as_stated" and v["verdict"] != "skipped"]
+    main = _pick(stated, key) or _pick(views, key)
+    if main is None:
+        raise ValueError(f"claim {key!r} has no result")
+    return main
+
+
+def fidelity_note(main: Mapping[str, Any], views: Sequence[Mapping[str, Any]]) -> str:
+    """What the claim row says of its main result's fidelity: ``"as stated"``; for a proxy,
+    ``"no test as stated"`` (none of the claim's results is as stated) or ``"test as stated
+    not run"`` (one is declared but was skipped), then the proxy's label; ``""`` when the rows
+    carry no fidelity.
+
+    >>> p = {"fidelity": "proxy", "fidelity_label": "proxy: population", "verdict": "refuted"}
+    >>> fidelity_note(p, [p])
+    'no test as stated; proxy: population'
+    >>> fidelity_note(p, [p, {"fidelity": "as_stated", "verdict": "skipped"}])
+    'test as stated not run; proxy: population'
+    """
+    if main.get("fidelity") == "as_stated":
+        return "as stated"
+    if main.get("fidelity") != "proxy":
+        return ""
+    declared = any(v.get("fidelity") == "as_stated" for v in views)
+    return ("test as stated not run" if declared else "no test as stated") + f"; {main.get('fidelity_label')}"
 
 
 def claim_views(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -397,6 +455,7 @@ def claim_views(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         others = ", ".join(f"{rest[k]} {k.replace('_', ' ')}" for k in VERDICT_ORDER if rest[k])
         others += "".join(f", {n} {k}" for k, n in rest.items() if k not in VERDICT_ORDER)
         out.append({"key": key, "anchor": "claim-" + anchor(key), "main": main, "results": mine,
+                    "fidelity_note": fidelity_note(main, mine),
                     "others": f"+{len(mine) - 1}: {others}" if len(mine) > 1 else ""})
     return out
 

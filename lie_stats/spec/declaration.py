@@ -104,10 +104,11 @@ class HypothesisSpec:
         This spec is its family's primary (confirmatory) test, decided at alpha on its raw
         p; at most one per family and dataset (checked when a run collects the family).
         Hashed when True.
-    fidelity : Fidelity, optional
+    fidelity : Fidelity or mapping of str to Fidelity, optional
         How the test relates to the design of the claim's source: ``Fidelity("as_stated")``,
         or ``Fidelity("proxy", differs=("population: ...", "intervention: ..."))`` naming
-        each difference in population, intervention, measure, unit or sample size. It
+        each difference in population, intervention, measure, unit or sample size; a
+        mapping of each dataset to its Fidelity when the datasets differ in it. It
         describes the test, it does not decide its verdict, so it is not hashed (correcting
         it changes no pre-registration). Undeclared (None), the claim is taken as tested as
         its author states it (:meth:`fidelity_record` gives ``as_stated``). Every result of
@@ -145,7 +146,7 @@ class HypothesisSpec:
     notes: str = ""
     multiplicity_family: str = ""
     primary: bool = False
-    fidelity: Fidelity | None = None
+    fidelity: Fidelity | Mapping[str, Fidelity] | None = None
     module: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -157,6 +158,8 @@ class HypothesisSpec:
         object.__setattr__(self, "selection", dict(self.selection or {}))
         object.__setattr__(self, "params", dict(self.params or {}))
         object.__setattr__(self, "reference", dict(self.reference or {}))
+        if isinstance(self.fidelity, Mapping):
+            object.__setattr__(self, "fidelity", dict(self.fidelity))
         object.__setattr__(self, "choices", {k: tuple(v) if not isinstance(v, str) else (v,)
                                              for k, v in dict(self.choices or {}).items()})
         validate(self)
@@ -170,9 +173,10 @@ class HypothesisSpec:
         """The test kind of the registry this spec names."""
         return get_kind(self.test)
 
-    def fidelity_record(self) -> dict[str, Any]:
-        """The fidelity its results carry: the declared one, else ``as_stated`` with no
-        differences.
+    def fidelity_record(self, dataset: str | None = None) -> dict[str, Any]:
+        """The fidelity its result on ``dataset`` carries: the declared one (the dataset's,
+        for a mapping by dataset), else ``as_stated`` with no differences. A dataset a
+        mapping does not name (a cube in hand) is a proxy: the declaration says nothing of it.
 
         >>> HypothesisSpec(id="X1", claim="c", source="s", datasets=("toy",), test="correlation",
         ...     selection={"x": Select("head_contribution", step="first"),
@@ -180,6 +184,11 @@ class HypothesisSpec:
         ...     prediction=Prediction("negative"), gate="report").fidelity_record()
         {'status': 'as_stated', 'differs': []}
         """
+        if isinstance(self.fidelity, Mapping):
+            if dataset in self.fidelity:
+                return self.fidelity[dataset].record()
+            return Fidelity("proxy", differs=(f"population: data {dataset!r}, not a dataset the "
+                                              f"declaration's fidelity names",)).record()
         return (self.fidelity or AS_STATED).record()
 
     def resolved_params(self) -> dict[str, Any]:

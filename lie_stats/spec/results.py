@@ -357,7 +357,7 @@ def result_for(spec: Any, dataset: str, verdict: str, reason: str) -> Result:
         reference=jsonable(spec.reference),
         selection={k: v.declaration() for k, v in spec.selection.items()},
         params=jsonable(spec.resolved_params()), prediction=spec.prediction.declaration(),
-        module=spec.module, notes=spec.notes, fidelity=spec.fidelity_record(), magnitude=magnitude,
+        module=spec.module, notes=spec.notes, fidelity=spec.fidelity_record(dataset), magnitude=magnitude,
         multiplicity={"family": spec.multiplicity_family or claim_family(spec.id),
                       "method": MULTIPLICITY_METHOD, "p_adjusted": None, "decided_by": "none"},
         estimand=selection_estimand(spec.selection),

@@ -148,31 +148,50 @@ def validate(spec: Any) -> None:
 
 
 def validate_fidelity(fid: Any, spec: Any) -> None:
-    """Check a declared :class:`Fidelity`: the status is one of :data:`FIDELITY_STATUSES`;
-    each ``differs`` entry is a string ``"<aspect>: <what>"`` with an aspect of
-    :data:`FIDELITY_ASPECTS` and a non-empty ``<what>``; a proxy names at least one
-    difference and a test as stated none."""
+    """Check a declared fidelity: a :class:`Fidelity`, or a mapping of each of the spec's
+    datasets to one (when its datasets differ in it). In each, the status is one of
+    :data:`FIDELITY_STATUSES`; each ``differs`` entry is a string ``"<aspect>: <what>"``
+    with an aspect of :data:`FIDELITY_ASPECTS` and a non-empty ``<what>``; a proxy names at
+    least one difference and a test as stated none."""
+    if isinstance(fid, Mapping):
+        names = set(spec.datasets)
+        missing = [d for d in spec.datasets if d not in fid]
+        extra = sorted(str(k) for k in fid if k not in names)
+        if missing or extra:
+            raise spec_error(spec, "fidelity",
+                             "a mapping of fidelity by dataset names each of the spec's datasets once"
+                             + (f"; missing: {', '.join(map(repr, missing))}" if missing else "")
+                             + (f"; not a dataset of the spec: {', '.join(map(repr, extra))}" if extra else "")
+                             + f" (datasets: {', '.join(spec.datasets)}).")
+        for ds, one in fid.items():
+            _validate_one_fidelity(one, spec, f"fidelity[{ds!r}]")
+        return
+    _validate_one_fidelity(fid, spec, "fidelity")
+
+
+def _validate_one_fidelity(fid: Any, spec: Any, where: str) -> None:
     if not isinstance(fid, Fidelity):
-        raise spec_error(spec, "fidelity", f"expected a Fidelity(status, differs=(...)), got {type(fid).__name__}.")
-    check_choice(fid.status, FIDELITY_STATUSES, spec, "fidelity.status", "fidelity status")
+        raise spec_error(spec, where, "expected a Fidelity(status, differs=(...)) or a mapping of each "
+                         f"dataset to one, got {type(fid).__name__}.")
+    check_choice(fid.status, FIDELITY_STATUSES, spec, f"{where}.status", "fidelity status")
     if not isinstance(fid.differs, tuple):
-        raise spec_error(spec, "fidelity.differs", f"expected a tuple of strings, got {fid.differs!r}.")
+        raise spec_error(spec, f"{where}.differs", f"expected a tuple of strings, got {fid.differs!r}.")
     aspects = " or ".join(f"{a!r}" for a in FIDELITY_ASPECTS)
     for i, entry in enumerate(fid.differs):
-        where = f"fidelity.differs[{i}]"
+        field_ = f"{where}.differs[{i}]"
         if not isinstance(entry, str):
-            raise spec_error(spec, where, f"expected a string \"<aspect>: <what differs>\", got {entry!r}.")
+            raise spec_error(spec, field_, f"expected a string \"<aspect>: <what differs>\", got {entry!r}.")
         aspect = next((a for a in FIDELITY_ASPECTS if entry.startswith(a + ": ")), None)
         if aspect is None:
             head = entry.split(":", 1)[0].strip()
-            raise spec_error(spec, where, f"expected \"<aspect>: <what differs>\" with the aspect one of "
+            raise spec_error(spec, field_, f"expected \"<aspect>: <what differs>\" with the aspect one of "
                              f"{aspects}, got {entry!r}.{did_you_mean(head, FIDELITY_ASPECTS)}")
         if not entry[len(aspect) + 2:].strip():
-            raise spec_error(spec, where, f"says nothing after {aspect + ':'!r}: name what differs.")
+            raise spec_error(spec, field_, f"says nothing after {aspect + ':'!r}: name what differs.")
     if fid.status == "proxy" and not fid.differs:
-        raise spec_error(spec, "fidelity.differs", "a proxy names at least one difference from the source's design.")
+        raise spec_error(spec, f"{where}.differs", "a proxy names at least one difference from the source's design.")
     if fid.status == "as_stated" and fid.differs:
-        raise spec_error(spec, "fidelity.status",
+        raise spec_error(spec, f"{where}.status",
                          f"'as_stated' with differences {list(fid.differs)!r}: declare 'proxy' (or drop them).")
 
 

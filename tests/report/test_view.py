@@ -163,3 +163,42 @@ def test_the_unit_that_limits_a_test_is_named_beside_n():
                   row("T2", test="trend", n=17, extra={"n_perm": 3})):
         assert "limited by" not in report.verdict_table([plain])
         assert "limited by" not in render_markdown([plain])
+
+
+def _fid(status: str, *differs: str) -> dict:
+    return {"status": status, "differs": list(differs)}
+
+
+def test_a_claim_with_only_proxies_says_no_test_as_stated_and_names_what_differs():
+    bible = _fid("proxy", "intervention: fine-tune on the World English Bible, not RLHF",
+                 "population: tiny GPT-NeoX runs trained here, not Pythia")
+    rows = [row("A1", verdict="refuted", fidelity=bible), row("A1-converged", fidelity=bible)]
+    md, html = render_markdown(rows), render_html(rows)
+    assert _summary_row(md, "A1")[4] == ("**refuted** (toy; no test as stated; proxy: intervention, population)")
+    assert ("- **fidelity to the source's design**: proxy; intervention: fine-tune on the World English "
+            "Bible, not RLHF; population: tiny GPT-NeoX runs trained here, not Pythia") in md
+    assert '<span class="proxy">no test as stated; proxy: intervention, population</span>' in html
+    assert "| A1-converged on toy | **supported** | proxy: intervention, population |" in md
+
+
+def test_a_claim_row_leads_with_its_result_as_stated():
+    proxy = _fid("proxy", "population: tiny GPT-NeoX runs trained here, not Pythia")
+    rows = [row("A4", verdict="refuted", fidelity=proxy),  # the claim's own id, but a proxy
+            row("A4", dataset="pythia", verdict="inconclusive", fidelity=_fid("as_stated")),
+            row("A4-tau", dataset="pythia", fidelity=_fid("as_stated"))]
+    group = claim_views(rows)[0]
+    assert (group["main"]["id"], group["main"]["dataset"]) == ("A4", "pythia")
+    assert _summary_row(render_markdown(rows), "A4")[4] == "**inconclusive** (pythia; as stated)"
+    # the as-stated result skipped (its data absent): the proxy leads, and says the test as stated did not run
+    rows[1]["verdict"], rows[2]["verdict"] = "skipped", "skipped"
+    group = claim_views(rows)[0]
+    assert (group["main"]["id"], group["main"]["dataset"]) == ("A4", "toy")
+    assert group["fidelity_note"] == "test as stated not run; proxy: population"
+
+
+def test_fidelity_text_is_escaped():
+    evil = _fid("proxy", "population: <script>alert(1)</script> [x](javascript:alert(2))")
+    rows = [row("A1", fidelity=evil)]
+    html, md = render_html(rows), render_markdown(rows)
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<script>" not in md and not re.search(r"(?<!\\)\]\(javascript:", md)
