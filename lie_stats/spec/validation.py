@@ -155,6 +155,9 @@ def validate_fidelity(fid: Any, spec: Any) -> None:
     least one difference and a test as stated none."""
     if isinstance(fid, Mapping):
         names = set(spec.datasets)
+        if {"status", "differs"} & set(fid) and not {"status", "differs"} & names:
+            raise spec_error(spec, "fidelity", f"expected Fidelity(status, differs=(...)), not a mapping of its "
+                             f"fields ({dict(fid)!r}); a mapping names datasets: {{dataset: Fidelity(...)}}.")
         missing = [d for d in spec.datasets if d not in fid]
         extra = sorted(str(k) for k in fid if k not in names)
         if missing or extra:

@@ -11,7 +11,7 @@ import pytest
 
 from lie_stats import spec as spec_mod
 from lie_stats.errors import SpecError
-from lie_stats.spec import HypothesisSpec, OutOfScope, Prediction, Select
+from lie_stats.spec import Fidelity, HypothesisSpec, OutOfScope, Prediction, Select
 
 #: A declaration whose hash must not change between runs, machines or Python versions; if the
 #: canonical form is changed on purpose, every pinned verdict must be re-pinned, so the
@@ -78,6 +78,9 @@ def test_spec_hash_ignores_documentation_and_order_but_not_the_analysis():
         dict(PINNED_HASH_SPEC, datasets=["synth"]),
         dict(PINNED_HASH_SPEC, params={"seed": 7, "n_boot": 200, "n_perm": 999, "alpha": 0.05}),
         dict(PINNED_HASH_SPEC, module="/elsewhere/B5.py"),
+        dict(PINNED_HASH_SPEC, fidelity=Fidelity("as_stated")),
+        dict(PINNED_HASH_SPEC, fidelity=Fidelity("proxy", differs=("population: a smaller model",))),
+        dict(PINNED_HASH_SPEC, fidelity={"synth": Fidelity("proxy", differs=("unit: layers, not heads",))}),
     ]
     for kw in same:
         assert HypothesisSpec(**kw).spec_hash() == h, kw
@@ -109,3 +112,43 @@ def test_out_of_scope_record():
                       reference={"amplification": 38963}).spec_hash() == o.spec_hash()
     with pytest.raises(SpecError, match="field 'reason': expected a non-empty string"):
         OutOfScope(id="G3", claim="c", source="s", reason="")
+
+
+def test_fidelity_is_validated_at_declaration_naming_the_field():
+    bad = [
+        (Fidelity("proxied", differs=("population: x",)), r"field 'fidelity.status': unknown fidelity status "
+                                                          r"'proxied'\. Did you mean 'proxy'\?"),
+        (Fidelity("proxy"), r"field 'fidelity.differs': a proxy names at least one difference"),
+        (Fidelity("proxy", differs=("populaton: tiny runs",)),
+         r"field 'fidelity.differs\[0\]': expected \"<aspect>: <what differs>\".*Did you mean 'population'\?"),
+        (Fidelity("proxy", differs=("sample size:  ",)), r"field 'fidelity.differs\[0\]': says nothing after"),
+        (Fidelity("proxy", differs=("size: 2 runs",)), r"field 'fidelity.differs\[0\]'"),
+        (Fidelity("proxy", differs=("unit: heads", 3)), r"field 'fidelity.differs\[1\]': expected a string"),
+        (Fidelity("as_stated", differs=("unit: heads",)), r"field 'fidelity.status': 'as_stated' with differences"),
+        ({"status": "proxy", "differs": []}, r"field 'fidelity': expected Fidelity\(status, differs=\(\.\.\.\)\), not a mapping of its fields"),
+        ({"other": Fidelity()}, r"field 'fidelity': .*missing: 'synth'; not a dataset of the spec: 'other'"),
+        ("proxy", r"field 'fidelity': expected a Fidelity"),
+    ]
+    for fidelity, message in bad:
+        with pytest.raises(SpecError, match=message):
+            HypothesisSpec(**PINNED_HASH_SPEC, fidelity=fidelity)
+
+
+def test_results_carry_the_declared_fidelity_by_dataset():
+    from lie_stats.spec.results import result_for
+
+    undeclared = HypothesisSpec(**PINNED_HASH_SPEC)
+    assert result_for(undeclared, "synth", "skipped", "r").row()["fidelity"] == {"status": "as_stated", "differs": []}
+    proxy = Fidelity("proxy", differs=["population: tiny GPT-NeoX runs trained here", "sample size: 2 runs"])
+    spec = HypothesisSpec(**dict(PINNED_HASH_SPEC, datasets=("synth", "pythia")),
+                          fidelity={"synth": proxy, "pythia": Fidelity("as_stated")})
+    assert result_for(spec, "synth", "skipped", "r").row()["fidelity"] == {
+        "status": "proxy", "differs": ["population: tiny GPT-NeoX runs trained here", "sample size: 2 runs"]}
+    assert result_for(spec, "pythia", "skipped", "r").row()["fidelity"]["status"] == "as_stated"
+    # a cube in hand that the mapping does not name is not claimed to be as stated
+    assert result_for(spec, "<cube>", "skipped", "r").fidelity["status"] == "proxy"
+    # the spec curve's copies keep it
+    curved = HypothesisSpec(**dict(PINNED_HASH_SPEC, choices={"strata": ["layer", "none"]}), fidelity=proxy)
+    assert all(c.fidelity == proxy for c in map(curved.with_choice, curved.choice_grid()))
+    oos = OutOfScope(id="G4", claim="c", source="s", reason="r").result().row()
+    assert oos["fidelity"] == {"status": "as_stated", "differs": []}
