@@ -78,7 +78,7 @@ from . import A5_killing_spread_triples as _a5
 from . import A6_depth_gradient_reverses as _a6
 from . import A8_head_width_not_count as _a8
 from . import A9_bottleneck_ratio as _a9
-from ._common import FAMILIES, GEOMETRY, P96
+from ._common import CALIBRATED_AF, FAMILIES, GEOMETRY, P96, proxy
 
 CLAIM = ("Results under a fixed 64-dimensional projection and under an adaptive projection "
          "(k = d_head) are the same")
@@ -124,6 +124,17 @@ RUNS = ("Changed 2026-12-04: the run is the unit of resampling (params unit='run
         "pico_pythia's two runs, models - 1 on the panel), so the interval holds the between-run "
         "variance; was the (model, layer) pairs as units, df = pairs - 1.")
 
+#: The essay re-ran its whole suite (the six Pythia models) under both compressions.
+_POPULATION = {
+    "pico_pythia": "population: two tiny GPT-NeoX runs (d_head 16) trained here, not the six Pythia models",
+    "panel": "population: five pretrained models (MiniLM, mpnet, SmolLM2, Gemma-3), not the six Pythia models",
+}
+#: The metrics compared across compressions against the essay's (its fixed-threshold fraction).
+_MEASURE = {"abelian_fraction": (CALIBRATED_AF,),
+            "commutator_z_mean": ("measure: commutator z against the random-orientation null, a metric the "
+                                  "essay does not use",),
+            "abelian_fraction_tau": ()}
+
 _SHORT = {"abelian_fraction": "af", "abelian_fraction_tau": "tau", "commutator_z_mean": "zmean",
           "none": "none", "adaptive": "adaptive", "fixed:64": "fixed64"}
 
@@ -134,6 +145,7 @@ def _tost(prefix: str, metric: str, a: str, b: str, *, step: str, dataset: str,
     return HypothesisSpec(
         id=f"A10-{prefix}-{_SHORT[metric]}-{_SHORT[a]}-{_SHORT[b]}{suffix}",
         claim=f"{CLAIM}: {metric} equal under {a} and {b}", source=GEOMETRY, datasets=(dataset,),
+        fidelity=proxy(_POPULATION[dataset], *_MEASURE[metric]),
         selection={"a": Select(metric, step=step, family="Q", projection=a, models=models),
                    "b": Select(metric, step=step, family="Q", projection=b, models=models)},
         test="tost_paired", params={"unit": "run"},

@@ -33,7 +33,7 @@ noise floor each base's continuation on its own text over the same steps at the 
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import CONVERGED_DECLARED, CONVERGED_FLOOR, CONVERGED_TUNED, GEOMETRY
+from ._common import CONVERGED_DECLARED, CONVERGED_FLOOR, CONVERGED_TUNED, GEOMETRY, PAIR_DIFFERS, proxy
 
 CLAIM = ("Post-training (RLHF / instruction tuning) leaves the attention Killing-form metrics "
          "unchanged: < 0.1 % relative difference, every metric, every layer, Q and O families")
@@ -96,6 +96,7 @@ def _a1_on_pair(ident: str, dataset: str, tuned: tuple[str, ...], floor_models: 
     ``floor_steps[1]``."""
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=GEOMETRY, datasets=(dataset,),
+        fidelity=proxy(*PAIR_DIFFERS[dataset]),
         selection=_selection(tuned, floor_models, floor_steps), test="iut_equivalence",
         params={"pool": "layer"}, prediction=Prediction("equivalent", bound=0.001, magnitude=BELOW_BOUND),
         reference=REFERENCE, gate="pinned", notes=notes,

@@ -30,7 +30,7 @@ no post-trained twin (datasets/pythia/README.md).
 
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import CONVERGED_DECLARED, CONVERGED_TUNED, GEOMETRY
+from ._common import CONVERGED_DECLARED, CONVERGED_TUNED, GEOMETRY, PAIR_DIFFERS, proxy
 
 CLAIM = ("Post-training moves parameters unevenly: embeddings most, then MLP, then output "
          "projections; query projections rank 8th of 11 categories")
@@ -57,12 +57,14 @@ def _a2_on_pair(suffix: str, dataset: str, ft: tuple[tuple[str, ...], ...],
     """A2 (the rank of attn_q) and A2-order on one post-training pair, one fine-tune a choice."""
     rank = HypothesisSpec(
         id=f"A2{suffix}", claim=CLAIM, source=GEOMETRY, datasets=(dataset,),
+        fidelity=proxy(*PAIR_DIFFERS[dataset]),
         selection=_delta(ft[0]), test="delta_rank", params={"target": "attn_q"},
         prediction=Prediction("above", value=6.0), reference={"rank": 8, "of": 11},
         gate="pinned", choices={"models": ft}, notes=notes,
     )
     order = HypothesisSpec(
         id=f"A2-order{suffix}", claim=CLAIM, source=GEOMETRY, datasets=(dataset,),
+        fidelity=proxy(*PAIR_DIFFERS[dataset]),
         selection=_delta(ft[0]), test="delta_order",
         params={"order": [["embedding"], ["mlp_in", "mlp_out"], ["attn_o"]]},
         prediction=Prediction("above", value=0.95),

@@ -14,7 +14,11 @@ family, the compression and the run.
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import FAMILIES, GEOMETRY, PICO_RUNS, PROJECTIONS, RANDOM_TWIN
+from ._common import (AS_STATED, FAMILIES, GEOMETRY, GEOMETRY_POPULATION, PANEL_TWIN, PICO_RUNS, PROJECTIONS,
+                      RANDOM_TWIN, proxy)
+
+#: The scale-free variant's measure (A3-normalized).
+NORMALIZED = "measure: variance of the normalized commutator, not the essay's raw commutator variance"
 
 CLAIM = ("Pretraining builds the structure: commutator variance grows by about 500x from "
          "step 1 to the end of training")
@@ -48,6 +52,8 @@ RUNS = ("Changed 2026-12-04: the run is the unit of resampling (strata='model': 
 A3 = HypothesisSpec(
     id="A3", claim=CLAIM, source=GEOMETRY,
     datasets=("pico_pythia", "panel"),
+    fidelity={"pico_pythia": proxy(GEOMETRY_POPULATION["pico_pythia"]),
+              "panel": proxy(GEOMETRY_POPULATION["panel"], PANEL_TWIN)},
     selection={"first": Select("commutator_raw_var", step="first", family="Q", projection="none"),
                "last": Select("commutator_raw_var", step="last", family="Q", projection="none")},
     test="enrichment", params={"strata": "model"},
@@ -62,6 +68,8 @@ A3 = HypothesisSpec(
 A3_normalized = HypothesisSpec(
     id="A3-normalized", claim=CLAIM, source=GEOMETRY,
     datasets=("pico_pythia", "panel"),
+    fidelity={"pico_pythia": proxy(GEOMETRY_POPULATION["pico_pythia"], NORMALIZED),
+              "panel": proxy(GEOMETRY_POPULATION["panel"], PANEL_TWIN, NORMALIZED)},
     selection={"first": Select("commutator_var", step="first", family="Q", projection="none"),
                "last": Select("commutator_var", step="last", family="Q", projection="none")},
     test="enrichment", params={"strata": "model"},
@@ -77,6 +85,7 @@ A3_normalized = HypothesisSpec(
 A3_runs = HypothesisSpec(
     id="A3-runs", claim=CLAIM, source=GEOMETRY,
     datasets=("pico_pythia",),
+    fidelity=proxy(GEOMETRY_POPULATION["pico_pythia"]),
     selection={"first": Select("commutator_raw_var", step="first", family="Q", projection="none",
                                models=("p96_s0",)),
                "last": Select("commutator_raw_var", step="last", family="Q", projection="none",
@@ -91,6 +100,7 @@ A3_runs = HypothesisSpec(
 A3_pythia = HypothesisSpec(
     id="A3-pythia", claim=CLAIM, source=GEOMETRY,
     datasets=("pythia",),
+    fidelity=AS_STATED,
     selection={"first": Select("commutator_raw_var", step="first", family="Q", projection="adaptive",
                                models=("EleutherAI/pythia-410m",)),
                "last": Select("commutator_raw_var", step="last", family="Q", projection="adaptive",

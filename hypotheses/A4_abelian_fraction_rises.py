@@ -15,13 +15,18 @@ and ``A4-tau-final``, the fraction at each run's last checkpoint averaged over l
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import FAMILIES, GEOMETRY, PROJECTIONS
+from ._common import CALIBRATED_AF, FAMILIES, GEOMETRY, GEOMETRY_POPULATION, PROJECTIONS, proxy
+
+#: The calibrated fraction: population and measure differ; the fixed-threshold one: population.
+CALIBRATED = {d: proxy(GEOMETRY_POPULATION[d], CALIBRATED_AF) for d in ("pico_pythia", "pythia")}
+TAU = {d: proxy(GEOMETRY_POPULATION[d]) for d in ("pico_pythia", "pythia")}
 
 CLAIM = "Abelian fraction rises from 0 to about 20 % during pretraining"
 REFERENCE = {"first": 0.0, "last": 0.20, "model": "pythia-410m"}
 
 A4 = HypothesisSpec(
     id="A4", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia", "pythia"),
+    fidelity=CALIBRATED,
     selection={"values": Select("abelian_fraction", step="all", family="Q", projection="none")},
     test="trend", prediction=Prediction("positive"), reference=REFERENCE, gate="pinned",
     choices={"family": FAMILIES, "projection": PROJECTIONS},
@@ -30,6 +35,7 @@ A4 = HypothesisSpec(
 
 A4_tau = HypothesisSpec(
     id="A4-tau", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia", "pythia"),
+    fidelity=TAU,
     selection={"values": Select("abelian_fraction_tau", step="all", family="Q", projection="none")},
     test="trend", prediction=Prediction("positive"), reference=REFERENCE, gate="pinned",
     choices={"family": FAMILIES, "projection": PROJECTIONS},
@@ -53,6 +59,7 @@ FINAL_NOTES = (
 
 A4_final = HypothesisSpec(
     id="A4-final", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia", "pythia"),
+    fidelity=CALIBRATED,
     selection={"values": Select("abelian_fraction", step="last", family="Q", projection="none")},
     test="head_mean", prediction=Prediction("above", value=0.0, magnitude=FINAL), reference=REFERENCE,
     gate="pinned", choices={"family": FAMILIES, "projection": PROJECTIONS},
@@ -62,6 +69,7 @@ A4_final = HypothesisSpec(
 
 A4_tau_final = HypothesisSpec(
     id="A4-tau-final", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia", "pythia"),
+    fidelity=TAU,
     selection={"values": Select("abelian_fraction_tau", step="last", family="Q", projection="none")},
     test="head_mean", prediction=Prediction("above", value=0.0, magnitude=FINAL), reference=REFERENCE,
     gate="pinned", choices={"family": FAMILIES, "projection": PROJECTIONS},

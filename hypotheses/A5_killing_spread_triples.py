@@ -9,7 +9,7 @@ panel, whose first checkpoint is a random twin).
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import FAMILIES, GEOMETRY, PROJECTIONS, RANDOM_TWIN
+from ._common import FAMILIES, GEOMETRY, GEOMETRY_POPULATION, PANEL_TWIN, PROJECTIONS, RANDOM_TWIN, proxy
 
 TRIPLES = Magnitude(
     reference=3.0, low=2.0, high=4.5, scale="ratio",
@@ -22,6 +22,9 @@ TRIPLES = Magnitude(
 A5 = HypothesisSpec(
     id="A5", claim="Killing eigenvalue spread nearly triples during pretraining", source=GEOMETRY,
     datasets=("pico_pythia", "panel", "pythia"),
+    fidelity={"pico_pythia": proxy(GEOMETRY_POPULATION["pico_pythia"]),
+              "panel": proxy(GEOMETRY_POPULATION["panel"], PANEL_TWIN),
+              "pythia": proxy(GEOMETRY_POPULATION["pythia"])},
     selection={"first": Select("killing_eig_spread", step="first", family="Q", projection="none"),
                "last": Select("killing_eig_spread", step="last", family="Q", projection="none")},
     test="enrichment", params={"strata": "model"},

@@ -19,7 +19,7 @@ bootstrap interval on the same scale) against the essay's 31.5 % read as [0.21, 
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import FAMILIES, GEOMETRY, P96
+from ._common import AS_STATED, FAMILIES, GEOMETRY, GEOMETRY_POPULATION, P96, proxy
 
 NOTES = ("Changed 2026-12-02: the rule was 'the slope changes sign once, with a finite interval', "
          "which ignored the direction of the change, counted the step-0 slope (initialisation "
@@ -52,6 +52,7 @@ A6 = HypothesisSpec(
     claim=("The depth gradient reverses sign during training: early, shallow layers are more "
            "structured; late, deep layers are; crossover at 31.5 % of training"),
     source=GEOMETRY, datasets=("pico_pythia",),
+    fidelity=proxy(GEOMETRY_POPULATION["pico_pythia"]),
     selection={"values": Select("commutator_z_mean_head", step="all", family="Q", projection="none",
                                 models=("p96_s0",))},
     test="depth_crossover", prediction=Prediction("crossing", magnitude=CROSSOVER),
@@ -64,6 +65,7 @@ A6 = HypothesisSpec(
 A6_pythia = HypothesisSpec(
     id="A6-pythia",
     claim=A6.claim, source=GEOMETRY, datasets=("pythia_410m_all",),
+    fidelity=AS_STATED,
     selection={"values": Select("commutator_z_mean_head", step="all", family="Q", projection="none",
                                 models=("EleutherAI/pythia-410m",))},
     test="depth_crossover", prediction=Prediction("crossing", magnitude=CROSSOVER),

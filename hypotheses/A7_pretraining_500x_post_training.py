@@ -45,7 +45,7 @@ publish (the essay's RLHF pair is unnamed), so the pythia card cannot build it.
 from lie_stats.spec import HypothesisSpec, Magnitude, OutOfScope, Prediction, Select
 
 from ._common import (CONVERGED_BASES, CONVERGED_DECLARED, CONVERGED_FLOOR, CONVERGED_TUNED, FAMILIES,
-                      GEOMETRY, P96, PROJECTIONS)
+                      GEOMETRY, P96, PAIR_DIFFERS, PROJECTIONS, proxy)
 
 CLAIM = "The pretraining signal is ~500x the post-training signal"
 REFERENCE = {"ratio": 500.0, "also_stated": 5000.0}
@@ -89,6 +89,7 @@ def _a7_on_pair(suffix: str, dataset: str, pre: tuple[str, ...], post: tuple[str
     def metric_spec(metric: str) -> HypothesisSpec:
         return HypothesisSpec(
             id=f"A7-{metric}{suffix}", claim=CLAIM, source=GEOMETRY, datasets=(dataset,),
+            fidelity=proxy(*PAIR_DIFFERS[dataset]),
             selection=_four(metric, pre, post, family="Q", projection="none"), test="ratio_of_changes",
             params={"ci": 0.90, "unit": "run"}, prediction=BAND, reference=REFERENCE, gate="pinned",
             choices={"family": FAMILIES, "projection": PROJECTIONS}, notes=notes,
@@ -98,6 +99,7 @@ def _a7_on_pair(suffix: str, dataset: str, pre: tuple[str, ...], post: tuple[str
              for metric in ("killing_cv", "killing_eig_spread", "commutator_var", "commutator_raw_var")}
     specs["direction"] = HypothesisSpec(
         id=f"A7-direction{suffix}", claim=CLAIM, source=GEOMETRY, datasets=(dataset,),
+        fidelity=proxy(*PAIR_DIFFERS[dataset]),
         selection=_four("killing_cv", pre, post, family="Q", projection="none"), test="ratio_of_changes",
         params={"ci": 0.95, "unit": "run"}, prediction=Prediction("above", value=1.0, magnitude=DECADE),
         reference=REFERENCE, gate="pinned", choices={"family": FAMILIES, "projection": PROJECTIONS},
@@ -105,6 +107,7 @@ def _a7_on_pair(suffix: str, dataset: str, pre: tuple[str, ...], post: tuple[str
     )
     specs["params"] = HypothesisSpec(
         id=f"A7-params{suffix}", claim=CLAIM, source=GEOMETRY, datasets=(dataset,),
+        fidelity=proxy(*PAIR_DIFFERS[dataset]),
         selection={"pre_last": Select("param_delta_layer", step="last", models=pre),
                    "post_last": Select("param_delta_layer", step="last", models=post)},
         test="ratio_of_changes", params={"ci": 0.90, "unit": "run"}, prediction=BAND, reference=REFERENCE,
@@ -140,6 +143,7 @@ A7_params_converged = _converged["params"]
 #: pretraining text): a ratio at or below 1 would make A7's ratio one of pretraining to drift.
 A7_above_floor_converged = HypothesisSpec(
     id="A7-above-floor-converged", claim=CLAIM, source=GEOMETRY, datasets=("pico_converged",),
+    fidelity=proxy(*PAIR_DIFFERS["pico_converged"]),
     selection=_four("killing_cv", CONVERGED_TUNED, CONVERGED_FLOOR, family="Q", projection="none"),
     test="ratio_of_changes", params={"ci": 0.95, "unit": "run"}, prediction=Prediction("above", value=1.0),
     reference={"direction": "the post-training change above the late-pretraining drift"}, gate="pinned",

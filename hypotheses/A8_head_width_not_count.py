@@ -26,7 +26,7 @@ panel it is not tested, with the reason.
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import GEOMETRY, PROJECTIONS
+from ._common import AS_STATED, CALIBRATED_AF, GEOMETRY, PROJECTIONS, SCALING_POPULATION, proxy
 
 CLAIM = ("Abelian fraction depends on head width, not head count: d_head = 64 models develop "
          "Abelian structure, d_head 128/256 almost none")
@@ -85,6 +85,7 @@ CHANGED = (" Changed 2026-12-04: the prediction carries the essay's 0.083 -> 0.0
 
 A8 = HypothesisSpec(
     id="A8", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia",),
+    fidelity=proxy(SCALING_POPULATION["pico_pythia"], CALIBRATED_AF),
     selection={"response": Select("abelian_fraction", step="last", family="Q", projection="none",
                                   models=SWEEP)},
     test="model_comparison", params={"models": SWEEP_MODELS, "predicted": "width"},
@@ -110,6 +111,7 @@ SHAPES_CALIBRATED = (
 
 A8_shapes = HypothesisSpec(
     id="A8-shapes", claim=CLAIM, source=GEOMETRY, datasets=("pico_shapes",),
+    fidelity=proxy(SCALING_POPULATION["pico_shapes"], CALIBRATED_AF),
     selection={"response": Select("abelian_fraction", step="last", family="Q", projection="none",
                                   models=SHAPES)},
     test="model_comparison", params={"models": SWEEP_MODELS, "predicted": "width"},
@@ -128,6 +130,7 @@ A8_shapes = HypothesisSpec(
 
 A8_panel = HypothesisSpec(
     id="A8-panel", claim=CLAIM, source=GEOMETRY, datasets=("panel",),
+    fidelity=proxy(SCALING_POPULATION["panel"], CALIBRATED_AF),
     selection={"response": Select("abelian_fraction", step="last", family="Q", projection="none",
                                   models=PANEL)},
     test="model_comparison", params={"models": MODELS, "predicted": "width"},
@@ -139,6 +142,7 @@ A8_panel = HypothesisSpec(
 
 A8_pythia = HypothesisSpec(
     id="A8-pythia", claim=CLAIM, source=GEOMETRY, datasets=("pythia",),
+    fidelity=AS_STATED,
     selection={"response": Select("abelian_fraction_tau", step="last", family="Q", projection="adaptive")},
     test="model_comparison", params={"models": MODELS, "predicted": "width"},
     prediction=Prediction("preferred", magnitude=_slope()), reference=REFERENCE, gate="replication",

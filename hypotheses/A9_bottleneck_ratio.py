@@ -13,7 +13,7 @@ head-shape sweep (pico_shapes), in which d_head, n_heads and d_model vary indepe
 
 from lie_stats.spec import HypothesisSpec, OutOfScope, Prediction, Select
 
-from ._common import GEOMETRY
+from ._common import CALIBRATED_AF, GEOMETRY, SCALING_POPULATION, proxy
 
 from .A8_head_width_not_count import PANEL, SHAPES
 
@@ -38,6 +38,7 @@ A9 = OutOfScope(
 
 A9_panel = HypothesisSpec(
     id="A9-panel", claim=CLAIM, source=GEOMETRY, datasets=("panel",),
+    fidelity=proxy(SCALING_POPULATION["panel"], CALIBRATED_AF),
     selection={"response": Select("abelian_fraction", step="last", family="Q", projection="none",
                                   models=PANEL)},
     test="model_comparison", params={"models": MODELS, "predicted": "width"},
@@ -46,6 +47,7 @@ A9_panel = HypothesisSpec(
 
 A9_shapes = HypothesisSpec(
     id="A9-shapes", claim=CLAIM, source=GEOMETRY, datasets=("pico_shapes",),
+    fidelity=proxy(SCALING_POPULATION["pico_shapes"], CALIBRATED_AF),
     selection={"response": Select("abelian_fraction", step="last", family="Q", projection="none",
                                   models=SHAPES)},
     test="model_comparison", params={"models": MODELS, "predicted": "width"},

@@ -28,7 +28,7 @@ hub and a probe set: skipped).
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import (ANCHORS, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
+from ._common import (ANCHORS, anchors_proxy, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
                       SUDOKU_DECLARED)
 
 CLAIM = ("Anchors stabilize early and workers specialize late: anchors reach 90 % of their final "
@@ -44,6 +44,7 @@ def _selection(model: str) -> dict:
 
 B10 = HypothesisSpec(
     id="B10", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection=_selection("p96_s0"), test="stabilization_time",
     params={**PARAMS, "groups": (ANCHOR, WORKER)},
     prediction=Prediction("positive"), reference={"direction": "workers later than anchors"},
@@ -55,6 +56,7 @@ B10 = HypothesisSpec(
 
 B10_workers_vs_mixed = HypothesisSpec(
     id="B10-workers-vs-mixed", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection=_selection("p96_s0"), test="stabilization_time",
     params={**PARAMS, "groups": (MIXED, WORKER)},
     prediction=Prediction("positive"), reference={"direction": "workers later than the rest"},
@@ -66,6 +68,7 @@ B10_workers_vs_mixed = HypothesisSpec(
 
 B10_pythia = HypothesisSpec(
     id="B10-pythia", claim=CLAIM, source=ANCHORS, datasets=("pythia",),
+    fidelity=anchors_proxy("pythia"),
     selection=_selection("EleutherAI/pythia-160m"), test="stabilization_time",
     params={**PARAMS, "groups": (ANCHOR, WORKER)},
     prediction=Prediction("positive"), reference={"direction": "workers later than anchors"},
@@ -79,6 +82,7 @@ def _b10_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str
     """B10 on a suite of trained runs: the first run the primary analysis, each run a choice."""
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        fidelity=anchors_proxy(dataset),
         selection=_selection(runs[0]), test="stabilization_time",
         params={**PARAMS, "groups": (ANCHOR, WORKER)},
         prediction=Prediction("positive"), reference={"direction": "workers later than anchors"},

@@ -25,7 +25,7 @@ Pythia-160m (needs the hub and a probe set: skipped).
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import (ANCHORS, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
+from ._common import (ANCHORS, anchors_proxy, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
                       SUDOKU_DECLARED)
 
 CLAIM = "The initial random configuration partly predicts which heads become anchors"
@@ -40,6 +40,7 @@ def _selection(model: str) -> dict:
 
 B11 = HypothesisSpec(
     id="B11", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection=_selection("p96_s0"), test="class_auc",
     params={**RESAMPLING, "positive": ANCHOR, "negative": None},
     prediction=Prediction("positive", value=0.5), reference={"p": 0.007},
@@ -50,6 +51,7 @@ B11 = HypothesisSpec(
 
 B11_workers = HypothesisSpec(
     id="B11-workers", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection=_selection("p96_s0"), test="class_auc",
     params={**RESAMPLING, "positive": WORKER, "negative": None},
     prediction=Prediction("negative", value=0.5), reference={"p": 0.007},
@@ -60,6 +62,7 @@ B11_workers = HypothesisSpec(
 
 B11_pythia = HypothesisSpec(
     id="B11-pythia", claim=CLAIM, source=ANCHORS, datasets=("pythia",),
+    fidelity=anchors_proxy("pythia"),
     selection=_selection("EleutherAI/pythia-160m"), test="class_auc",
     params={**RESAMPLING, "positive": ANCHOR, "negative": None},
     prediction=Prediction("positive", value=0.5), reference={"p": 0.007},
@@ -73,6 +76,7 @@ def _b11_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str
     """B11 on a suite of trained runs: the first run the primary analysis, each run a choice."""
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        fidelity=anchors_proxy(dataset),
         selection=_selection(runs[0]), test="class_auc",
         params={**RESAMPLING, "positive": ANCHOR, "negative": None},
         prediction=Prediction("positive", value=0.5), reference={"p": 0.007},

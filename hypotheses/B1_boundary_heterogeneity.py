@@ -14,7 +14,7 @@ import math
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import (ANCHORS, FAMILIES, P96, PROJECTIONS, BOS_CPU_DECLARED, BOS_CPU_RUNS,
+from ._common import (ANCHORS, anchors_proxy, FAMILIES, P96, PROJECTIONS, BOS_CPU_DECLARED, BOS_CPU_RUNS,
                       BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED)
 
 B1 = HypothesisSpec(
@@ -22,6 +22,7 @@ B1 = HypothesisSpec(
     claim=("Boundary layers (first and last) develop 5-7x more within-layer head heterogeneity "
            "than interior layers"),
     source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection={"values": Select("commutator_mean", step="last", family="Q", projection="none",
                                 models=("p96_s0",))},
     test="boundary_ratio", params={"summary": "cv"},
@@ -42,6 +43,7 @@ def _b1_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str)
     """B1 on a suite of trained runs: the first run the primary analysis, each run a choice."""
     return HypothesisSpec(
         id=ident, claim=B1.claim, source=ANCHORS, datasets=(dataset,),
+        fidelity=anchors_proxy(dataset),
         selection={"values": Select("commutator_mean", step="last", family="Q", projection="none",
                                     models=(runs[0],))},
         test="boundary_ratio", params={"summary": "cv"},

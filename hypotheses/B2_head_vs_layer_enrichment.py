@@ -60,7 +60,7 @@ import math
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import (ANCHORS, FAMILIES, P96, PICO_RUNS, BOS_CPU_DECLARED, BOS_CPU_RUNS,
+from ._common import (ANCHORS, anchors_proxy, FAMILIES, P96, PICO_RUNS, BOS_CPU_DECLARED, BOS_CPU_RUNS,
                       BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED)
 
 CLAIM = ("Head-level enrichment far exceeds layer-level enrichment (a head at 119.7x in a layer "
@@ -98,6 +98,7 @@ CHANGED = (" Changed 2026-12-04: the prediction carries the essay's 119.7x / 4.9
 
 B2 = HypothesisSpec(
     id="B2", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection={"values": Select("killing_norm", step="all", family="Q", projection="none",
                                 models=P96)},
     test="head_enrichment_excess", params={"layer_summary": "cv"},
@@ -114,6 +115,7 @@ B2 = HypothesisSpec(
 
 B2_ft = HypothesisSpec(
     id="B2-ft", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia_ft",),
+    fidelity=anchors_proxy("pico_pythia_ft"),
     selection={"values": Select("killing_norm", step="all", family="Q", projection="none")},
     test="head_enrichment_excess", params={"layer_summary": "cv"},
     prediction=Prediction("above", value=1.0, magnitude=_magnitude({"pico_pythia_ft": FT_REASON})),
@@ -126,6 +128,7 @@ B2_ft = HypothesisSpec(
 
 B2_pythia = HypothesisSpec(
     id="B2-pythia", claim=CLAIM, source=ANCHORS, datasets=("pythia",),
+    fidelity=anchors_proxy("pythia"),
     selection={"values": Select("killing_norm", step="all", family="Q", projection="adaptive",
                                 models=("EleutherAI/pythia-160m",))},
     test="head_enrichment_excess", params={"layer_summary": "cv"},
@@ -141,6 +144,7 @@ def _b2_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str)
     """B2 on a suite of trained runs: the first run the primary analysis, each run a choice."""
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        fidelity=anchors_proxy(dataset),
         selection={"values": Select("killing_norm", step="all", family="Q", projection="none",
                                     models=runs)},
         test="head_enrichment_excess", params={"layer_summary": "cv"},

@@ -41,7 +41,7 @@ skipped here). Declared before any evaluation on the bundled data.
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import (ANCHORS, FAMILIES, PICO_RUNS, PROJECTIONS, RANDOM_TWIN, BOS_CPU_DECLARED,
+from ._common import (ANCHORS, anchors_proxy, FAMILIES, PICO_RUNS, PROJECTIONS, RANDOM_TWIN, BOS_CPU_DECLARED,
                       BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED)
 
 CLAIM = "Killing-form enrichment is largest at the boundary layers (L0 76.5x, L11 42.1x)"
@@ -76,6 +76,7 @@ def _pairs(step: str, model: str, projection: str = "none") -> Select:
 
 B3 = HypothesisSpec(
     id="B3", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection={"first": _pairs("first", "p96_s0"), "last": _pairs("last", "p96_s0")},
     test="enrichment_profile", params={"layer_summary": "cv"},
     prediction=Prediction("above", value=1.0, magnitude=_magnitude()),
@@ -86,6 +87,7 @@ B3 = HypothesisSpec(
 
 B3_panel = HypothesisSpec(
     id="B3-panel", claim=CLAIM, source=ANCHORS, datasets=("panel",),
+    fidelity=anchors_proxy("panel"),
     selection={"first": _pairs("first", "mpnet"), "last": _pairs("last", "mpnet")},
     test="enrichment_profile", params={"layer_summary": "cv"},
     prediction=Prediction("above", value=1.0, magnitude=_magnitude({"panel": RANDOM_TWIN})),
@@ -97,6 +99,7 @@ B3_panel = HypothesisSpec(
 
 B3_ft = HypothesisSpec(
     id="B3-ft", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia_ft",),
+    fidelity=anchors_proxy("pico_pythia_ft"),
     selection={"first": _pairs("first", "p96_s0_ft"), "last": _pairs("last", "p96_s0_ft")},
     test="enrichment_profile", params={"layer_summary": "cv"},
     prediction=Prediction("above", value=1.0, magnitude=_magnitude({"pico_pythia_ft": FT_REASON})),
@@ -107,6 +110,7 @@ B3_ft = HypothesisSpec(
 
 B3_pythia = HypothesisSpec(
     id="B3-pythia", claim=CLAIM, source=ANCHORS, datasets=("pythia",),
+    fidelity=anchors_proxy("pythia"),
     selection={"first": _pairs("first", "EleutherAI/pythia-160m", "adaptive"),
                "last": _pairs("last", "EleutherAI/pythia-160m", "adaptive")},
     test="enrichment_profile", params={"layer_summary": "cv"},
@@ -121,6 +125,7 @@ def _b3_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str)
     """B3 on a suite of trained runs: the first run the primary analysis, each run a choice."""
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        fidelity=anchors_proxy(dataset),
         selection={"first": _pairs("first", runs[0]), "last": _pairs("last", runs[0])},
         test="enrichment_profile", params={"layer_summary": "cv"},
         prediction=Prediction("above", value=1.0, magnitude=_magnitude()),

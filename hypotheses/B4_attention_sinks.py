@@ -43,7 +43,7 @@ With few layers per model (MiniLM-L3: 3) the per-model percentile intervals are 
 
 from lie_stats.spec import HypothesisSpec, Magnitude, OutOfScope, Prediction, Select
 
-from ._common import ANCHORS, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
+from ._common import ANCHORS, llama_proxy, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU, SUDOKU_DECLARED
 from .A8_head_width_not_count import PANEL
 
 CLAIM = ("Attention sinks: the first token receives the largest attention in most heads "
@@ -82,6 +82,7 @@ def _share(ident: str, dataset: str, models: tuple[str, ...], value: float, note
            changed: str = CHANGED) -> HypothesisSpec:
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        fidelity=llama_proxy(dataset),
         selection={"values": Select("sink_argmax_fraction", step="last", models=models)},
         test="share_above", params={"threshold": SINK},
         prediction=Prediction("above", value=value, magnitude=NEARLY_ALL), reference=REFERENCE,
@@ -93,6 +94,7 @@ def _values(ident: str, dataset: str, models: tuple[str, ...], value: float, not
             changed: str = CHANGED) -> HypothesisSpec:
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        fidelity=llama_proxy(dataset),
         selection={"values": Select("sink_value_ratio", step="last", models=models),
                    "mask": Select("sink_argmax_fraction", step="last", models=models)},
         test="head_mean", params={"transform": "log", "mask_above": SINK},

@@ -17,13 +17,14 @@ Each seed of the bundled 96-head run is one replication attempt (specification c
 
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
-from ._common import (ANCHORS, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
+from ._common import (ANCHORS, anchors_proxy, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
                       SUDOKU_DECLARED)
 
 B5 = HypothesisSpec(
     id="B5",
     claim="Initial head contribution predicts how much a head changes during training (rho = -0.274)",
     source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection={"x": Select("head_contribution", step="first", models=("p96_s0",)),
                "y": Select("change_from_init", step="last", models=("p96_s0",))},
     test="replication", params={"method": "spearman", "n_perm": 9999, "seed": 0},
@@ -45,6 +46,7 @@ def _b5_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str)
     """B5 on a suite of trained runs: the first run the primary analysis, each run a choice."""
     return HypothesisSpec(
         id=ident, claim=B5.claim, source=ANCHORS, datasets=(dataset,),
+        fidelity=anchors_proxy(dataset),
         selection={"x": Select("head_contribution", step="first", models=(runs[0],)),
                    "y": Select("change_from_init", step="last", models=(runs[0],))},
         test="replication", params={"method": "spearman", "n_perm": 9999, "seed": 0},

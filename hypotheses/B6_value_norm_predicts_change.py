@@ -22,7 +22,7 @@ Each 96-head seed is one choice of the specification curve.
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import (ANCHORS, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
+from ._common import (ANCHORS, anchors_proxy, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
                       SUDOKU_DECLARED)
 
 CLAIM = ("Heads with low value norm (anchors) change less during training than heads with "
@@ -37,6 +37,7 @@ NOTES = ("Changed 2026-12-02: B6 was Spearman(value_norm at the last checkpoint,
 
 B6 = HypothesisSpec(
     id="B6", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection={"x": Select("value_norm", step="first", models=("p96_s0",)),
                "y": Select("change_from_init", step="last", models=("p96_s0",))},
     test="correlation", params={"method": "spearman"},
@@ -46,6 +47,7 @@ B6 = HypothesisSpec(
 
 B6_partial = HypothesisSpec(
     id="B6-partial", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection={"x": Select("value_norm", step="last", models=("p96_s0",)),
                "y": Select("change_from_init", step="last", models=("p96_s0",)),
                "covar": Select("ov_norm", step="last", models=("p96_s0",))},
@@ -56,6 +58,7 @@ B6_partial = HypothesisSpec(
 
 B6_groups = HypothesisSpec(
     id="B6-groups", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection={"x": Select("change_from_init", step="last", models=("p96_s0",)),
                "group": Select("head_label", step="last", models=("p96_s0",))},
     test="group_difference",
@@ -74,6 +77,7 @@ def _b6_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str)
     """B6 on a suite of trained runs: the first run the primary analysis, each run a choice."""
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        fidelity=anchors_proxy(dataset),
         selection={"x": Select("value_norm", step="first", models=(runs[0],)),
                    "y": Select("change_from_init", step="last", models=(runs[0],))},
         test="correlation", params={"method": "spearman"},
@@ -90,6 +94,7 @@ def _b6_partial_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declar
     """B6-partial on a suite of trained runs: the first run the primary analysis, each run a choice."""
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        fidelity=anchors_proxy(dataset),
         selection={"x": Select("value_norm", step="last", models=(runs[0],)),
                    "y": Select("change_from_init", step="last", models=(runs[0],)),
                    "covar": Select("ov_norm", step="last", models=(runs[0],))},
@@ -107,6 +112,7 @@ def _b6_groups_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declare
     """B6-groups on a suite of trained runs: the first run the primary analysis, each run a choice."""
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        fidelity=anchors_proxy(dataset),
         selection={"x": Select("change_from_init", step="last", models=(runs[0],)),
                    "group": Select("head_label", step="last", models=(runs[0],))},
         test="group_difference",

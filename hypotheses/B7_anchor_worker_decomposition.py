@@ -35,7 +35,7 @@ layers, like the original's model); its cube needs the hub and a probe set (skip
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import (ANCHORS, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
+from ._common import (ANCHORS, anchors_proxy, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
                       SUDOKU_DECLARED)
 
 CLAIM = ("The B5 signal (initial contribution predicts change) decomposes into two populations, "
@@ -52,6 +52,7 @@ def _selection(model: str) -> dict:
 
 B7 = HypothesisSpec(
     id="B7", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection=_selection("p96_s0"), test="class_interaction",
     params={**PARAMS, "groups": (ANCHOR, WORKER)},
     prediction=Prediction("nonzero"), reference={"b5_rho": -0.274, "b5_p": 0.007, "n": 96},
@@ -64,6 +65,7 @@ B7 = HypothesisSpec(
 
 B7_workers_vs_mixed = HypothesisSpec(
     id="B7-workers-vs-mixed", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection=_selection("p96_s0"), test="class_interaction",
     params={**PARAMS, "groups": (MIXED, WORKER)},
     prediction=Prediction("nonzero"), reference={"b5_rho": -0.274, "b5_p": 0.007, "n": 96},
@@ -75,6 +77,7 @@ B7_workers_vs_mixed = HypothesisSpec(
 
 B7_pythia = HypothesisSpec(
     id="B7-pythia", claim=CLAIM, source=ANCHORS, datasets=("pythia",),
+    fidelity=anchors_proxy("pythia"),
     selection=_selection("EleutherAI/pythia-160m"), test="class_interaction",
     params={**PARAMS, "groups": (ANCHOR, WORKER)},
     prediction=Prediction("nonzero"), reference={"b5_rho": -0.274, "b5_p": 0.007, "n": 96},
@@ -89,6 +92,7 @@ def _b7_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str)
     """B7 on a suite of trained runs: the first run the primary analysis, each run a choice."""
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        fidelity=anchors_proxy(dataset),
         selection=_selection(runs[0]), test="class_interaction",
         params={**PARAMS, "groups": (ANCHOR, WORKER)},
         prediction=Prediction("nonzero"), reference={"b5_rho": -0.274, "b5_p": 0.007, "n": 96},

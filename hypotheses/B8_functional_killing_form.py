@@ -49,7 +49,7 @@ evaluation on the bundled data.
 
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import (ANCHORS, FAMILIES, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED,
+from ._common import (ANCHORS, anchors_proxy, FAMILIES, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED,
                       BOS_RUNS, SUDOKU, SUDOKU_DECLARED)
 
 CLAIM = ("Functional Killing form: weighting by value norm lowers boundary-layer enrichment "
@@ -70,6 +70,7 @@ def _selection(model: str) -> dict:
 
 B8 = HypothesisSpec(
     id="B8", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection=_selection("p96_s0"),
     test="functional_boundary_shift", params={"layer_summary": "cv", **PREMISE},
     prediction=Prediction("below", value=1.0), reference={"direction": "functional below total"},
@@ -85,6 +86,7 @@ B8 = HypothesisSpec(
 
 B8_panel = HypothesisSpec(
     id="B8-panel", claim=CLAIM, source=ANCHORS, datasets=("panel",),
+    fidelity=anchors_proxy("panel"),
     selection=_selection("mpnet"),
     test="functional_boundary_shift", params={"layer_summary": "cv", **PREMISE},
     prediction=Prediction("below", value=1.0), reference={"direction": "functional below total"},
@@ -100,6 +102,7 @@ def _b8_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str)
     """B8 on a suite of trained runs: the first run the primary analysis, each run a choice."""
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        fidelity=anchors_proxy(dataset),
         selection=_selection(runs[0]),
         test="functional_boundary_shift", params={"layer_summary": "cv", **PREMISE},
         prediction=Prediction("below", value=1.0), reference={"direction": "functional below total"},

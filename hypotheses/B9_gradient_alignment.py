@@ -44,7 +44,7 @@ declaration (see each spec's notes).
 from lie_stats.schema import LABEL_CODES
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import (ANCHORS, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
+from ._common import (ANCHORS, anchors_proxy, P96, BOS_CPU_DECLARED, BOS_CPU_RUNS, BOS_DECLARED, BOS_RUNS, SUDOKU,
                       SUDOKU_DECLARED)
 
 CLAIM = ("Gradient alignment cos(grad KF, grad CE) differs systematically between anchors and "
@@ -61,6 +61,7 @@ def _groups_selection(model: str) -> dict:
 
 B9 = HypothesisSpec(
     id="B9", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection=_groups_selection("p96_s0"), test="group_difference",
     params={**RESAMPLING, "groups": (ANCHOR, WORKER)},
     prediction=Prediction("positive"), reference={"direction": "workers above anchors"},
@@ -71,6 +72,7 @@ B9 = HypothesisSpec(
 
 B9_classifier = HypothesisSpec(
     id="B9-classifier", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection={"score": Select("grad_alignment", step="last", models=("p96_s0",)),
                "label": Select("head_label", step="last", models=("p96_s0",))},
     test="threshold_agreement",
@@ -84,6 +86,7 @@ B9_classifier = HypothesisSpec(
 
 B9_workers_vs_mixed = HypothesisSpec(
     id="B9-workers-vs-mixed", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
+    fidelity=anchors_proxy("pico_pythia"),
     selection=_groups_selection("p96_s0"), test="group_difference",
     params={**RESAMPLING, "groups": (MIXED, WORKER)},
     prediction=Prediction("positive"), reference={"direction": "workers above the rest"},
@@ -97,6 +100,7 @@ def _panel_spec(short: str, model: str) -> HypothesisSpec:
     """B9's test on one trained panel decoder."""
     return HypothesisSpec(
         id=f"B9-panel-{short}", claim=CLAIM, source=ANCHORS, datasets=("panel",),
+        fidelity=anchors_proxy("panel"),
         selection=_groups_selection(model), test="group_difference",
         params={**RESAMPLING, "groups": (ANCHOR, WORKER)},
         prediction=Prediction("positive"), reference={"direction": "workers above anchors"},
@@ -113,6 +117,7 @@ B9_panel_gemma3 = _panel_spec("gemma3", "gemma3_270m")
 
 B9_pythia = HypothesisSpec(
     id="B9-pythia", claim=CLAIM, source=ANCHORS, datasets=("pythia",),
+    fidelity=anchors_proxy("pythia"),
     selection=_groups_selection("EleutherAI/pythia-160m"), test="group_difference",
     params={**RESAMPLING, "groups": (ANCHOR, WORKER)},
     prediction=Prediction("positive"), reference={"direction": "workers above anchors"},
@@ -129,6 +134,7 @@ def _b9_on_suite(ident: str, dataset: str, runs: tuple[str, ...], declared: str)
     """B9 on a suite of trained runs: the first run the primary analysis, each run a choice."""
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        fidelity=anchors_proxy(dataset),
         selection=_groups_selection(runs[0]), test="group_difference",
         params={**RESAMPLING, "groups": (ANCHOR, WORKER)},
         prediction=Prediction("positive"), reference={"direction": "workers above anchors"},
@@ -145,6 +151,7 @@ def _b9_classifier_on_suite(ident: str, dataset: str, runs: tuple[str, ...], dec
     """B9-classifier on a suite of trained runs: the first run the primary analysis, each run a choice."""
     return HypothesisSpec(
         id=ident, claim=CLAIM, source=ANCHORS, datasets=(dataset,),
+        fidelity=anchors_proxy(dataset),
         selection={"score": Select("grad_alignment", step="last", models=(runs[0],)),
                    "label": Select("head_label", step="last", models=(runs[0],))},
         test="threshold_agreement",

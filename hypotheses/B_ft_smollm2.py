@@ -45,12 +45,15 @@ from . import B7_anchor_worker_decomposition as b7
 from . import B9_gradient_alignment as b9
 from . import B10_stabilization_timing as b10
 from . import B11_initial_configuration as b11
-from ._common import ANCHORS
+from ._common import ANCHORS, anchors_proxy
 
 ANCHOR, WORKER, MIXED = LABEL_CODES["anchor"], LABEL_CODES["worker"], LABEL_CODES["mixed"]
 DATASET = "smollm2_ft"
 #: The continuation run has its own card and cube (it trains last; the fine-tune cube does not wait for it).
 FLOOR_DATASET = "smollm2_ft_cont"
+#: What the fine-tune changes in the claims' design (the module docstring's "Fidelity").
+FT_DIFFERS = ("intervention: 300 fine-tune steps of an already trained model, not training from "
+              "initialization")
 #: The three fine-tune runs (data-order seeds 0, 1, 2 on Shakespeare): the replicates.
 FT_RUNS = ("ft_shakespeare_s0", "ft_shakespeare_s1", "ft_shakespeare_s2")
 #: The continuation on Python standard-library source (the noise floor).
@@ -96,6 +99,7 @@ def _b5(ident: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
     m = runs[0]
     return HypothesisSpec(
         id=ident, claim=b5.B5.claim, source=ANCHORS, datasets=(_dataset(runs),),
+        fidelity=anchors_proxy(_dataset(runs), FT_DIFFERS),
         selection={"x": Select("head_contribution", step="first", models=(m,)),
                    "y": Select("change_from_init", step="last", models=(m,))},
         test="replication", params={"method": "spearman", "n_perm": 9999, "seed": 0},
@@ -116,6 +120,7 @@ def _b6(ident: str, runs: tuple[str, ...], declared: str) -> HypothesisSpec:
     m = runs[0]
     return HypothesisSpec(
         id=ident, claim=b6.CLAIM, source=ANCHORS, datasets=(_dataset(runs),),
+        fidelity=anchors_proxy(_dataset(runs), FT_DIFFERS),
         selection={"x": Select("value_norm", step="first", models=(m,)),
                    "y": Select("change_from_init", step="last", models=(m,))},
         test="correlation", params={"method": "spearman"},
@@ -128,6 +133,7 @@ def _b6_groups(ident: str, runs: tuple[str, ...], declared: str, written: bool =
     m = runs[0]
     return HypothesisSpec(
         id=ident, claim=b6.CLAIM, source=ANCHORS, datasets=(_dataset(runs),),
+        fidelity=anchors_proxy(_dataset(runs), FT_DIFFERS),
         selection={"x": Select("change_from_init", step="last", models=(m,)),
                    "group": _label("first", m, written)},
         test="group_difference", params={"groups": (ANCHOR, WORKER)},
@@ -150,6 +156,7 @@ def _b7(ident: str, runs: tuple[str, ...], declared: str, written: bool = False)
     m = runs[0]
     return HypothesisSpec(
         id=ident, claim=b7.CLAIM, source=ANCHORS, datasets=(_dataset(runs),),
+        fidelity=anchors_proxy(_dataset(runs), FT_DIFFERS),
         selection={"y": Select("change_from_init", step="last", models=(m,)),
                    "x": Select("head_contribution", step="first", models=(m,)),
                    "group": _label("first", m, written)},
@@ -171,6 +178,7 @@ def _b9(ident: str, runs: tuple[str, ...], declared: str, written: bool = False)
     m = runs[0]
     return HypothesisSpec(
         id=ident, claim=b9.CLAIM, source=ANCHORS, datasets=(_dataset(runs),),
+        fidelity=anchors_proxy(_dataset(runs), FT_DIFFERS),
         selection={"x": Select("grad_alignment", step="last", models=(m,)),
                    "group": _label("first", m, written)},
         test="group_difference", params={**b9.RESAMPLING, "groups": (ANCHOR, WORKER)},
@@ -186,6 +194,7 @@ def _b9_classifier(ident: str, runs: tuple[str, ...], declared: str) -> Hypothes
     curve = {**_curve(runs), "threshold": (2.0, 3.0, 5.0)}
     return HypothesisSpec(
         id=ident, claim=b9.CLAIM, source=ANCHORS, datasets=(_dataset(runs),),
+        fidelity=anchors_proxy(_dataset(runs), FT_DIFFERS),
         selection={"score": Select("grad_alignment", step="last", models=(m,)), "label": _label("first", m)},
         test="threshold_agreement",
         params={**b9.RESAMPLING, "threshold": 3.0, "threshold_units": "random_sd",
@@ -209,6 +218,7 @@ def _b10(ident: str, runs: tuple[str, ...], declared: str, written: bool = False
     curve = {**_curve(runs), "scale": ("log", "linear")}
     return HypothesisSpec(
         id=ident, claim=b10.CLAIM, source=ANCHORS, datasets=(_dataset(runs),),
+        fidelity=anchors_proxy(_dataset(runs), FT_DIFFERS),
         selection={"values": Select("change_from_init", step="all", models=(m,)),
                    "group": _label("first", m, written)},
         test="stabilization_time", params={**b10.PARAMS, "groups": (ANCHOR, WORKER)},

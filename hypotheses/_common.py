@@ -5,6 +5,8 @@ the datasets, the operator family of each primary analysis, the analysis choices
 the specification curve, alpha 0.05, seed 0, 9,999 permutations, 2,000 bootstrap draws.
 """
 
+from lie_stats.spec import Fidelity
+
 GEOMETRY = "The Geometry of Attention (Drift #160, 10 April 2026; docs/CLAIMS.md)"
 ANCHORS = "On the Geometry of Anchors (Drift #180, 14 April 2026; docs/CLAIMS.md)"
 
@@ -77,3 +79,86 @@ CONVERGED_DECLARED = (
     "their training and held-out loss logs had been seen, no metric of them), with the test of "
     "this claim's pico_pythia_pair declaration; the runs are seed-matched (base, fine-tune and "
     "continuation of one seed pair up).")
+
+
+# ------------------------------------------------------------------------------ fidelity
+# How each test relates to its essay's design (HypothesisSpec.fidelity; not hashed, decides
+# no verdict). Declared 2026-12-05 from the essays' own words (docs/CLAIMS.md): the Geometry
+# essay's pretraining claims are on six checkpoints of Pythia-410m, its scaling claims on six
+# Pythia models (d_head 64 to 256) with the fixed-threshold Abelian fraction, its post-training
+# claims on one matched pair before and after RLHF / instruction tuning; the Anchors essay's
+# claims on its own 12 x 8-head model trained on sudoku (architecture and recipe not stated),
+# its sink figure (98 % of heads) on LLaMA.
+
+#: As stated: the essay's population, intervention, measure, unit and sample size.
+AS_STATED = Fidelity("as_stated")
+
+#: The post-training intervention of every bundled pair.
+BIBLE = "intervention: fine-tune on the World English Bible, not RLHF / instruction tuning"
+#: The Geometry essay's pretraining population, against each bundled one.
+GEOMETRY_POPULATION = {
+    "pico_pythia": "population: tiny GPT-NeoX runs trained here on Austen + Shakespeare, not Pythia-410m",
+    "panel": "population: five pretrained models (MiniLM, mpnet, SmolLM2, Gemma-3), not Pythia-410m",
+    "pythia": "population: the six Pythia models (70m-2.8b) pooled, not Pythia-410m alone",
+}
+#: On the panel the first checkpoint is a random twin (RANDOM_TWIN): growth from it is not training.
+PANEL_TWIN = "measure: change from a seeded random twin, not from the run's own first checkpoint"
+#: The two bundled post-training pairs: population and sample size.
+PAIR_DIFFERS = {
+    "pico_pythia_pair": (BIBLE, "population: two tiny GPT-NeoX runs (12 x 8 heads) pretrained here 512 "
+                                "steps, not the essay's model",
+                         "sample size: 2 matched pairs, not the essay's one"),
+    "pico_converged": (BIBLE, "population: three tiny GPT-NeoX bases (6 x 8 heads) trained here 2,560 "
+                              "steps, not the essay's model",
+                       "sample size: 3 matched pairs, not the essay's one"),
+}
+#: The null-calibrated Abelian fraction (METRICS.md §4.2) where the essay read a fixed threshold.
+CALIBRATED_AF = "measure: null-calibrated Abelian fraction, not the essay's fixed-threshold one"
+#: The scaling claims' population (A8, A9): six Pythia models, d_head 64 vs 128/256.
+SCALING_POPULATION = {
+    "pico_pythia": "population: tiny GPT-NeoX sweep trained here (d_head 16-64), not six Pythia models "
+                   "(d_head 64-256)",
+    "pico_shapes": "population: Llama-style 4-layer head-shape sweep trained here, not six Pythia "
+                   "models (d_head 64-256)",
+    "panel": "population: five pretrained models (MiniLM, mpnet, SmolLM2, Gemma-3), not six Pythia models",
+}
+#: The Anchors essay's population (its own 12 x 8-head sudoku model), against each bundled one.
+ANCHORS_POPULATION = {
+    "pico_pythia": "population: tiny GPT-NeoX runs trained here on Austen + Shakespeare, not the essay's "
+                   "sudoku model",
+    "pico_pythia_ft": "population: Bible fine-tunes of two tiny GPT-NeoX runs trained here, not the "
+                      "essay's sudoku model",
+    "pico_sudoku": "population: pre-LN encoders trained here 3,000 steps on sudoku, not the essay's own "
+                   "sudoku model (its architecture and recipe are not stated)",
+    "pico_bos": "population: tiny GPT-NeoX runs trained here on Austen + Shakespeare with <bos> first, "
+                "not the essay's sudoku model",
+    "pico_bos_cpu": "population: tiny GPT-NeoX runs trained here on Austen + Shakespeare with <bos> "
+                    "first, not the essay's sudoku model",
+    "panel": "population: five pretrained models (MiniLM, mpnet, SmolLM2, Gemma-3), not the essay's "
+             "sudoku model",
+    "pythia": "population: Pythia 70m-2.8b, not the essay's sudoku model",
+    "smollm2_ft": "population: SmolLM2-135M (dequantized 4-bit), not the essay's sudoku model",
+    "smollm2_ft_cont": "population: SmolLM2-135M (dequantized 4-bit), not the essay's sudoku model",
+}
+#: The sink figure is LLaMA's (B4).
+LLAMA_POPULATION = {
+    "panel": "population: five pretrained models (MiniLM, mpnet, SmolLM2, Gemma-3), not LLaMA",
+    "pico_sudoku": "population: pre-LN encoders trained here on sudoku, not LLaMA",
+    "pico_bos": "population: tiny GPT-NeoX runs trained here with <bos> first, not LLaMA",
+    "pico_bos_cpu": "population: tiny GPT-NeoX runs trained here with <bos> first, not LLaMA",
+}
+
+
+def proxy(*differs: str) -> Fidelity:
+    """A proxy of the essay's design that differs in ``differs`` (each "<aspect>: <what>")."""
+    return Fidelity("proxy", differs=differs)
+
+
+def anchors_proxy(dataset: str, *more: str) -> Fidelity:
+    """A test of an Anchors claim on ``dataset``: its population, and ``more``."""
+    return proxy(ANCHORS_POPULATION[dataset], *more)
+
+
+def llama_proxy(dataset: str, *more: str) -> Fidelity:
+    """A test of the sink claim (its figure is LLaMA's) on ``dataset``: its population, and ``more``."""
+    return proxy(LLAMA_POPULATION[dataset], *more)
