@@ -107,7 +107,7 @@ def test_markdown_and_html_have_one_section_per_result(results, planted_root, wr
     assert "5 results of 4 claims. Verdicts: supported 2, refuted 0, inconclusive 2, skipped 1, out of scope 0." in md
     assert '<span class="badge v-supported">supported 2</span>' in html
     assert ("| [B5](#claim-b5) | Initial contribution predicts change &lt;b&gt; | rho = -0.274, p = 0.007, n = 96 | "
-            f"{rounded} | **supported** (synth) | +1: 1 skipped | not_tested | - | not checked | permutation p "
+            f"{rounded} | **supported** (synth; as stated) | +1: 1 skipped | not_tested | - | not checked | permutation p "
             f"{report.fmt(b5.p_value)} |") in md
     assert html.index('id="summary"') < html.index('id="legend"') < html.index('<section id="claim-a4">')
     # the Data section lists the cubes used, with their sha256
