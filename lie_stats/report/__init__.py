@@ -17,7 +17,7 @@ by construction, of the main analysis's compression), ``spec_curve_supported`` (
 them that support the claim), ``spec_curve_n`` (their number, the shares' denominator),
 ``spec_curve_by_estimand`` (one curve per compression), ``pinned_verdict``, ``pinned_hash``,
 ``declaration_changed`` (the declaration's hash differs from the pinned one), ``outcome``
-(pytest's, under the gate), ``magnitude``, ``finding`` and ``multiplicity``
+(pytest's, under the gate), ``magnitude``, ``finding``, ``multiplicity`` and ``fidelity``
 (:mod:`lie_stats.spec.results`), ``p_holm`` and ``p_bh`` (adjusted within the result's
 claim family with :func:`lie_stats.stats.adjust_pvalues`; skipped results and results
 without a p-value are excluded from the family and get ``null``) and ``figure`` (path
