@@ -282,7 +282,9 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
     outside = outside_interval(r.get("effect"), r.get("ci_low"), r.get("ci_high"))
     gate = gate_text(r)
     limit = limiting_unit(r)
-    fidelity, fidelity_label, fidelity_text = fidelity_texts(r.get("fidelity"))
+    out_of_scope = r.get("verdict") == "out_of_scope" or str(r.get("reason") or "").startswith("out of scope")
+    # an out-of-scope record tested nothing: no fidelity to show
+    fidelity, fidelity_label, fidelity_text = fidelity_texts(None if out_of_scope else r.get("fidelity"))
     numbers = [
         ("n", fmt(r.get("n")) + (f" (limited by: {limit})" if limit else "")),
         ("statistic", fmt(r.get("statistic"))),
@@ -327,6 +329,7 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
         "claim": str(r.get("claim", "")), "verdict": str(r.get("verdict")),
         "qualifier": str(r.get("qualifier") or ""),
         "fidelity": fidelity, "fidelity_label": fidelity_label,
+        "out_of_scope": out_of_scope,
         "gate": str(r.get("gate")), "gate_text": gate, "gate_ok": gate not in ("pin broken", "replication failed"),
         "estimate": estimate_text(r.get("effect"), r.get("ci_low"), r.get("ci_high")), "outside": outside,
         "p_label": label, "p": fmt(r.get("p_value")),
@@ -419,19 +422,24 @@ def fidelity_note(main: Mapping[str, Any], views: Sequence[Mapping[str, Any]]) -
     """What the claim row says of its main result's fidelity: ``"as stated"``; for a proxy,
     ``"no test as stated"`` (none of the claim's results is as stated) or ``"test as stated
     not run"`` (one is declared but was skipped), then the proxy's label; ``""`` when the rows
-    carry no fidelity.
+    carry no fidelity or the main result is an out-of-scope record (nothing was tested; an
+    out-of-scope record counts as no test as stated).
 
     >>> p = {"fidelity": "proxy", "fidelity_label": "proxy: population", "verdict": "refuted"}
     >>> fidelity_note(p, [p])
     'no test as stated; proxy: population'
     >>> fidelity_note(p, [p, {"fidelity": "as_stated", "verdict": "skipped"}])
     'test as stated not run; proxy: population'
+    >>> fidelity_note(p, [p, {"fidelity": "as_stated", "verdict": "skipped", "out_of_scope": True}])
+    'no test as stated; proxy: population'
     """
+    if main.get("out_of_scope"):
+        return ""
     if main.get("fidelity") == "as_stated":
         return "as stated"
     if main.get("fidelity") != "proxy":
         return ""
-    declared = any(v.get("fidelity") == "as_stated" for v in views)
+    declared = any(v.get("fidelity") == "as_stated" and not v.get("out_of_scope") for v in views)
     return ("test as stated not run" if declared else "no test as stated") + f"; {main.get('fidelity_label')}"
 
 

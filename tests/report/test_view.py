@@ -194,6 +194,11 @@ def test_a_claim_row_leads_with_its_result_as_stated():
     group = claim_views(rows)[0]
     assert (group["main"]["id"], group["main"]["dataset"]) == ("A4", "toy")
     assert group["fidelity_note"] == "test as stated not run; proxy: population"
+    # an out-of-scope record is no test as stated, and a claim of only such records says nothing
+    oos = row("A4-other", dataset="-", verdict="skipped", test="none", reason="out of scope: other models",
+              fidelity=_fid("as_stated"))
+    assert claim_views([rows[0], oos])[0]["fidelity_note"] == "no test as stated; proxy: population"
+    assert claim_views([oos])[0]["fidelity_note"] == ""
 
 
 def test_fidelity_text_is_escaped():
