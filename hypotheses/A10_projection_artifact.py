@@ -71,6 +71,7 @@ data are unchanged.
 """
 
 from lie_stats.spec import HypothesisSpec, Prediction, Select, compression_agreement
+from lie_stats.spec.parts import replace
 
 from . import A3_commutator_variance_grows as _a3
 from . import A4_abelian_fraction_rises as _a4
@@ -97,6 +98,11 @@ _TARGET_RUNS = ("Changed 2026-12-04: the target's declared test now takes the ru
 
 
 def _agree(target: HypothesisSpec, **kw) -> HypothesisSpec:
+    # fidelity: the target's (the comparison runs the target's test on the target's data)
+    return replace(_agreement(target, **kw), fidelity=target.fidelity)
+
+
+def _agreement(target: HypothesisSpec, **kw) -> HypothesisSpec:
     return compression_agreement(
         target, id=f"A10-verdicts-{target.id}", claim=f"{CLAIM}: the verdict of {target.id}",
         source=GEOMETRY, gate="pinned",

@@ -171,7 +171,6 @@ def compression_agreement(
     gate: str = "pinned",
     datasets: Sequence[str] | None = None,
     notes: str = "",
-    fidelity: Any = None,
 ) -> HypothesisSpec:
     """A spec testing that ``target``'s verdict is the same under every compression.
 
@@ -197,9 +196,6 @@ def compression_agreement(
         (:func:`decide_agreement`).
     datasets : sequence of str, optional
         Default: the target's.
-    fidelity : Fidelity or mapping of dataset to Fidelity, optional
-        Default: the target's (its entries for these datasets): the comparison runs on the
-        target's data with the target's measure.
 
     Returns
     -------
@@ -252,12 +248,9 @@ def compression_agreement(
     }
     choices = {k: v for k, v in target.choices.items()
                if k in SWEEP_SELECT and k != schema.PROJECTION}
-    datasets = tuple(datasets) if datasets is not None else target.datasets
-    if fidelity is None and isinstance(target.fidelity, Mapping):
-        fidelity = {d: f for d, f in target.fidelity.items() if d in datasets}
     return HypothesisSpec(
-        id=id, claim=claim, source=source, datasets=datasets,
-        fidelity=fidelity if fidelity is not None else target.fidelity,
+        id=id, claim=claim, source=source,
+        datasets=tuple(datasets) if datasets is not None else target.datasets,
         selection=selection, test="verdict_agreement", params=params,
         prediction=Prediction("equivalent", bound=float(tolerance)),
         reference={"claim": "identical", "target": target.id}, gate=gate, choices=choices,

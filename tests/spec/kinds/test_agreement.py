@@ -122,19 +122,3 @@ def test_compression_agreement_refuses_bad_targets():
     with pytest.raises(SpecError, match="fixed:K|projection"):
         compression_agreement(enrichment_target(), id="A", claim="c", source="s",
                               compressions=("none", "fixd:64"))
-
-
-def test_agreement_inherits_the_targets_fidelity_on_its_datasets():
-    from lie_stats.spec import Fidelity
-    from lie_stats.spec.parts import replace
-
-    pop = Fidelity("proxy", differs=("population: a toy cube, not the essay's model",))
-    target = replace(enrichment_target(), datasets=("synth", "pythia"),
-                     fidelity={"synth": pop, "pythia": Fidelity("as_stated")})
-    both = compression_agreement(target, id="A", claim="same", source="s")
-    assert both.fidelity == {"synth": pop, "pythia": Fidelity("as_stated")}
-    one = compression_agreement(target, id="A", claim="same", source="s", datasets=("synth",))
-    assert one.fidelity == {"synth": pop} and one.fidelity_record("synth")["status"] == "proxy"
-    own = compression_agreement(target, id="A", claim="same", source="s", datasets=("synth",),
-                                fidelity=Fidelity("as_stated"))
-    assert own.fidelity_record("synth")["status"] == "as_stated"
