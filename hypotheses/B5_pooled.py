@@ -37,7 +37,10 @@ B5-bos-cpu) were known when this was declared.
 
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 
-from ._common import ANCHORS
+from ._common import ANCHORS, anchors_proxy
+
+#: Pooled over runs: the essay's n = 96 are the heads of its one model.
+POOLED = "sample size: the per-run correlations of every trained run pooled, not one model's 96 heads"
 
 CLAIM = ("Initial head contribution predicts how much a head changes during training (rho = -0.274), "
          "pooled over independent training runs")
@@ -48,6 +51,7 @@ SELECTION = {"x": Select("head_contribution", step="first"),
 
 B5_pooled = HypothesisSpec(
     id="B5-pooled", claim=CLAIM, source=ANCHORS, datasets=DATASETS, selection=SELECTION,
+    fidelity={d: anchors_proxy(d, POOLED) for d in DATASETS},
     test="meta_replication", params={"method": "spearman", "estimator": "DL"},
     prediction=Prediction("negative"), reference=REFERENCE, gate="pinned",
     notes=("One Spearman rho per trained run (all of the dataset's runs), random-effects pooled "
@@ -57,6 +61,7 @@ B5_pooled = HypothesisSpec(
 
 B5_pooled_norm = HypothesisSpec(
     id="B5-pooled-norm", claim=CLAIM, source=ANCHORS, datasets=DATASETS,
+    fidelity={d: anchors_proxy(d, POOLED) for d in DATASETS},
     selection={**SELECTION, **{f"covar_{m}": Select("weight_norm", step="first", matrix=m)
                                for m in ("Q", "K", "V", "O")}},
     test="meta_replication", params={"method": "spearman", "estimator": "DL"},

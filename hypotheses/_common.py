@@ -137,6 +137,7 @@ ANCHORS_POPULATION = {
     "panel": "population: five pretrained models (MiniLM, mpnet, SmolLM2, Gemma-3), not the essay's "
              "sudoku model",
     "pythia": "population: Pythia 70m-2.8b, not the essay's sudoku model",
+    "pico_shapes": "population: Llama-style 4-layer head-shape sweep trained here, not the essay's sudoku model",
     "smollm2_ft": "population: SmolLM2-135M (dequantized 4-bit), not the essay's sudoku model",
     "smollm2_ft_cont": "population: SmolLM2-135M (dequantized 4-bit), not the essay's sudoku model",
 }
