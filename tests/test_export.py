@@ -395,9 +395,17 @@ def test_cli_export_writes_what_the_evaluation_gives(datasets, tmp_path):
     spec = importlib.util.spec_from_file_location("h5_export_claims", folder / "claims.py")
     claims = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(claims)
+    from lie_stats.spec.evaluation import decide_in_family
+    from lie_stats.spec.results import family_adjusted_p
+
     results = [*evaluate(claims.REP, datasets), *evaluate(claims.NULL, datasets)]
+    # decided within their family (B5, two tests with a p), as every run decides them
+    adjusted, sizes = family_adjusted_p(results)
+    specs = {"B5": claims.REP, "B5-null": claims.NULL}
+    results = [decide_in_family(specs[r.id], r, adjusted.get(r.key), sizes.get(r.key, 0)) for r in results]
+    assert {r.multiplicity["family_size"] for r in results if r.verdict != "skipped"} == {2}
     rows = {(r["id"], r["dataset"]): r for r in stable_numbers(results_records(results))}  # as results.json
-    by_run = ("module", "outcome", "pinned_verdict", "pinned_hash")  # what the plugin adds
+    by_run = ("module", "outcome", "pinned_verdict", "pinned_hash", "diagnosis")  # what the engine adds
     files = [tmp_path / "exp" / e["file"] for e in index[1:]]
     for e, (meta, arrays) in zip(index[1:], read_plain_all(files, tmp_path)):
         row = {k: v for k, v in rows[(e["id"], e["dataset"])].items() if k not in by_run}

@@ -149,12 +149,15 @@ def test_pinning_round_trip_and_changed_declaration(pytester, datasets):
     assert recs[("R1", "synth")]["pinned_hash"] == pins["R1::synth"]["spec_hash"]
     assert recs[("R1", "synth")]["spec_hash"] != pins["R1::synth"]["spec_hash"]
 
-    # re-pinning records the new declaration and clears the flag
+    # re-pinning records the new declaration: the gate passes and the terminal flag goes,
+    # while the record keeps saying that this declaration differs from the pin it replaced
     run(pytester, datasets, "--update-verdicts").assert_outcomes(passed=2)
     res = run(pytester, datasets)
     res.assert_outcomes(passed=2)
     assert "DECLARATION CHANGED" not in res.stdout.str()
-    assert results_json(pytester)[("P1", "synth")]["declaration_changed"] is False
+    row = results_json(pytester)[("P1", "synth")]
+    assert row["declaration_changed"] is True
+    assert row["previous_pin"]["spec_hash"] != row["spec_hash"] == row["pinned_hash"]
 
 
 def test_update_verdicts_does_not_pass_a_failed_replication(pytester, datasets):
