@@ -234,8 +234,11 @@ with stop_on_signals(bound_s=float(sys.argv[2])):
 
 def _stopper(tmp_path, mode, bound_s):
     pids = tmp_path / "pids"
+    # SIGINT at its default in the child: a test run started in the background (``make test &``)
+    # inherits SIGINT ignored, which stop_on_signals rightly leaves ignored (as nohup would)
     proc = subprocess.Popen([sys.executable, "-c", STOPPER, mode, str(bound_s)], env=_proc.tracked_env(pids),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout.readline() == "ready\n"
     return proc, pids
 
