@@ -16,7 +16,10 @@ the same modules, the same declarations in the same order and the same errors:
 - a module's declarations are its module-level HypothesisSpec and OutOfScope objects in
   definition order; the same object imported into a second module is collected once; a
   second declaration with an id already collected is an error, as is a spec naming a
-  dataset without a card (:func:`lie_stats.spec.check_datasets`). A module that cannot be
+  dataset without a card (:func:`lie_stats.spec.check_datasets`). A module is imported
+  under :func:`lie_stats.spec.declaration.deferred_declaration_errors`: a declaration
+  whose fields fail their checks is an error of that declaration alone (named by its id),
+  and the module's other declarations are still collected. A module that cannot be
   imported is an error of that module; the others are still collected.
 
 This module imports neither pytest nor anything heavy at import time: the plugin, loaded in
@@ -112,14 +115,18 @@ class CollectionError:
         The module's file.
     name : str
         ``<import>`` for a module that failed to import; ``<attr>[duplicate]`` or
-        ``<attr>[datasets]`` for one declaration.
+        ``<attr>[datasets]`` for one declaration; the declaration's id (its attribute when
+        the id cannot be read) for a declaration whose fields failed their checks.
     text : str
         What went wrong, naming the module and the field (no traceback).
+    declaration : bool
+        The error is one declaration's (the module's other declarations were collected).
     """
 
     path: Path
     name: str
     text: str
+    declaration: bool = False
 
     def __str__(self) -> str:
         return f"{self.path}: {self.text}"
@@ -376,6 +383,7 @@ class Declarations:
     def __init__(self, datasets_dir: str | os.PathLike | None = None) -> None:
         self.datasets_dir = None if datasets_dir is None else Path(datasets_dir)
         self._first: dict[str, tuple[Any, str]] = {}
+        self._bad: list[Any] = []  # declarations that failed their checks, each reported once
 
     def declare(self, obj: Any, attr: str, path: str | os.PathLike, *, where: str
                 ) -> Declaration | CollectionError | None:
@@ -391,6 +399,12 @@ class Declarations:
         if spec_mod is None or not isinstance(obj, (spec_mod.HypothesisSpec, spec_mod.OutOfScope)):
             return None
         path = Path(path)
+        error = spec_mod.declaration.declaration_error(obj)
+        if error is not None:  # built under deferred_declaration_errors: fails alone
+            if any(o is obj for o in self._bad):
+                return None
+            self._bad.append(obj)
+            return CollectionError(path, _declared_name(obj, attr), describe_error(error), declaration=True)
         first = self._first.get(obj.id)
         if first is not None:
             if first[0] is obj:
@@ -418,6 +432,12 @@ class Declarations:
             if got is not None:
                 out.append(got)
         return out
+
+
+def _declared_name(obj: Any, attr: str) -> str:
+    """A bad declaration's name: its id where it reads as one, else its module attribute."""
+    ident = vars(obj).get("id")
+    return ident.strip() if isinstance(ident, str) and ident.strip() else attr
 
 
 def _node_prefix(path: Path, base: Path) -> str:
@@ -465,19 +485,24 @@ def collect(paths: Sequence[str | os.PathLike], *, datasets_dir: str | os.PathLi
     >>> [(d.attr, d.obj.id) for d in found.declarations], [e.name for e in found.errors]
     ([('G', 'G9')], ['<import>'])
     """
+    from .spec.declaration import deferred_declaration_errors
+
     base_dir = Path(base or Path.cwd()).resolve()
     seen = Declarations(datasets_dir)
     found = Collection()
     for path, selector in hypothesis_files(paths, dirs):
         path = path.resolve()
         try:
-            module = import_hypothesis_module(path)
+            with deferred_declaration_errors():  # a bad declaration fails alone
+                module = import_hypothesis_module(path)
         except Exception as e:  # noqa: BLE001 - reported as this module's error
             found.errors.append(CollectionError(path, "<import>", describe_error(e)))
             continue
         for got in seen.module(module, path, prefix=_node_prefix(path, base_dir)):
             if isinstance(got, CollectionError):
-                found.errors.append(got)
+                if selector is None or not got.declaration or got.name in selector or any(
+                        s.split("[")[0] == got.name for s in selector):
+                    found.errors.append(got)
                 continue
             got = got if selector is None else got.select(selector)
             if got is not None:

@@ -33,8 +33,9 @@ Options (group ``lie-stats``): ``--lie-datasets DIR``, ``--lie-reports DIR``,
 ``--lie-verdicts FILE``, ``--lie-no-figures``, ``--update-verdicts``. Files that do not
 match ``python_files`` are collected as hypothesis modules when they sit in a folder named
 in the ini option ``lie_hypothesis_dirs`` (default ``hypotheses``). A module that fails to
-import (syntax error, :class:`~lie_stats.errors.SpecError`) becomes one failing item for
-that module; the other modules still run. At the end of a session that ran spec items,
+import (syntax error) becomes one failing item for that module; the other modules still
+run. A declaration whose fields fail their checks (:class:`~lie_stats.errors.SpecError`)
+becomes one failing item named by its id; the module's other declarations still run. At the end of a session that ran spec items,
 the reports are written (:func:`lie_stats.report.write_reports`).
 
 This module is loaded in every pytest run of the environment (``pytest11`` entry point): it
@@ -224,7 +225,17 @@ def pytest_pycollect_makemodule(module_path: Path, parent: Any) -> Any:
 
 
 class HypothesisModule(pytest.Module):
-    """A hypothesis module; an import failure becomes one failing item, not a session stop."""
+    """A hypothesis module; an import failure becomes one failing item, not a session stop.
+
+    It is imported under :func:`lie_stats.spec.declaration.deferred_declaration_errors`: a
+    declaration that fails its checks becomes one failing item (named by its id), and the
+    module's other declarations are collected and run."""
+
+    def _getobj(self) -> Any:
+        from .spec.declaration import deferred_declaration_errors
+
+        with deferred_declaration_errors():
+            return super()._getobj()
 
     def collect(self) -> Any:
         try:
@@ -246,9 +257,10 @@ def _describe(e: BaseException) -> str:
 class ModuleErrorItem(pytest.Item):
     """Stands for a hypothesis module that could not be imported or declared a bad spec."""
 
-    def __init__(self, *, text: str, **kwargs: Any) -> None:
+    def __init__(self, *, text: str, declaration: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.text = text
+        self.declaration = declaration
 
     def runtest(self) -> None:
         raise _ModuleError(self.text)
@@ -256,11 +268,16 @@ class ModuleErrorItem(pytest.Item):
     def repr_failure(self, excinfo: Any, style: Any = None) -> str:
         from ._text import terminal_line, terminal_lines
 
+        if self.declaration:  # one declaration of the module; the others were collected
+            return (f"declaration {terminal_line(self.name)} of {terminal_line(self.path)} could not be "
+                    f"collected (the module's other declarations run):\n{terminal_lines(self.text)}")
         return f"hypothesis module {terminal_line(self.path)} could not be collected:\n{terminal_lines(self.text)}"
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         from ._text import terminal_line
 
+        if self.declaration:
+            return self.path, 0, f"{terminal_line(self.name)}: declaration error"
         return self.path, 0, f"{terminal_line(self.path.name)}: collection error"
 
 
@@ -274,12 +291,19 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: Any) 
     if got is None:
         return None  # not a declaration (or one already collected): pytest's own rules apply
     if isinstance(got, collect.CollectionError):
-        return [ModuleErrorItem.from_parent(collector, name=got.name, text=got.text)]
+        return [ModuleErrorItem.from_parent(collector, name=_item_name(got.name), text=got.text,
+                                            declaration=got.declaration)]
     if got.out_of_scope:
         return [OutOfScopeItem.from_parent(collector, name=got.item_name(), record=obj, attr=name)]
     state.engine.declare(obj, got.datasets, collector.path)  # its family, whatever -k selects
     return [SpecItem.from_parent(collector, name=got.item_name(ds), spec=obj, dataset=ds, attr=name)
             for ds in got.datasets]
+
+
+def _item_name(name: str) -> str:
+    from ._text import terminal_line  # an id read from a module: shown escaped
+
+    return terminal_line(name)
 
 
 # ----------------------------------------------------------------------------- items

@@ -28,8 +28,10 @@ curve.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,7 +56,55 @@ from .registry import TestKind, get_kind
 from .results import NO_DATASET, Result
 from .validation import validate
 
-__all__ = ["HypothesisSpec", "OutOfScope", "Select", "Prediction", "Fidelity"]
+__all__ = ["HypothesisSpec", "OutOfScope", "Select", "Prediction", "Fidelity",
+           "deferred_declaration_errors", "declaration_error"]
+
+#: Whether a declaration that fails its checks records the error instead of raising
+#: (:func:`deferred_declaration_errors`).
+_DEFERRING: contextvars.ContextVar[bool] = contextvars.ContextVar("lie_stats_deferring", default=False)
+
+
+@contextlib.contextmanager
+def deferred_declaration_errors() -> Iterator[None]:
+    """While active, a :class:`HypothesisSpec` or :class:`OutOfScope` whose fields fail their
+    checks is still built: it carries the error (:func:`declaration_error`) instead of
+    raising it. Collection imports hypothesis modules under it, so one bad declaration
+    becomes one failing item and the declarations beside it are still collected; outside
+    it (a notebook, a script) a bad declaration raises as it is built.
+
+    Examples
+    --------
+    >>> with deferred_declaration_errors():
+    ...     bad = OutOfScope(id="G1", claim="", source="s", reason="r", module="m.py")
+    >>> print(declaration_error(bad))
+    m.py: HypothesisSpec 'G1', field 'claim': expected a non-empty string, got ''.
+    >>> OutOfScope(id="G1", claim="", source="s", reason="r", module="m.py")
+    Traceback (most recent call last):
+    ...
+    lie_stats.errors.SpecError: m.py: HypothesisSpec 'G1', field 'claim': expected a non-empty string, got ''.
+    """
+    token = _DEFERRING.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRING.reset(token)
+
+
+def declaration_error(obj: Any) -> Exception | None:
+    """The error a declaration built under :func:`deferred_declaration_errors` failed its
+    checks with, or ``None`` (a valid declaration, or not a declaration)."""
+    return vars(obj).get("_declaration_error") if hasattr(obj, "__dict__") else None
+
+
+def _checked(obj: Any, check: Any) -> None:
+    """Run ``check()`` (the normalization and validation of a declaration); under
+    :func:`deferred_declaration_errors` an error is recorded on ``obj`` instead of raised."""
+    try:
+        check()
+    except Exception as e:  # noqa: BLE001 - any malformed field; re-raised unless deferring
+        if not _DEFERRING.get():
+            raise
+        object.__setattr__(obj, "_declaration_error", e)
 
 
 @dataclass(frozen=True)
@@ -152,6 +202,9 @@ class HypothesisSpec:
     def __post_init__(self) -> None:
         if not self.module:
             object.__setattr__(self, "module", caller_module())
+        _checked(self, self._normalize)
+
+    def _normalize(self) -> None:
         if isinstance(self.datasets, str):
             object.__setattr__(self, "datasets", (self.datasets,))
         object.__setattr__(self, "datasets", as_tuple(self.datasets))
@@ -312,6 +365,9 @@ class OutOfScope:
     def __post_init__(self) -> None:
         if not self.module:
             object.__setattr__(self, "module", caller_module())
+        _checked(self, self._normalize)
+
+    def _normalize(self) -> None:
         object.__setattr__(self, "reference", dict(self.reference or {}))
         for name in ("id", "claim", "source", "reason"):
             value = getattr(self, name)
