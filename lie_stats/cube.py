@@ -26,7 +26,7 @@ import xarray as xr
 from . import schema
 from ._io import atomic_write, cf_global_attrs, path_problem
 from ._text import terminal_line
-from .cube_attrs import check_global_attrs, json_list_attr
+from .cube_attrs import check_global_attrs, describe_provenance, json_list_attr
 from .errors import CubeError, did_you_mean
 
 __all__ = [
@@ -783,7 +783,8 @@ def describe_cube(ds: xr.Dataset, *, where: str = "<cube>") -> str:
         frac = float(finite.mean()) if var.size else 0.0
         lines.append(f"    {name:24s} {str(tuple(var.dims)):60s} {var.attrs.get('definition', '')}  finite {frac:.0%}")
     failed = _failed_of(ds)
-    lines.append(f"  provenance records: {len(provenance_of(ds))}; failed checkpoints: {len(failed)}")
+    lines.extend(describe_provenance(provenance_of(ds)))
+    lines.append(f"  failed checkpoints: {len(failed)}")
     for f in failed:
         lines.append(f"    FAILED {f.get('source')} {f.get('revision') or ''}: {f.get('error')}")
     try:
