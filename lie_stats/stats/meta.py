@@ -20,7 +20,7 @@ from scipy import stats as sps
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
-from lie_stats.stats.replication import r33
+from lie_stats.stats.replication import check_original, r33
 
 __all__ = ["ESTIMATORS", "META_REPLICATION_COLUMNS", "random_effects", "run_correlations", "meta_replication",
            "K_RUNS", "POOLED_Z", "POOLED_Z_SE", "TAU2", "TAU2_DL", "TAU2_REML", "I2", "Q", "P_Q", "PI_LOW",
@@ -266,14 +266,7 @@ def meta_replication(
     where = "meta_replication"
     v.choice(estimator, ESTIMATORS, name="estimator", where=where)
     alpha = v.level(alpha, name="alpha", where=where)
-    try:
-        r0 = float(original_r)
-    except (TypeError, ValueError):
-        r0 = float("nan")
-    if not (-1.0 < r0 < 1.0) or r0 == 0.0:
-        raise StatsInputError(f"{where}: original_r must be non-zero and in (-1, 1), got {original_r!r}.")
-    if isinstance(original_n, bool) or not isinstance(original_n, (int, np.integer)) or original_n < 5:
-        raise StatsInputError(f"{where}: original_n must be an integer >= 5, got {original_n!r}.")
+    r0 = check_original(original_r, original_n, where)
     per_run = run_correlations(x, y, runs, covar=covar, method=method)
     if len(per_run) < 2:
         raise StatsInputError(f"{where}: needs at least 2 runs to pool, got {len(per_run)}.")

@@ -22,7 +22,7 @@ from lie_stats.stats.correlation import check_correlation_options, within_correl
 from lie_stats.stats.equivalence import fisher_z_se, rank_z_factor
 from lie_stats.stats.permutation import permutation_pvalue
 
-__all__ = ["replicate_correlation", "power_correlation", "r33"]
+__all__ = ["replicate_correlation", "power_correlation", "r33", "check_original"]
 
 
 def power_correlation(r: float, n: int, *, alpha: float = 0.05) -> float:
@@ -66,6 +66,33 @@ def r33(n: int, *, alpha: float = 0.05) -> float:
 def _r33(n: int, alpha: float) -> float:
     return float(optimize.brentq(lambda r: power_correlation(r, n, alpha=alpha) - 1.0 / 3.0,
                                  1e-9, 1.0 - 1e-12, xtol=1e-14))
+
+
+def check_original(original_r: object, original_n: object, where: str) -> float:
+    """The original study's correlation as a float, after checking it and its size.
+
+    ``original_r`` must be a number, non-zero and in (-1, 1); ``original_n`` an integer
+    (not a bool) of at least 5, the smallest study :func:`r33` is defined for.
+
+    Raises
+    ------
+    StatsInputError
+        Naming ``where``, the argument and what was expected.
+
+    Examples
+    --------
+    >>> check_original(-0.274, 96, "example")
+    -0.274
+    """
+    try:
+        r0 = float(original_r)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        r0 = float("nan")
+    if not (-1.0 < r0 < 1.0) or r0 == 0.0:
+        raise StatsInputError(f"{where}: original_r must be non-zero and in (-1, 1), got {original_r!r}.")
+    if isinstance(original_n, bool) or not isinstance(original_n, (int, np.integer)) or original_n < 5:
+        raise StatsInputError(f"{where}: original_n must be an integer >= 5, got {original_n!r}.")
+    return r0
 
 
 def replicate_correlation(
@@ -160,14 +187,7 @@ def replicate_correlation(
     where = "replicate_correlation"
     check_correlation_options(method, "two-sided", n_perm, n_boot, ci, seed, where)
     alpha = v.level(alpha, name="alpha", where=where)
-    try:
-        r0 = float(original_r)
-    except (TypeError, ValueError):
-        r0 = float("nan")
-    if not (-1.0 < r0 < 1.0) or r0 == 0.0:
-        raise StatsInputError(f"{where}: original_r must be non-zero and in (-1, 1), got {original_r!r}.")
-    if isinstance(original_n, bool) or not isinstance(original_n, (int, np.integer)) or original_n < 5:
-        raise StatsInputError(f"{where}: original_n must be an integer >= 5, got {original_n!r}.")
+    r0 = check_original(original_r, original_n, where)
     w = within_correlation(x, y, strata=strata, method=method, n_perm=n_perm, n_boot=n_boot,
                            seed=seed, where=where)
     r_new, n = w.r, w.n

@@ -12,6 +12,8 @@ from lie_stats.errors import StatsInputError
 from lie_stats.stats import columns as C
 from lie_stats.stats import correlation, power_correlation, r33, replicate_correlation
 from lie_stats.stats.correlation import within_correlation
+from lie_stats.stats.meta import meta_replication
+from lie_stats.stats.replication import check_original
 
 from ._sim import BAND, N_DATASETS, layered, rejections
 
@@ -130,6 +132,25 @@ def test_replication_errors():
         replicate_correlation(x, x, original_r=0.3, original_n=30, strata=None, n_perm=9)
     with pytest.raises(TypeError):
         replicate_correlation(x, y, original_r=0.3, original_n=30)
+
+
+@pytest.mark.parametrize("r, n, field", [(0.0, 96, "original_r"), (1.0, 96, "original_r"),
+                                         ("strong", 96, "original_r"), (None, 96, "original_r"),
+                                         (0.3, 4, "original_n"), (0.3, True, "original_n"),
+                                         (0.3, 96.0, "original_n")])
+def test_check_original_names_the_caller_and_the_field(r, n, field):
+    """One check of the original study serves replication and meta-analysis alike."""
+    with pytest.raises(StatsInputError, match=rf"^caller: {field} must"):
+        check_original(r, n, "caller")
+    x, y = np.arange(10.0), np.array([2.0, 1, 4, 3, 6, 5, 8, 7, 10, 9])
+    with pytest.raises(StatsInputError, match=rf"^meta_replication: {field} must"):
+        meta_replication(np.tile(x, 2), np.tile(y, 2), np.repeat(["a", "b"], 10), original_r=r, original_n=n)
+    with pytest.raises(StatsInputError, match=rf"^replicate_correlation: {field} must"):
+        replicate_correlation(x, y, original_r=r, original_n=n, strata=None)
+
+
+def test_check_original_returns_the_correlation_as_float():
+    assert check_original(np.float32(-0.25), np.int64(5), "caller") == -0.25
 
 
 # ------------------------------------------------------------------ calibration
