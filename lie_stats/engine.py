@@ -44,10 +44,6 @@ class Evaluated:
     result: Any
     gate: Any
 
-    @property
-    def key(self) -> str:
-        return self.result.key
-
 
 @dataclass(frozen=True)
 class ResultsTable:

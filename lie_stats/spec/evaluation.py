@@ -56,13 +56,10 @@ def run_once(spec: HypothesisSpec, cube: Any, dataset: str) -> Result:
         return _finished(res.evolve(data=data, undefined=True), "inconclusive")
     except SpecError as e:
         raise SpecError(f"{where}: {e}") from e
-    ctx = Decision(spec.prediction, float(params["alpha"]), dict(spec.reference), params)
+    ctx = _decision(spec, params)
     verdict, reason, direction, magnitude = decide(kind, row, ctx, dataset)
     res = result_for(spec, dataset, verdict, reason)
-    if verdict != direction:
-        decided_by = "none"  # the magnitude's interval decided, not a p
-    else:
-        decided_by = "raw" if _p_decides(kind, row, ctx, direction) else "none"
+    decided_by = _decided_by(kind, row, ctx, verdict, direction, "raw")
     res = res.evolve(**{col: row[col] for col in schema.STAT_COLUMNS},
                      extra={k: v for k, v in row.items() if k not in schema.STAT_COLUMNS},
                      data=data, magnitude=magnitude,
@@ -114,23 +111,22 @@ def decide_in_family(spec: HypothesisSpec, result: Result, p_holm: float | None,
         return result.evolve(multiplicity=base)
     row = {**{c: getattr(result, c) for c in schema.STAT_COLUMNS}, **result.extra}
     ctx = _decision(spec)
+    alpha = ctx.alpha
     holm = family_size > 1 and not primary
     adjusted = p_holm is not None and math.isfinite(float(p_holm))
     if holm:
         p = float(result.p_value)
-        level = (ctx.alpha * p / float(p_holm) if adjusted and p > 0 and float(p_holm) > 0
-                 else ctx.alpha / family_size)
+        level = (alpha * p / float(p_holm) if adjusted and p > 0 and float(p_holm) > 0
+                 else alpha / family_size)
         ctx = Decision(ctx.prediction, level, ctx.reference, {**ctx.params, "alpha": level})
     kind = spec.kind
     verdict, reason, direction, magnitude = decide(kind, row, ctx, result.dataset)
-    if verdict != direction or not _p_decides(kind, row, ctx, direction):
-        decided_by = "none"
-    else:
-        decided_by = "holm" if holm else "primary" if (primary and family_size > 1) else "raw"
-    if holm and verdict == "supported" and adjusted and float(p_holm) >= _decision(spec).alpha:
+    decided_by = _decided_by(kind, row, ctx, verdict, direction,
+                             "holm" if holm else "primary" if (primary and family_size > 1) else "raw")
+    if holm and verdict == "supported" and adjusted and float(p_holm) >= alpha:
         verdict, direction, decided_by = "inconclusive", "inconclusive", "holm"
         reason = (f"the family's Holm-adjusted p {float(p_holm):.3g} is not below alpha "
-                  f"{_decision(spec).alpha:g} (before the family: {reason})")
+                  f"{alpha:g} (before the family: {reason})")
     if holm:
         reason += (f" (decided at the family's Holm level {ctx.alpha:.3g}: family "
                    f"{base.get('family')!r} of {family_size} tests)")
@@ -140,9 +136,21 @@ def decide_in_family(spec: HypothesisSpec, result: Result, p_holm: float | None,
     return _finished(res, direction)
 
 
-def _decision(spec: HypothesisSpec) -> Decision:
-    params = spec.resolved_params()
+def _decision(spec: HypothesisSpec, params: Mapping[str, Any] | None = None) -> Decision:
+    """The decision context of ``spec`` at its declared alpha (``params``: its resolved
+    parameters, when the caller has them already)."""
+    params = spec.resolved_params() if params is None else params
     return Decision(spec.prediction, float(params["alpha"]), dict(spec.reference), params)
+
+
+def _decided_by(kind: Any, row: dict[str, Any], ctx: Decision, verdict: str, direction: str,
+                how: str) -> str:
+    """``how`` (``"raw"``, ``"holm"``, ``"primary"``) when a p-value decided the verdict at
+    ``ctx``; ``"none"`` when the magnitude's interval overrode the direction (``verdict`` is
+    not ``direction``) or the rule reads no p (:func:`_p_decides`)."""
+    if verdict != direction or not _p_decides(kind, row, ctx, direction):
+        return "none"
+    return how
 
 
 def _p_decides(kind: Any, row: dict[str, Any], ctx: Decision, verdict: str) -> bool:
