@@ -21,6 +21,11 @@ The public API, in the style of xarray (``import lie_stats as ls``):
 The names load on first use, so ``import lie_stats`` (and the pytest plugin, which every
 pytest run of the environment loads) stays light.
 
+PYTEST_DONT_REWRITE: the library is not test code, so pytest's assertion rewriting, which
+it applies to the package of every plugin it loads, leaves this module as it is. ``lie-stats
+run`` starts pytest from inside the package, already imported, where pytest would otherwise
+warn that it cannot rewrite it (pytest's documented opt-out, "Disabling assert rewriting").
+
 >>> import lie_stats as ls
 >>> sorted(ls.test_kinds())[:3]
 ['boundary_ratio', 'class_auc', 'class_interaction']

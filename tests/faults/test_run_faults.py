@@ -150,6 +150,18 @@ def test_run_collects_a_folder_of_any_name_and_a_file_in_it(tmp_path, datasets):
     assert res.returncode == 0 and "collected 1 item" in res.stdout, res.stdout[-3000:]
 
 
+def test_run_from_a_checkout_prints_no_warning_of_pytest(tmp_path, datasets):
+    """``lie-stats run`` imports lie_stats before it starts pytest; with the checkout on the
+    path pytest marks the package for assertion rewriting and warned that it was already
+    imported (PytestAssertRewriteWarning) until the package opted out."""
+    write_module(tmp_path / "claims", "first", spec_text("S1", "S1"))
+    res = lie("run", "claims", "--datasets", datasets, "--reports", tmp_path / "rep", cwd=tmp_path)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert str(REPO) in env()["PYTHONPATH"].split(os.pathsep)  # the case that warned
+    assert "PytestAssertRewriteWarning" not in res.stdout + res.stderr, res.stdout[-3000:]
+    assert "warnings summary" not in res.stdout, res.stdout[-3000:]
+
+
 @pytest.mark.parametrize("select_x, lacks", [('Select("value_norm", layers=(99,))', "holds no finite value"),
                                               ('Select("killing_self", family="V", projection="none")', "has no family 'V'")])
 def test_a_selection_that_matches_nothing_fails_its_item(tmp_path, datasets, select_x, lacks):
