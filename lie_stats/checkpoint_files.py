@@ -4,7 +4,7 @@ layouts of one folder (``model.safetensors`` beside ``pytorch_model.bin``) compa
 tensor (:func:`disagreement`), so that an ambiguous folder is refused rather than read
 through whichever file is looked for first; entries of a run folder that look like steps but
 are not (:func:`left_out`), listed rather than dropped; and why a symbolic link does not lead
-where it should (:func:`bad_link`). Used by :mod:`lie_stats.sources`.
+where it should (:func:`bad_link`). Used by :mod:`lie_stats.checkpoint` and :mod:`lie_stats.sources`.
 """
 
 from __future__ import annotations

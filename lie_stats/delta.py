@@ -10,7 +10,7 @@ every tensor of the category (weights and biases alike) and the norm is that of 
 Per-layer categories are also reported layer by layer, with the base norm of each layer, so
 that a bootstrap over layers can recompute the pooled value (``lie_stats.stats.ranks``).
 
-Tensors are read through :mod:`lie_stats.sources` (safetensors, or ``weights_only`` pickles);
+Tensors are read through :mod:`lie_stats.checkpoint` (safetensors, or ``weights_only`` pickles);
 which tensor is which category is :func:`lie_stats.architectures.parameter_parts` (the only
 place that knows tensor names; fused QKV tensors are split by the adapter's own layout).
 
@@ -34,7 +34,8 @@ from . import schema
 from ._io import cf_global_attrs
 from .architectures import parameter_parts
 from .errors import CheckpointError, did_you_mean
-from .sources import Checkpoint, open_source
+from .checkpoint import Checkpoint
+from .sources import open_source
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -269,7 +269,7 @@ class ExtractOptions:
 class Task:
     """One (model, checkpoint) unit of work, with the run's first checkpoint (METRICS.md §5.5)."""
 
-    checkpoint: Any  # lie_stats.sources.Checkpoint or lie_stats.memory.MemoryCheckpoint
+    checkpoint: Any  # lie_stats.checkpoint.Checkpoint or lie_stats.memory.MemoryCheckpoint
     init: Any  # the first checkpoint of the same run
     key: str = field(default="")
     #: The only checkpoint of its run, at a step other than 0 (or unknown): no first

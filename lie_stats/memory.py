@@ -3,7 +3,7 @@
 A folder source (:mod:`lie_stats.sources`) reads ``config.json`` and weight files; this
 module gives objects already in memory the same interface, so that the extraction treats
 them alike (:class:`MemoryCheckpoint` has the attributes and methods of
-:class:`~lie_stats.sources.Checkpoint` that the extraction uses):
+:class:`~lie_stats.checkpoint.Checkpoint` that the extraction uses):
 
 * a ``transformers.PreTrainedModel``: its ``state_dict()`` (tensors shared with the model, not
   copied) and ``config.to_dict()``, read by the adapter its ``model_type`` names, exactly as

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("lie_stats.stats", "lie_stats.stats."),
     ("lie_stats.architectures", "lie_stats.architectures.", "lie_stats.probe", "lie_stats.cube",
      "lie_stats.cube_attrs", "lie_stats.checkpoint_files", "lie_stats.hub"),
-    ("lie_stats.sources", "lie_stats.memory", "lie_stats.operators"),
+    ("lie_stats.checkpoint", "lie_stats.sources", "lie_stats.memory", "lie_stats.operators"),
     ("lie_stats.metrics",),
     ("lie_stats.activations", "lie_stats.delta"),
     ("lie_stats.executors", "lie_stats.store"),

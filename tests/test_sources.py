@@ -14,7 +14,8 @@ from hypothesis import given, settings, strategies as st
 from safetensors.torch import load_file, save_file
 
 from lie_stats.errors import ArchitectureError, CheckpointError
-from lie_stats.sources import Checkpoint, open_source, parse_step
+from lie_stats.checkpoint import Checkpoint
+from lie_stats.sources import open_source, parse_step
 
 from ._checkpoints import (
     make_checkpoint, make_run, reshard, to_pytorch_bin, write_hub_cache,

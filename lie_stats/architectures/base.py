@@ -559,7 +559,7 @@ class Adapter:
         ----------
         layer : int
         get : callable
-            ``name -> torch.Tensor`` (e.g. :meth:`lie_stats.sources.Checkpoint.get_tensor`).
+            ``name -> torch.Tensor`` (e.g. :meth:`lie_stats.checkpoint.Checkpoint.get_tensor`).
         fold_ln : bool
             Fold the pre-attention norm's gain ``g`` (and bias ``beta``) into the read maps:
             ``W' = diag(g) W``, ``b' = b + beta W``, so that ``n W' + b'`` equals
