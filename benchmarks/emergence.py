@@ -37,7 +37,6 @@ import argparse
 import dataclasses
 import datetime as dt
 import hashlib
-import importlib.util
 import json
 import os
 import platform
@@ -52,8 +51,12 @@ os.environ.setdefault("RAYON_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.append(str(HERE))  # after the rest: a benchmark's name never shadows a package
+import _training as T  # noqa: E402
+
 REPO = HERE.parent
-PICO = REPO / "datasets" / "pico_pythia"
+PICO = T.PICO
 DEFAULT_OUT = HERE / "emergence"
 DEFAULT_STATE = HERE / "_emergence_state"
 SAMPLE = REPO / "tests" / "data" / "pico_corpus_sample.txt"
@@ -64,19 +67,6 @@ FORMAT = "lie_stats.benchmarks.emergence/1"
 CSV_COLUMNS = ("step", "tokens", "lr", "train_loss", "val_loss", "max_sink_score", "heads_sink_gt_half",
                "max_argmax_fraction", "heads_argmax_gt_half", "anchors", "workers", "mixed",
                "sink_head", "sink_head_value_norm_rank", "elapsed_s", "s_per_step")
-
-
-def _load_build():
-    """``datasets/pico_pythia/build.py`` as a module (it puts its folder on sys.path for ``corpus``),
-    under the name the pico_shapes and pico_sudoku builds load it by: one module object for all."""
-    name = "pico_pythia_build"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, PICO / "build.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,17 +107,7 @@ def measure_steps(n_steps: int, log_until: int = 1000, every: int = 250) -> list
     >>> measure_steps(7, log_until=4, every=3)
     [0, 1, 2, 3, 6, 7]
     """
-    steps = [0]
-    p = 1
-    while p < min(log_until, n_steps + 1):
-        steps.append(p)
-        p *= 2
-    k = steps[-1] // every + 1
-    while k * every < n_steps:
-        steps.append(k * every)
-        k += 1
-    steps.append(n_steps)
-    return sorted(set(steps))
+    return T.log_linear_grid(n_steps, log_until - 1, every)
 
 
 def run_name(cfg: Config, device: str = "cpu") -> str:
@@ -159,7 +139,7 @@ def tokenizer_with_bos():
 
 def prepare_text(cfg: Config, state_dir: Path, log) -> tuple[list[str], list[str], dict]:
     """(train chunks, held-out chunks, info) of the pretraining text, split as the suite splits it."""
-    build = _load_build()
+    build = T.load_pico_build()
     corpus = build.corpus
     if cfg.text == "sample":
         by_source = corpus.read_sample(SAMPLE)
@@ -183,7 +163,7 @@ def prepare_text(cfg: Config, state_dir: Path, log) -> tuple[list[str], list[str
 
 def token_streams(cfg: Config, state_dir: Path, tok, log) -> tuple[np.ndarray, np.ndarray, dict]:
     """Train / held-out token streams (uint16, ``<|endoftext|>`` between chunks), cached in ``state_dir``."""
-    build = _load_build()
+    build = T.load_pico_build()
     train, val, info = prepare_text(cfg, state_dir, log)
     key = hashlib.sha256(json.dumps([info, tok.to_str()], sort_keys=True).encode()).hexdigest()[:16]
     cache = state_dir / f"tokens_{cfg.text}_{key}.npz"
@@ -197,14 +177,6 @@ def token_streams(cfg: Config, state_dir: Path, tok, log) -> tuple[np.ndarray, n
         os.replace(tmp, cache)
     info = {**info, "train_tokens": int(len(tr)), "val_tokens": int(len(va)), "val_text": "\n\n".join(val)}
     return tr, va, info
-
-
-def with_bos(arr, bos: int):
-    """Prefix every row of ``[n, seq_len - 1]`` token windows with ``<bos>``."""
-    import torch
-
-    t = torch.as_tensor(arr, dtype=torch.int64)
-    return torch.cat([torch.full((t.shape[0], 1), bos, dtype=torch.int64), t], dim=1)
 
 
 # ---------------------------------------------------------------------------------------- state
@@ -232,23 +204,14 @@ def summarize(act: dict, step: int) -> dict:
 
 def write_curves(st: dict, out: Path, name: str) -> None:
     """``<name>.csv``, ``<name>.json`` and ``<name>.png`` from the state's curves (atomically)."""
-    out.mkdir(parents=True, exist_ok=True)
-    build = _load_build()
-    rows = st["rows"]
-    build._write_csv(rows, out / f"{name}.csv", CSV_COLUMNS)
     record = {"format": FORMAT, "run": name, "config": st["config"], "meta": st["meta"],
               "variables": ["sink_score", "sink_argmax_fraction", "value_norm", "head_label"],
               "label_codes": st["meta"]["label_codes"], "measurements": st["heads"]}
-    build._atomic_write(out / f"{name}.json", json.dumps(record, indent=1) + "\n")
-    if rows:
-        plot(st, out / f"{name}.png", name)
+    T.write_curves(out, name, st["rows"], CSV_COLUMNS, record, lambda path: plot(st, path, name))
 
 
 def plot(st: dict, path: Path, name: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = T.pyplot()
 
     rows = st["rows"]
     x = np.array([r["step"] for r in rows], dtype=float)
@@ -275,9 +238,7 @@ def plot(st: dict, path: Path, name: str) -> None:
     a.set_ylabel("cross-entropy (nats/token)")
     a.legend(fontsize=7)
     for a in (ax[0, 0], ax[0, 1], ax[1, 0]):
-        a.set_xscale("symlog", linthresh=1, linscale=0.3)
-        a.set_xlim(left=0)
-        a.set_xlabel("step (symlog)")
+        T.step_axis(a)
     a = ax[1, 1]
     last = st["heads"][-1]
     im = a.imshow(np.asarray(last["sink_score"], float), aspect="auto", vmin=0, vmax=1, cmap="viridis")
@@ -292,11 +253,7 @@ def plot(st: dict, path: Path, name: str) -> None:
     c = st["config"]
     fig.suptitle(f"{name}: GPT-NeoX {c['n_layers']} x {c['n_heads']} heads, d_head {c['d_head']}, "
                  f"<bos> at position 0, batch {c['batch_size']} x {c['seq_len']}, lr {c['peak_lr']}", fontsize=10)
-    fig.tight_layout()
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    os.replace(tmp, path)
+    T.save_figure(fig, path)
 
 
 def plot_seeds(csv_paths: list[Path], path: Path) -> dict[str, list[float]]:
@@ -305,10 +262,7 @@ def plot_seeds(csv_paths: list[Path], path: Path) -> dict[str, list[float]]:
     atomically to ``path``. Returns each run's max sink_score series (by run name), as plotted."""
     import csv
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = T.pyplot()
 
     runs = {}
     for p in csv_paths:
@@ -336,11 +290,7 @@ def plot_seeds(csv_paths: list[Path], path: Path) -> dict[str, list[float]]:
         a.set_xlabel("step")
         a.legend(fontsize=7)
     fig.suptitle("Emergence of sinks and anchors with <bos> at position 0: every run of the study", fontsize=10)
-    fig.tight_layout()
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    os.replace(tmp, path)
+    T.save_figure(fig, path)
     return plotted
 
 
@@ -361,21 +311,6 @@ def markdown_table(csv_path: Path) -> str:
 
 
 # ---------------------------------------------------------------------------------------- training
-def evaluate(model, arr: np.ndarray, batch: int, device: str) -> float:
-    """Mean held-out cross-entropy over windows ``arr`` (``build.evaluate``, on ``device``)."""
-    import torch
-
-    model.eval()
-    tot, n = 0.0, 0
-    with torch.no_grad():
-        for i in range(0, len(arr), batch):
-            x = torch.from_numpy(arr[i:i + batch]).to(device)
-            tot += float(model(input_ids=x, labels=x).loss) * len(x)
-            n += len(x)
-    model.train()
-    return tot / n
-
-
 def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_STATE, deadline: float | None = None,
           stop_after: int | None = None, device: str = "cpu", checkpoints: Path | None = None, log=print) -> dict:
     """Train (or resume) one run to ``cfg.steps``, or until ``deadline`` (epoch seconds); returns the state.
@@ -394,7 +329,7 @@ def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_ST
     from lie_stats.probe import build_probe, save_probe
     from lie_stats.schema import LABEL_CODES
 
-    build = _load_build()
+    build = T.load_pico_build()
     transformers.utils.logging.disable_progress_bar()
     name = run_name(cfg, device)
     sdir = state_root / name
@@ -413,10 +348,10 @@ def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_ST
         vocab = tok.get_vocab_size()
         tr, va, info = token_streams(cfg, state_root, tok, log)
         val_text = info.pop("val_text")
-        run = dataclasses.replace(build.RunConfig(), vocab_size=vocab, batch_size=cfg.batch_size,
-                                  seq_len=cfg.seq_len - 1, eval_windows=cfg.eval_windows,
-                                  attn_implementation=cfg.attn_implementation)
-        val_arr = with_bos(build.eval_windows(va, run), bos).numpy()
+        run = T.bos_windows(dataclasses.replace(build.RunConfig(), vocab_size=vocab, batch_size=cfg.batch_size,
+                                                seq_len=cfg.seq_len, eval_windows=cfg.eval_windows,
+                                                attn_implementation=cfg.attn_implementation))
+        val_arr = T.held_out_with_bos(va, run, bos)
         probe = build_probe(val_text, tok, n_seq=cfg.probe_seqs, seq_len=cfg.seq_len, seed=cfg.probe_seed,
                             first_token="bos", first_token_id=bos,
                             tokenizer_name=f"pico_pythia byte-level BPE 4096 + <bos> = {bos} (tokenizer.json sha256 {tok_sha[:16]})",
@@ -442,17 +377,8 @@ def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_ST
                 "label_codes": dict(LABEL_CODES),
                 "labels": "METRICS.md §8 with lie_stats.activations defaults: anchor = sink_score >= 0.5 and "
                           "value_norm in the lowest third of its layer"}
-        if state_path.exists():
-            st = torch.load(state_path, weights_only=True, map_location="cpu")
-            if st["config"] != dataclasses.asdict(cfg):
-                diff = {k: (st["config"].get(k), v) for k, v in dataclasses.asdict(cfg).items() if st["config"].get(k) != v}
-                raise SystemExit(f"{state_path}: holds a run with another config (field: (stored, asked)) {diff}; "
-                                 f"ask for the stored one, or move the folder away to start afresh")
-            model.load_state_dict(st["model"])
-            opt.load_state_dict(st["optimizer"])
-            torch.set_rng_state(st["rng"])
-            log(f"[{name}] resumed at step {st['step']} ({len(st['rows'])} measurements)")
-        else:
+        st = T.resume(state_path, dataclasses.asdict(cfg), model, opt, name, log)
+        if st is None:
             st = {"config": dataclasses.asdict(cfg), "meta": meta, "step": 0, "rows": [], "heads": [],
                   "acc": [0.0, 0], "elapsed_s": 0.0, "steps_since": 0, "t_since": 0.0}
         st["meta"] = {**meta, "sessions": st["meta"].get("sessions", 0) + 1}
@@ -462,7 +388,7 @@ def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_ST
             act = activation_metrics(model, probe, batch_size=8, grad=False, device=device)
             model.set_attn_implementation(cfg.attn_implementation)
             model.train()
-            val = evaluate(model, val_arr, run.eval_batch, device)
+            val = T.evaluate(model, val_arr, run.eval_batch, device)
             acc = st["acc"]
             row = {**summarize(act, step), "tokens": step * cfg.batch_size * cfg.seq_len,
                    "lr": build.lr_at(step, cfg.steps, cfg.peak_lr, warmup, cfg.min_lr_frac) if step else 0.0,
@@ -498,12 +424,8 @@ def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_ST
             lr = build.lr_at(step + 1, cfg.steps, cfg.peak_lr, warmup, cfg.min_lr_frac)
             for g in opt.param_groups:
                 g["lr"] = lr
-            x = with_bos(build.batch_at(tr, step, run, cache), bos).to(device)
-            loss = model(input_ids=x, labels=x).loss
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), run.grad_clip)
-            opt.step()
+            x = T.batch_with_bos(tr, step, run, bos, cache).to(device)
+            loss = T.train_step(model, opt, x, run.grad_clip)
             step += 1
             dt_ = time.time() - t0
             st["elapsed_s"] += dt_
