@@ -372,7 +372,7 @@ def plot(st: dict, path: Path, name: str) -> None:
 
 # ----------------------------------------------------------------------------------------- train
 def train(cfg: Config, *, out: Path = CURVES, state_root: Path = STATE, checkpoints: Path | None = None,
-          cpu_budget: float | None = None, deadline: float | None = None, log=print) -> dict:
+          cpu_budget: float | None = None, deadline: float | None = None, extend: bool = False, log=print) -> dict:
     import torch
     import torch.nn.functional as F
     import transformers
@@ -413,9 +413,15 @@ def train(cfg: Config, *, out: Path = CURVES, state_root: Path = STATE, checkpoi
                       "head_label_written: §9.2 (written_norm in place of value_norm)"}
     if state_path.exists():
         st = torch.load(state_path, weights_only=True, map_location="cpu")
-        if st["config"] != dataclasses.asdict(cfg):
-            diff = {k: (st["config"].get(k), v) for k, v in dataclasses.asdict(cfg).items() if st["config"].get(k) != v}
-            raise SystemExit(f"{state_path}: holds a run with another config (field: (stored, asked)) {diff}")
+        diff = {k: (st["config"].get(k), v) for k, v in dataclasses.asdict(cfg).items() if st["config"].get(k) != v}
+        if extend and set(diff) == {"steps"} and st["step"] == st["config"]["steps"] < cfg.steps:
+            # no schedule and data order a function of (seed, step): a longer run is the same run continued
+            log(f"[{name}] extended from its {st['config']['steps']} declared steps to {cfg.steps}")
+            st["meta"]["extended_from"] = st["meta"].get("extended_from", []) + [st["config"]["steps"]]
+            st["config"] = dataclasses.asdict(cfg)
+        elif diff:
+            raise SystemExit(f"{state_path}: holds a run with another config (field: (stored, asked)) {diff}"
+                             + ("; --extend continues a finished run to more steps" if set(diff) == {"steps"} else ""))
         model.load_state_dict(st["model"])
         freeze_biases(model)
         opt.load_state_dict(st["optimizer"])
@@ -423,7 +429,8 @@ def train(cfg: Config, *, out: Path = CURVES, state_root: Path = STATE, checkpoi
     else:
         st = {"config": dataclasses.asdict(cfg), "meta": meta, "step": 0, "rows": [], "heads": [],
               "acc": [0.0, 0], "cpu_s": 0.0, "steps_since": 0, "t_since": 0.0}
-    st["meta"] = {**meta, "sessions": st["meta"].get("sessions", 0) + 1}
+    st["meta"] = {**meta, **{k: v for k, v in st["meta"].items() if k == "extended_from"},
+                  "sessions": st["meta"].get("sessions", 0) + 1}
 
     def measure_and_save(step: int) -> None:
         c0 = time.process_time()
@@ -512,12 +519,13 @@ def main(argv=None) -> int:
     p.add_argument("--cpu-budget", type=float, default=None, help="CPU seconds (training + measurements) after which the run stops")
     p.add_argument("--deadline", default=None, help="HH:MM UTC: stop (measured, saved) past it")
     p.add_argument("--checkpoints", type=Path, default=None)
+    p.add_argument("--extend", action="store_true", help="continue a finished run of the same config to more --steps")
     p.add_argument("--out", type=Path, default=CURVES)
     p.add_argument("--state", type=Path, default=STATE)
     a = p.parse_args(argv)
     cfg = Config(seed=a.seed, steps=a.steps, n_layers=a.layers, n_heads=a.heads, dim=a.dim, batch_size=a.batch)
     train(cfg, out=a.out, state_root=a.state, checkpoints=a.checkpoints, cpu_budget=a.cpu_budget,
-          deadline=parse_deadline(a.deadline), log=lambda m: print(time.strftime("%H:%M:%S"), m, flush=True))
+          deadline=parse_deadline(a.deadline), extend=a.extend, log=lambda m: print(time.strftime("%H:%M:%S"), m, flush=True))
     return 0
 
 
