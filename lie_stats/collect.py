@@ -134,10 +134,12 @@ class CollectionError:
 
 @dataclass
 class Collection:
-    """What :func:`collect` found: declarations in collection order, and the errors."""
+    """What :func:`collect` found: declarations in collection order, the errors, and the
+    modules imported whole (no node id selected part of them)."""
 
     declarations: list[Declaration] = field(default_factory=list)
     errors: list[CollectionError] = field(default_factory=list)
+    modules: list[Path] = field(default_factory=list)
 
 
 def is_hypothesis_file(path: str | os.PathLike, dirs: Iterable[str] = HYPOTHESIS_DIRS) -> bool:
@@ -498,6 +500,8 @@ def collect(paths: Sequence[str | os.PathLike], *, datasets_dir: str | os.PathLi
         except Exception as e:  # noqa: BLE001 - reported as this module's error
             found.errors.append(CollectionError(path, "<import>", describe_error(e)))
             continue
+        if selector is None:
+            found.modules.append(path)
         for got in seen.module(module, path, prefix=_node_prefix(path, base_dir)):
             if isinstance(got, CollectionError):
                 if selector is None or not got.declaration or got.name in selector or any(

@@ -16,6 +16,9 @@ export`` and :func:`lie_stats.run` are shells over it:
   and returns an :class:`Evaluated`: the frozen result and its gate. The pytest plugin calls
   it once per item, so pytest reports each item;
 - :meth:`Engine.out_of_scope` does the same for an :class:`~lie_stats.spec.OutOfScope` record;
+- :meth:`Engine.write_pins` re-pins, and retires the pins of results no longer evaluated
+  (:meth:`Engine.retirements`: a claim now declared out of scope; a declaration removed, known
+  only when the run collected every module beside the registry);
 - :meth:`Engine.finish` writes the pins and returns the :class:`ResultsTable`, in which the
   multiplicity of every result is computed, once (:func:`lie_stats.spec.results.assign_multiplicity`);
 - :func:`run` is the whole loop without pytest (collection by :func:`lie_stats.collect.collect`).
@@ -58,6 +61,9 @@ class ResultsTable:
         result that could not be evaluated) or a module that could not be collected.
     errors : tuple of str
         The failures that are errors, not a gate's verdict.
+    retired : tuple of dict
+        The retired pins of the registries of the run (:func:`lie_stats.gates.read_retired`),
+        each with its ``key`` and ``registry``: results no longer evaluated, not rows.
 
     :meth:`records` are the rows of ``results.json`` (multiplicity within each family
     computed there, the one place); :meth:`to_dataframe` has one row per result with those
@@ -67,6 +73,7 @@ class ResultsTable:
     results: tuple = ()
     failures: tuple = ()
     errors: tuple = ()
+    retired: tuple = ()
 
     def __post_init__(self) -> None:
         ordered = tuple(sorted(self.results, key=lambda r: (str(r.id), str(r.dataset))))
@@ -151,6 +158,8 @@ class Engine:
     registries: dict = field(default_factory=dict)  # registry path -> its pins, read once
     pins: dict = field(default_factory=dict)  # registry path -> {key: entry} to write
     changed: dict = field(default_factory=dict)  # key -> (pinned hash, hash now)
+    modules: dict = field(default_factory=dict)  # module path -> collected whole, without an error
+    out_of_scope_ids: dict = field(default_factory=dict)  # registry path -> {id: why}
 
     def __post_init__(self) -> None:
         from .datasets import default_datasets_dir
@@ -178,6 +187,52 @@ class Engine:
         family = spec.multiplicity_family or claim_family(spec.id)
         for ds in datasets:
             self.members.setdefault(family, {})[f"{spec.id}::{ds}"] = (spec, ds, Path(module_path))
+
+    def collected(self, module_path: str | os.PathLike, *, ok: bool = True) -> None:
+        """Record a hypothesis module this run collected whole (every declaration of it
+        declared; ``ok`` False: it, or one of its declarations, failed to collect)."""
+        path = Path(module_path).resolve()
+        self.modules[path] = self.modules.get(path, True) and ok
+
+    def declare_out_of_scope(self, record: Any, module_path: str | os.PathLike) -> None:
+        """Register an out-of-scope record of this run: re-pinning retires its id's pins."""
+        why = str(getattr(record, "reason", "") or "")
+        why = why if why.startswith("out of scope") else f"out of scope: {why}"
+        self.out_of_scope_ids.setdefault(self.registry_path(Path(module_path).resolve()), {})[record.id] = why
+
+    def _covers(self, registry: Path) -> bool:
+        """Whether this run collected, whole and without errors, every hypothesis module
+        beside ``registry`` (then a pin no declaration of them names was removed)."""
+        from .collect import is_module_file
+
+        if self.registry is not None:  # one registry for modules anywhere: never known whole
+            return False
+        files = [p.resolve() for p in registry.parent.glob("*.py") if is_module_file(p)]
+        return bool(files) and all(self.modules.get(p) is True for p in files)
+
+    def retirements(self) -> dict[Path, dict[str, str]]:
+        """The live pins to retire, by registry (key -> why): those of an id this run declares
+        out of scope, and, in a registry whose modules this run collected whole
+        (:meth:`collected`), those of a result no declaration names (removed, or no longer on
+        that dataset). Only pins this run read when it first used the registry: a pin another
+        run writes meanwhile (a declaration this run did not collect) is left live."""
+        declared: dict[Path, set[str]] = {}
+        for family in self.members.values():
+            for key, (_, _, module_path) in family.items():
+                declared.setdefault(self.registry_path(module_path), set()).add(key)
+        out: dict[Path, dict[str, str]] = {}
+        paths = {self.registry_path(m) for m in self.modules} | set(self.out_of_scope_ids)
+        for path in sorted(paths):
+            scope = self.out_of_scope_ids.get(path, {})
+            covered = self._covers(path)
+            for key in self._registry(path):
+                ident, _, dataset = key.rpartition("::")
+                if ident in scope:
+                    out.setdefault(path, {})[key] = scope[ident]
+                elif covered and key not in declared.get(path, set()):
+                    out.setdefault(path, {})[key] = (f"declaration removed: no module of "
+                                                     f"{path.parent.name}/ declares {ident!r} on {dataset!r}")
+        return out
 
     def _decide_family(self, family: str) -> None:
         """Evaluate every member of ``family`` and decide each within it."""
@@ -238,28 +293,46 @@ class Engine:
             result.id, result.dataset, result.spec_hash, Path(module_path).parent / diagnosis.DIAGNOSIS_FILE,
             self.datasets_dir, test=result.test, magnitude=bool(result.prediction.get("magnitude"))))
         path = self.registry_path(module_path)
-        gate = gates.check(result, self._registry(path).get(result.key), update=self.update, registry=path,
-                           reason=self.pin_reason)
+        pinned = self._registry(path).get(result.key)
+        retired = None if pinned else gates.read_retired(path).get(result.key)
+        gate = gates.check(result, pinned, update=self.update, registry=path, reason=self.pin_reason,
+                           retired=retired)
         if gate.changed is not None:
             self.changed[result.key] = gate.changed
         if gate.pin is not None:  # re-pin every gate's verdict; only the pinned gate's check is skipped
             self.pins.setdefault(path, {})[result.key] = gate.pin
         return Evaluated(gate.annotate(result), gate)
 
-    def out_of_scope(self, record: Any) -> Any:
-        """The result of an out-of-scope record: skipped with its reason, nothing diagnosed."""
+    def out_of_scope(self, record: Any, module_path: str | os.PathLike | None = None) -> Any:
+        """The result of an out-of-scope record: skipped with its reason, nothing diagnosed
+        (``module_path``: its module, so that re-pinning retires its id's pins)."""
+        if module_path is not None:
+            self.declare_out_of_scope(record, module_path)
         from .diagnosis import empty_diagnosis
 
         return record.result().evolve(diagnosis=empty_diagnosis("out of scope: nothing is tested"),
                                       outcome="skipped")
 
     def write_pins(self) -> dict[Path, dict]:
-        """Write the pins of this run (merged under each registry's lock); returns them."""
+        """Write the pins of this run (merged under each registry's lock) and, when
+        re-pinning, retire the pins of results no longer evaluated (:meth:`retirements`);
+        returns the pins written."""
         from .gates import update_registry
 
-        for path, pins in self.pins.items():
-            update_registry(path, pins)
+        retire = self.retirements() if self.update else {}
+        for path in sorted(set(self.pins) | set(retire)):
+            update_registry(path, self.pins.get(path, {}), retire=retire.get(path))
         return self.pins
+
+    def retired_pins(self) -> tuple[dict[str, Any], ...]:
+        """The retired pins of every registry of this run, each with its ``key`` and
+        ``registry`` (sorted by registry and key)."""
+        from .gates import read_retired
+
+        paths = set(self.registries) | set(self.pins) | {self.registry_path(m) for m in self.modules}
+        paths |= set(self.out_of_scope_ids)
+        return tuple({**entry, "key": key, "registry": str(path)}
+                     for path in sorted(paths) for key, entry in sorted(read_retired(path).items()))
 
     def finish(self, results: Sequence[Any], *, outcomes: Mapping[str, str] | None = None,
                failures: Sequence[str] = (), errors: Sequence[str] = ()) -> ResultsTable:
@@ -268,7 +341,7 @@ class Engine:
         self.write_pins()
         if outcomes is not None:
             results = [r.evolve(outcome=outcomes.get(r.key, "")) for r in results]
-        return ResultsTable(tuple(results), tuple(failures), tuple(errors))
+        return ResultsTable(tuple(results), tuple(failures), tuple(errors), self.retired_pins())
 
 
 def check_paths(paths: Sequence[str | os.PathLike]) -> None:
@@ -332,12 +405,17 @@ def run(paths: Sequence[str | os.PathLike] = ("hypotheses",), *,
                     registry=Path(registry) if registry is not None else None)
     found = collect.collect(paths, datasets_dir=engine.datasets_dir, dirs=None)
     errors = [str(e) for e in found.errors]
+    failed = {e.path for e in found.errors}
+    for module_path in found.modules:
+        engine.collected(module_path, ok=module_path not in failed)
     if strict and errors:  # evaluate nothing: a partial run would look complete
         raise SpecError("hypothesis module(s) could not be collected:\n" + "\n".join(errors))
     results: list[Any] = []
     failures = list(errors)
     for decl in found.declarations:
-        if not decl.out_of_scope:
+        if decl.out_of_scope:
+            engine.declare_out_of_scope(decl.obj, decl.path)
+        else:
             engine.declare(decl.obj, decl.datasets, decl.path)
     for decl in found.declarations:
         if decl.out_of_scope:

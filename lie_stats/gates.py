@@ -32,6 +32,14 @@ changed the verdict or the declaration (kept until the next such change, so that
 can say what the current version changed), written sorted and indented, each
 write atomic (:func:`lie_stats._io.write_text_atomic`); re-pinning (:func:`update_registry`)
 reads and writes it under a lock file beside it, so concurrent runs do not lose pins.
+
+Its section ``"retired"`` (:data:`RETIRED`; no result's key, those hold ``::``) keeps the
+pins of results that are no longer evaluated, each with its last verdict and
+``retired_on`` (the UTC date) and ``retired_reason``: a claim now declared out of scope, or
+a declaration removed. A retired pin is no live pin: no gate compares with it (a pinned
+result declared again fails until it is re-pinned, its message naming the retirement), and
+re-pinning the result brings it back as the pin it replaces (``previous``). The engine
+retires while re-pinning (:meth:`lie_stats.engine.Engine.write_pins`).
 """
 
 from __future__ import annotations
@@ -48,8 +56,11 @@ from .errors import SpecError
 
 __all__ = [
     "REGISTRY_FILE",
+    "RETIRED",
     "result_key",
     "read_registry",
+    "read_retired",
+    "retired_entry",
     "write_registry",
     "update_registry",
     "pin_entry",
@@ -63,6 +74,9 @@ __all__ = [
 
 #: Name of the registry of pinned verdicts, beside the hypothesis modules.
 REGISTRY_FILE = "verdicts.json"
+#: The registry's section of retired pins (``{"<id>::<dataset>": {..., "retired_on",
+#: "retired_reason"}}``).
+RETIRED = "retired"
 _SUPPORTED, _SKIPPED = schema.VERDICTS[0], schema.VERDICTS[3]
 _REPLICATION, _PINNED = schema.GATES[0], schema.GATES[1]
 
@@ -80,7 +94,8 @@ def result_key(result: Any) -> str:
 
 
 def read_registry(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
-    """The pinned verdicts of ``path``; ``{}`` when the file does not exist.
+    """The pinned verdicts of ``path`` (its live pins, not the retired ones: :func:`read_retired`);
+    ``{}`` when the file does not exist.
 
     Raises
     ------
@@ -103,6 +118,32 @@ def read_registry(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
     ...
     lie_stats.errors.SpecError: ...verdicts.json: entry 'X1::toy', field 'verdict': 'true' is not a verdict; expected one of supported, refuted, inconclusive, skipped.
     """
+    return _read(path)[0]
+
+
+def read_retired(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    """The retired pins of ``path`` (its section :data:`RETIRED`); ``{}`` when there are none.
+
+    Raises
+    ------
+    SpecError
+        As :func:`read_registry`; a retired entry without its ``retired_on`` or
+        ``retired_reason`` (a string each).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "verdicts.json"
+    >>> _ = p.write_text('{"retired": {"X1::toy": {"verdict": "refuted", "spec_hash": "ab", '
+    ...                  '"retired_on": "2026-12-05", "retired_reason": "out of scope: r"}}}')
+    >>> read_registry(p), read_retired(p)["X1::toy"]["retired_reason"]
+    ({}, 'out of scope: r')
+    """
+    return _read(path)[1]
+
+
+def _read(path: str | os.PathLike) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The live pins and the retired ones of the registry at ``path``, each entry checked."""
     from ._io import path_problem, read_json
 
     path = Path(path)
@@ -110,7 +151,7 @@ def read_registry(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
     if problem is not None:  # a folder or a FIFO where the registry belongs: not "no pins"
         raise SpecError(f"{path}: {problem}; expected the registry of pinned verdicts (JSON).")
     if not path.is_file():
-        return {}
+        return {}, {}
     try:
         data = read_json(path, what="the registry of pinned verdicts", error=SpecError)
     except SpecError as e:
@@ -119,31 +160,47 @@ def read_registry(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
     if not isinstance(data, dict):
         raise SpecError(f"{path}: the registry must be a JSON object of "
                         f"'<id>::<dataset>' -> {{verdict, spec_hash}}.")
+    retired = data.pop(RETIRED, {})
+    if not isinstance(retired, dict):
+        raise SpecError(f"{path}: section {RETIRED!r}: expected an object of '<id>::<dataset>' -> "
+                        f"the retired pin, got {type(retired).__name__}.")
     for key, entry in data.items():
-        where = f"{path}: entry {key!r}"
-        if not isinstance(entry, dict):
-            raise SpecError(f"{where}: expected an object {{verdict, spec_hash, gate}}, "
-                            f"got {type(entry).__name__}.")
-        verdict = entry.get("verdict")
-        if verdict not in schema.VERDICTS:
-            raise SpecError(f"{where}, field 'verdict': {verdict!r} is not a verdict; expected "
-                            f"one of {', '.join(schema.VERDICTS)}.")
-        if not isinstance(entry.get("spec_hash"), str):
-            raise SpecError(f"{where}, field 'spec_hash': expected the declaration's hash (a "
-                            f"string), got {entry.get('spec_hash')!r}.")
-        if entry.get("gate") is not None and entry.get("gate") not in schema.GATES:
-            raise SpecError(f"{where}, field 'gate': {entry.get('gate')!r} is not a gate; expected "
-                            f"one of {', '.join(schema.GATES)}.")
-        prev = entry.get("previous")
-        if prev is not None and not (isinstance(prev, dict) and prev.get("verdict") in schema.VERDICTS
-                                     and isinstance(prev.get("spec_hash"), str)):
-            raise SpecError(f"{where}, field 'previous': expected the replaced pin "
-                            f"{{verdict, spec_hash}}, got {prev!r}.")
-    return data
+        _check_entry(entry, f"{path}: entry {key!r}")
+    for key, entry in retired.items():
+        where = f"{path}: retired entry {key!r}"
+        _check_entry(entry, where)
+        for name in ("retired_on", "retired_reason"):
+            if not isinstance(entry.get(name), str):
+                raise SpecError(f"{where}, field {name!r}: expected a string (the date of the "
+                                f"retirement, and why), got {entry.get(name)!r}.")
+    return data, retired
 
 
-def write_registry(path: str | os.PathLike, data: Mapping[str, Mapping[str, Any]]) -> Path:
-    """Write the whole registry atomically (sorted keys, two-space indent, final newline).
+def _check_entry(entry: Any, where: str) -> None:
+    if not isinstance(entry, dict):
+        raise SpecError(f"{where}: expected an object {{verdict, spec_hash, gate}}, "
+                        f"got {type(entry).__name__}.")
+    verdict = entry.get("verdict")
+    if verdict not in schema.VERDICTS:
+        raise SpecError(f"{where}, field 'verdict': {verdict!r} is not a verdict; expected "
+                        f"one of {', '.join(schema.VERDICTS)}.")
+    if not isinstance(entry.get("spec_hash"), str):
+        raise SpecError(f"{where}, field 'spec_hash': expected the declaration's hash (a "
+                        f"string), got {entry.get('spec_hash')!r}.")
+    if entry.get("gate") is not None and entry.get("gate") not in schema.GATES:
+        raise SpecError(f"{where}, field 'gate': {entry.get('gate')!r} is not a gate; expected "
+                        f"one of {', '.join(schema.GATES)}.")
+    prev = entry.get("previous")
+    if prev is not None and not (isinstance(prev, dict) and prev.get("verdict") in schema.VERDICTS
+                                 and isinstance(prev.get("spec_hash"), str)):
+        raise SpecError(f"{where}, field 'previous': expected the replaced pin "
+                        f"{{verdict, spec_hash}}, got {prev!r}.")
+
+
+def write_registry(path: str | os.PathLike, data: Mapping[str, Mapping[str, Any]],
+                   retired: Mapping[str, Mapping[str, Any]] | None = None) -> Path:
+    """Write the whole registry atomically (sorted keys, two-space indent, final newline):
+    the live pins ``data`` and, when there are any, the ``retired`` ones (section :data:`RETIRED`).
 
     Examples
     --------
@@ -161,13 +218,23 @@ def write_registry(path: str | os.PathLike, data: Mapping[str, Mapping[str, Any]
     """
     from ._io import write_text_atomic
 
-    text = json.dumps({k: dict(v) for k, v in data.items()}, indent=2, sort_keys=True) + "\n"
+    doc = {k: dict(v) for k, v in data.items()}
+    if RETIRED in doc:
+        raise SpecError(f"{path}: {RETIRED!r} is the registry's section of retired pins, not a result's key.")
+    if retired:
+        doc[RETIRED] = {k: dict(v) for k, v in retired.items()}
+    text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
     return write_text_atomic(path, text)
 
 
-def update_registry(path: str | os.PathLike, pins: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def update_registry(path: str | os.PathLike, pins: Mapping[str, Mapping[str, Any]],
+                    retire: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """Re-pin: the registry at ``path`` with ``pins`` replacing or adding their keys, written
-    atomically; the other pins are kept. Returns what was written.
+    atomically; the other pins are kept. Returns the live pins written.
+
+    ``retire`` (key -> why) moves those live pins to the section of retired pins
+    (:func:`retired_entry`, dated today, UTC); a key ``pins`` re-pins is not retired. A key
+    re-pinned that was retired comes back: the retired pin is the one it replaces.
 
     The file is read, merged and written while holding an ``fcntl`` lock on
     ``.verdicts.json.lock`` beside it (:func:`lie_stats._io.file_lock`), so concurrent
@@ -180,6 +247,12 @@ def update_registry(path: str | os.PathLike, pins: Mapping[str, Mapping[str, Any
     >>> _ = update_registry(p, {"A::d": {"verdict": "refuted", "spec_hash": "1", "gate": "pinned"}})
     >>> sorted(update_registry(p, {"B::d": {"verdict": "supported", "spec_hash": "2", "gate": "report"}}))
     ['A::d', 'B::d']
+    >>> sorted(update_registry(p, {}, retire={"A::d": "out of scope: r"})), sorted(read_retired(p))
+    (['B::d'], ['A::d'])
+    >>> update_registry(p, {"A::d": {"verdict": "supported", "spec_hash": "1", "gate": "pinned"}})["A::d"]["previous"]
+    {'verdict': 'refuted', 'spec_hash': '1'}
+    >>> read_retired(p)
+    {}
     """
     from ._io import file_lock
 
@@ -187,10 +260,31 @@ def update_registry(path: str | os.PathLike, pins: Mapping[str, Mapping[str, Any
     # modules at once each keep the other's pins (read at write time, not session start)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with file_lock(path):
-        data = read_registry(path)
-        data.update({k: with_previous(data.get(k), v) for k, v in pins.items()})
-        write_registry(path, data)
+        data, retired = _read(path)
+        for key, pin in pins.items():
+            old = data.get(key) if key in data else retired.pop(key, None)
+            data[key] = with_previous(old, pin)
+        for key, why in (retire or {}).items():
+            if key in data and key not in pins:
+                retired[key] = retired_entry(data.pop(key), why)
+        write_registry(path, data, retired)
     return data
+
+
+def retired_entry(pin: Mapping[str, Any], reason: str, on: str | None = None) -> dict[str, Any]:
+    """``pin`` retired: its fields (the last verdict, its hash, gate and ``previous``) with
+    ``retired_on`` (``on``, default today's UTC date) and ``retired_reason``.
+
+    Examples
+    --------
+    >>> retired_entry({"verdict": "refuted", "spec_hash": "ab", "gate": "pinned"}, "why", "2026-12-05")
+    {'verdict': 'refuted', 'spec_hash': 'ab', 'gate': 'pinned', 'retired_on': '2026-12-05', 'retired_reason': 'why'}
+    """
+    import datetime as dt
+
+    on = on or dt.datetime.now(dt.timezone.utc).date().isoformat()
+    return {**{k: v for k, v in pin.items() if k not in ("retired_on", "retired_reason")},
+            "retired_on": on, "retired_reason": str(reason)}
 
 
 def with_previous(old: Mapping[str, Any] | None, pin: Mapping[str, Any]) -> dict[str, Any]:
@@ -294,7 +388,8 @@ class GateOutcome:
 
 
 def check(result: Any, pinned: Mapping[str, Any] | None, *, update: bool = False,
-          registry: str | os.PathLike = REGISTRY_FILE, reason: str = "") -> GateOutcome:
+          registry: str | os.PathLike = REGISTRY_FILE, reason: str = "",
+          retired: Mapping[str, Any] | None = None) -> GateOutcome:
     """The gate's outcome for one evaluated result and its pin (see the module docstring).
 
     Parameters
@@ -310,6 +405,9 @@ def check(result: Any, pinned: Mapping[str, Any] | None, *, update: bool = False
         The registry's file, named in the message of a missing pin.
     reason : str
         Re-pinning: why, recorded in the ``previous`` entry of a pin this re-pinning changes.
+    retired : mapping or None
+        The result's retired pin (:func:`read_retired`), if it has one and no live pin: it
+        is compared with nothing; a ``pinned`` gate's message names the retirement.
 
     Returns
     -------
@@ -350,6 +448,12 @@ def check(result: Any, pinned: Mapping[str, Any] | None, *, update: bool = False
         return GateOutcome("failed", f"replication gate: verdict {result.verdict!r}, needs "
                                      f"'supported' ({result.reason})", **fields)
     if gate == _PINNED and not update:
+        if pinned is None and retired:
+            return GateOutcome("failed", f"pinned gate: the pin of {key} in {registry} was retired on "
+                                         f"{retired.get('retired_on')} ({retired.get('retired_reason')}; "
+                                         f"its last verdict {retired.get('verdict')!r}); the result is "
+                                         f"declared again: run with --update-verdicts to pin "
+                                         f"{result.verdict!r}", **fields)
         if pinned is None:
             return GateOutcome("failed", f"pinned gate: no verdict pinned for {key} in {registry}; "
                                          f"run with --update-verdicts to pin {result.verdict!r}", **fields)

@@ -238,10 +238,15 @@ class HypothesisModule(pytest.Module):
             return super()._getobj()
 
     def collect(self) -> Any:
+        engine = self.config.stash[_STATE].engine
         try:
-            return list(super().collect())
+            items = list(super().collect())
         except Exception as e:  # noqa: BLE001 - reported as this module's failure
+            engine.collected(self.path, ok=False)
             return [ModuleErrorItem.from_parent(self, name="<import>", text=_describe(e))]
+        # collected whole (the engine retires a removed declaration's pin only then)
+        engine.collected(self.path, ok=not any(isinstance(i, ModuleErrorItem) for i in items))
+        return items
 
 
 def _describe(e: BaseException) -> str:
@@ -294,6 +299,7 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: Any) 
         return [ModuleErrorItem.from_parent(collector, name=_item_name(got.name), text=got.text,
                                             declaration=got.declaration)]
     if got.out_of_scope:
+        state.engine.declare_out_of_scope(obj, collector.path)  # re-pinning retires its pins
         return [OutOfScopeItem.from_parent(collector, name=got.item_name(), record=obj, attr=name)]
     state.engine.declare(obj, got.datasets, collector.path)  # its family, whatever -k selects
     return [SpecItem.from_parent(collector, name=got.item_name(ds), spec=obj, dataset=ds, attr=name)
@@ -431,7 +437,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     # pins re-read under the lock: a concurrent run's pins are kept
     table = state.engine.finish(state.results, outcomes=state.outcomes)
-    report.write_reports(table.results, state.reports, figures=state.figures, datasets_dir=state.datasets)
+    report.write_reports(table.results, state.reports, figures=state.figures, datasets_dir=state.datasets,
+                         retired=table.retired)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

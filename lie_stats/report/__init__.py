@@ -43,6 +43,7 @@ from .figures import draw_figure
 from .sections import linked_images, register_section, report_sections, unregister_section, write_sections
 from .figures import draw_magnitude_figure
 from .render import render_html, render_markdown
+from .retired import retired_section
 from .text import estimate_text, figure_name, fmt, md_text, reference_text, relative_path, result_field
 from .view import gate_text, limiting_unit, outside_interval, p_label
 from .writing import check_reports_dir, keep_identical_figures, stable_numbers, staged_reports
@@ -302,7 +303,8 @@ def dataset_records(names: Sequence[str], datasets_dir: str | os.PathLike, *, ba
 
 
 def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "reports", *,
-                  figures: bool = True, datasets_dir: str | os.PathLike | None = None) -> dict[str, Path]:
+                  figures: bool = True, datasets_dir: str | os.PathLike | None = None,
+                  retired: Sequence[Mapping[str, Any]] = ()) -> dict[str, Path]:
     """Write ``results.json``, ``report.md``, ``report.html`` and the figures.
 
     Parameters
@@ -322,6 +324,10 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
     datasets_dir : path, optional
         The dataset cards' folder: the reports then list the cube files used, with sha256,
         and (with ``figures``) add the sections of :func:`register_section`.
+    retired : sequence of mapping
+        The run's retired pins (:attr:`lie_stats.engine.ResultsTable.retired`): listed in
+        the section "Retired pins" after the findings (:mod:`lie_stats.report.retired`);
+        they are not rows.
 
     Returns
     -------
@@ -376,9 +382,13 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
                 drawn["magnitudes"] = rel
         keep_identical_figures(stage, reports_dir, drawn.values())
         rows = _data_rows(data)
+        extra_html = [_markdown_to_html(x) for x in extra]
+        if retired:  # escaped by its own writer, for each medium
+            md, html = retired_section(retired, reports_dir.resolve().parent)
+            extra, extra_html = [*extra, md], [*extra_html, html]
         write_text_atomic(stage / REPORT_MD, render_markdown(records, rows, extra,
                                                              magnitude_figure=magnitude_figure))
-        write_text_atomic(stage / REPORT_HTML, render_html(records, rows, [_markdown_to_html(x) for x in extra],
+        write_text_atomic(stage / REPORT_HTML, render_html(records, rows, extra_html,
                                                            magnitude_figure=magnitude_figure))
     written = {key: inside(reports_dir, rel, what="figure") for key, rel in drawn.items()}
     written.update(json=reports_dir / RESULTS_JSON, markdown=reports_dir / REPORT_MD,

@@ -54,8 +54,10 @@ def test_two_writers_of_the_pins_keep_each_others_pins(tmp_path, datasets):
     out, err = run.communicate(timeout=600)
     assert run.returncode == 0, out[-3000:] + err[-3000:]
     pins = json.loads(registry.read_text())
-    # the other writer's pin (written while the run evaluated), the earlier one and the run's own
-    assert set(pins) == {"EARLIER::synth", "OTHER::synth", "P1::synth", "P2::synth"}, pins
+    # the other writer's pin (written while the run evaluated) and the run's own; the earlier
+    # pin, which no module of the folder declares, retired by the re-pinning (kept, not lost)
+    assert set(pins) == {"OTHER::synth", "P1::synth", "P2::synth", "retired"}, pins
+    assert set(pins["retired"]) == {"EARLIER::synth"} and pins["retired"]["EARLIER::synth"]["verdict"] == "supported"
 
 
 def test_two_writers_of_one_reports_folder_write_one_after_the_other(tmp_path, datasets):
