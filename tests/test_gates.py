@@ -206,3 +206,52 @@ def test_the_committed_registry_is_valid():
     data = gates.read_registry(REPO / "hypotheses" / gates.REGISTRY_FILE)
     assert data and all("::" in key for key in data)
     assert {e["gate"] for e in data.values()} <= set(schema.GATES)
+    retired = gates.read_retired(REPO / "hypotheses" / gates.REGISTRY_FILE)
+    assert not set(retired) & set(data) and all("::" in key for key in retired)
+
+
+# ----------------------------------------------------------------------------- retired pins
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"retired": []}', "section 'retired': expected an object"),
+    ('{"retired": {"P1::toy": {"verdict": "refuted", "spec_hash": "ab"}}}',
+     "retired entry 'P1::toy', field 'retired_on': expected a string"),
+    ('{"retired": {"P1::toy": {"verdict": "refuted", "spec_hash": "ab", "retired_on": "2026-12-05"}}}',
+     "retired entry 'P1::toy', field 'retired_reason': expected a string"),
+    ('{"retired": {"P1::toy": {"verdict": "maybe", "spec_hash": "ab"}}}',
+     "retired entry 'P1::toy', field 'verdict': 'maybe' is not a verdict"),
+])
+def test_a_malformed_retired_section_is_an_error_naming_the_file_and_entry(tmp_path, text, message):
+    path = tmp_path / "verdicts.json"
+    path.write_text(text)
+    for read in (gates.read_registry, gates.read_retired):
+        with pytest.raises(SpecError, match=message) as err:
+            read(path)
+        assert str(err.value).startswith(f"{path}: ")
+
+
+def test_retiring_moves_a_live_pin_and_re_pinning_brings_it_back(tmp_path):
+    path = tmp_path / "verdicts.json"
+    gates.write_registry(path, {"A::d": pin("supported"), "B::d": pin()})
+    with pytest.raises(SpecError, match="'retired' is the registry's section"):
+        gates.write_registry(path, {"retired": pin()})
+    # a key re-pinned in the same write is not retired; an unknown key is ignored
+    live = gates.update_registry(path, {"B::d": pin()}, retire={"A::d": "declaration removed", "B::d": "x",
+                                                                "Z::d": "y"})
+    assert live == {"B::d": pin()}
+    retired = gates.read_retired(path)
+    assert list(retired) == ["A::d"] and retired["A::d"]["retired_reason"] == "declaration removed"
+    assert {k: retired["A::d"][k] for k in ("verdict", "spec_hash", "gate")} == pin("supported")
+    assert len(retired["A::d"]["retired_on"]) == 10  # YYYY-MM-DD
+    text = json.loads(path.read_text())
+    assert sorted(text) == ["B::d", gates.RETIRED]
+    # no gate compares with it: the pinned gate names the retirement
+    out = gates.check(result("refuted", id="A", dataset="d"), None, registry=path, retired=retired["A::d"])
+    assert out.failed and out.message.startswith(f"pinned gate: the pin of A::d in {path} was retired on ")
+    assert "(declaration removed; its last verdict 'supported')" in out.message
+    assert gates.check(result("refuted", gate="report"), None, retired=retired["A::d"]).outcome == "passed"
+    # re-pinned: live again, the retired pin is the one it replaced
+    live = gates.update_registry(path, {"A::d": pin("refuted")})
+    assert live["A::d"]["previous"] == {"verdict": "supported", "spec_hash": HASH}
+    assert gates.read_retired(path) == {} and gates.RETIRED not in json.loads(path.read_text())
