@@ -160,6 +160,7 @@ class Engine:
     changed: dict = field(default_factory=dict)  # key -> (pinned hash, hash now)
     modules: dict = field(default_factory=dict)  # module path -> collected whole, without an error
     out_of_scope_ids: dict = field(default_factory=dict)  # registry path -> {id: why}
+    retired_now: dict = field(default_factory=dict)  # registry path -> {key: why} this run retired
 
     def __post_init__(self) -> None:
         from .datasets import default_datasets_dir
@@ -320,6 +321,7 @@ class Engine:
         from .gates import update_registry
 
         retire = self.retirements() if self.update else {}
+        self.retired_now = retire
         for path in sorted(set(self.pins) | set(retire)):
             update_registry(path, self.pins.get(path, {}), retire=retire.get(path))
         return self.pins

@@ -463,6 +463,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state.engine.update and pins:
         n = sum(len(p) for p in pins.values())
         tr.write_line(f"re-pinned {n} verdict(s) in {', '.join(map(str, pins))}")
+    # pins of results no longer evaluated: retired when re-pinning, else named as stale
+    gone = state.engine.retired_now if state.engine.update else state.engine.retirements()
+    if gone:
+        n, where = sum(len(p) for p in gone.values()), ", ".join(map(str, gone))
+        if state.engine.update:
+            tr.write_line(f"retired {n} pin(s) of results no longer evaluated in {terminal_line(where)}")
+        else:
+            tr.write_line(f"{n} pin(s) in {terminal_line(where)} name results no longer evaluated (out of "
+                          f"scope, or declaration removed): lie-stats run --update-verdicts retires them",
+                          yellow=True)
     tr.write_line(f"reports written to {state.reports}")
 
 

@@ -65,10 +65,16 @@ def test_re_pinning_retires_out_of_scope_and_removed_results_and_only_what_it_sa
 
     partial = run(project, "hyp/claims_b.py", "--update-verdicts")  # claims_a.py unseen: nothing to retire
     assert partial.returncode == 0, partial.stdout[-3000:]
+    assert registry(project) == before and "no longer evaluated" not in partial.stdout
+
+    plain = run(project, "hyp")  # without re-pinning: named, not retired
+    assert plain.returncode == 0, plain.stdout[-3000:]
+    assert "2 pin(s) in" in plain.stdout and "--update-verdicts retires them" in plain.stdout
     assert registry(project) == before
 
     done = run(project, "hyp", "--update-verdicts")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "retired 2 pin(s) of results no longer evaluated in" in done.stdout
     after = registry(project)
     assert sorted(after) == ["S3::synth", gates.RETIRED] and after["S3::synth"] == before["S3::synth"]
     retired = after[gates.RETIRED]
