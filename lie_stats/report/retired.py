@@ -54,7 +54,8 @@ def retired_section(retired: Sequence[Mapping[str, Any]], base: str | os.PathLik
     registries = sorted({relative_path(str(e.get("registry") or ""), Path(base).resolve()) if base
                          else str(e.get("registry") or "") for e in retired} - {""})
     where = ", ".join(registries) or "the registry"
-    text = (f"{len(retired)} pins of {where} are retired: their results are no longer evaluated (a claim "
+    many = len(retired) != 1
+    text = (f"{len(retired)} pin{'s' if many else ''} of {where} {'are' if many else 'is'} retired: their results are no longer evaluated (a claim "
             f"now declared out of scope, or a declaration removed). They are not rows of this report and "
             f"no gate compares with them; each keeps the verdict it had when it was retired.")
     rows = retired_rows(retired)
