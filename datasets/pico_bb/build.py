@@ -373,6 +373,23 @@ def plot(st: dict, path: Path, name: str) -> None:
 # ----------------------------------------------------------------------------------------- train
 def train(cfg: Config, *, out: Path = CURVES, state_root: Path = STATE, checkpoints: Path | None = None,
           cpu_budget: float | None = None, deadline: float | None = None, extend: bool = False, log=print) -> dict:
+    """Train (or resume) one run to ``cfg.steps``, or until ``cpu_budget`` CPU-seconds, ``deadline``
+    (epoch seconds) or SIGTERM; returns the state (curves, without weights)."""
+    import torch
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    prev_threads = torch.get_num_threads()
+    torch.set_num_threads(cfg.threads)
+    try:
+        return _train(cfg, out, state_root, checkpoints, cpu_budget, deadline, extend, log)
+    finally:
+        torch.set_num_threads(prev_threads)
+
+
+def _train(cfg, out, state_root, checkpoints, cpu_budget, deadline, extend, log) -> dict:
+    import threading
+
     import torch
     import torch.nn.functional as F
     import transformers
@@ -382,14 +399,13 @@ def train(cfg: Config, *, out: Path = CURVES, state_root: Path = STATE, checkpoi
     from lie_stats.schema import LABEL_CODES
 
     pico = _load_pico()
-    transformers.utils.logging.disable_progress_bar()
-    torch.set_num_threads(cfg.threads)
     name = run_name(cfg)
     sdir = state_root / name
     sdir.mkdir(parents=True, exist_ok=True)
     state_path = sdir / "state.pt"
     stop = {"signal": None}
-    signal.signal(signal.SIGTERM, lambda s, f: stop.update(signal=s))
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda s, f: stop.update(signal=s))
 
     bb = BB(cfg.k)
     probe = ProbeSet.from_tokens(probe_tokens(bb, cfg), first_token="bos",
@@ -496,7 +512,7 @@ def train(cfg: Config, *, out: Path = CURVES, state_root: Path = STATE, checkpoi
             model.set_attn_implementation("eager")
             measure_and_save(step)
             model.set_attn_implementation("sdpa")
-    return st
+    return {k: v for k, v in st.items() if k not in ("model", "optimizer")}
 
 
 def parse_deadline(text: str | None) -> float | None:
