@@ -109,30 +109,32 @@ def decide_in_family(spec: HypothesisSpec, result: Result, p_holm: float | None,
     base = {**result.multiplicity, "family_size": int(family_size), "primary": primary}
     if result.verdict in ("skipped", "out_of_scope") or result.undefined:
         return result.evolve(multiplicity=base)
-    row = {**{c: getattr(result, c) for c in schema.STAT_COLUMNS}, **result.extra}
     ctx = _decision(spec)
     alpha = ctx.alpha
-    holm = family_size > 1 and not primary
+    if not (family_size > 1 and not primary):
+        # decided at alpha, as run_once decided it: the verdict stands, only the label is the family's
+        decided_by = result.multiplicity.get("decided_by", "none")
+        if decided_by == "raw" and primary and family_size > 1:
+            decided_by = "primary"
+        return result.evolve(multiplicity={**base, "decided_by": decided_by, "level": float(alpha)})
+    # any other member: decided again at Holm's level
+    row = {**{c: getattr(result, c) for c in schema.STAT_COLUMNS}, **result.extra}
     adjusted = p_holm is not None and math.isfinite(float(p_holm))
-    if holm:
-        p = float(result.p_value)
-        level = (alpha * p / float(p_holm) if adjusted and p > 0 and float(p_holm) > 0
-                 else alpha / family_size)
-        ctx = Decision(ctx.prediction, level, ctx.reference, {**ctx.params, "alpha": level})
+    p = float(result.p_value)
+    level = (alpha * p / float(p_holm) if adjusted and p > 0 and float(p_holm) > 0
+             else alpha / family_size)
+    ctx = Decision(ctx.prediction, level, ctx.reference, {**ctx.params, "alpha": level})
     kind = spec.kind
     verdict, reason, direction, magnitude = decide(kind, row, ctx, result.dataset)
-    decided_by = _decided_by(kind, row, ctx, verdict, direction,
-                             "holm" if holm else "primary" if (primary and family_size > 1) else "raw")
-    if holm and verdict == "supported" and adjusted and float(p_holm) >= alpha:
+    decided_by = _decided_by(kind, row, ctx, verdict, direction, "holm")
+    if verdict == "supported" and adjusted and float(p_holm) >= alpha:
         verdict, direction, decided_by = "inconclusive", "inconclusive", "holm"
         reason = (f"the family's Holm-adjusted p {float(p_holm):.3g} is not below alpha "
                   f"{alpha:g} (before the family: {reason})")
-    if holm:
-        reason += (f" (decided at the family's Holm level {ctx.alpha:.3g}: family "
-                   f"{base.get('family')!r} of {family_size} tests)")
+    reason += (f" (decided at the family's Holm level {ctx.alpha:.3g}: family "
+               f"{base.get('family')!r} of {family_size} tests)")
     res = result.evolve(verdict=verdict, reason=reason, magnitude=magnitude,
-                        multiplicity={**base, "decided_by": decided_by,
-                                      "level": float(ctx.alpha)})
+                        multiplicity={**base, "decided_by": decided_by, "level": float(ctx.alpha)})
     return _finished(res, direction)
 
 
