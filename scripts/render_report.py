@@ -4,11 +4,13 @@ check that the first screen shows the summary.
     python scripts/render_report.py [reports/report.html] [-o first_screen.png] [--check]
 
 The screenshot is 1400x900 (``--size``). ``--check`` loads the page, reads where the
-counts (``#counts``) and the summary table (``#summary``) lie once the page has loaded
-(the page writes it into ``<body data-first-screen>``: a small script of the report's
-template), and fails (exit 1) unless both lie entirely inside the first screen (the
-requested size); it also
-fails when the screenshot is blank (one colour). Chromium is the Debian package
+counts (``#counts``) and the summary table (``#summary``) lie once the page has loaded, and
+how many cells of the summary cut their text (the page writes both into ``<body
+data-first-screen>``: a small script of the report's template), and fails (exit 1) unless
+the counts lie entirely inside the first screen (the requested size), the summary starts
+inside it and fits its width (its statements wrap, so a long report's summary may continue
+below the first screen), and no summary cell cuts its text; it also fails when the
+screenshot is blank (one colour). Chromium is the Debian package
 ``chromium`` (``apt-get install chromium``); exit 2 when it is absent.
 """
 
@@ -78,6 +80,9 @@ def first_screen(html: Path, *, size: tuple[int, int] = (1400, 900)) -> dict[str
     boxes: dict[str, tuple[int, ...]] = {name: tuple(int(v) for v in box) for name, *box in _BOX.findall(text)}
     w, h = re.search(r"viewport:(\d+)x(\d+)", text).groups()
     boxes["viewport"] = (int(w), int(h))
+    clipped = re.search(r"clipped:(\d+)", text)
+    if clipped:
+        boxes["clipped"] = (int(clipped.group(1)),)
     return boxes
 
 
@@ -90,7 +95,8 @@ def colours(png: Path) -> int:
 
 
 def check(html: Path, png: Path, *, size: tuple[int, int] = (1400, 900)) -> list[str]:
-    """Problems of the first screen (empty when the summary shows in full)."""
+    """Problems of the first screen (empty when the counts show, the summary starts on it and
+    fits its width, and no summary cell cuts its text)."""
     problems = []
     boxes = first_screen(html, size=size)
     # Against the requested size, which the screenshot has: headless Chromium's --dump-dom
@@ -102,9 +108,16 @@ def check(html: Path, png: Path, *, size: tuple[int, int] = (1400, 900)) -> list
             problems.append(f"#{name} not found")
             continue
         top, bottom, left, right = boxes[name]
-        if not (0 <= top < bottom <= height and 0 <= left < right <= width):
-            problems.append(f"#{name} spans x {left}-{right}, y {top}-{bottom} px: not inside the first "
+        # the counts whole; the summary from its top (its rows may continue below)
+        end = bottom if name == "counts" else top + 1
+        if not (0 <= top < end <= height and top < bottom and 0 <= left < right <= width):
+            problems.append(f"#{name} spans x {left}-{right}, y {top}-{bottom} px: not "
+                            f"{'inside' if name == 'counts' else 'starting inside'} the first "
                             f"screen ({width}x{height} px)")
+    if "clipped" not in boxes:
+        problems.append("the page does not say whether its summary cuts text (not a current report?)")
+    elif boxes["clipped"][0]:
+        problems.append(f"{boxes['clipped'][0]} cell(s) of #summary cut their text instead of wrapping it")
     if colours(screenshot(html, png, size=size)) < 3:
         problems.append(f"{png}: the screenshot is blank")
     return problems

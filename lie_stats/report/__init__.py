@@ -45,7 +45,7 @@ from .figures import draw_magnitude_figure
 from .render import render_html, render_markdown
 from .retired import retired_section
 from .text import estimate_text, figure_name, fmt, md_text, reference_text, relative_path, result_field
-from .view import gate_text, limiting_unit, outside_interval, p_label
+from .view import DESIGN_FLAG_CODES, design_flags, gate_text, limiting_unit, outside_interval, p_label
 from .writing import check_reports_dir, keep_identical_figures, stable_numbers, staged_reports
 
 __all__ = [
@@ -111,55 +111,113 @@ def result_row_text(result: Any) -> str:
     return "\n".join(terminal_line(line) for line in lines)
 
 
-_TABLE_COLS = ("id", "dataset", "gate", "verdict", "outcome", "effect [CI]", "p", "reference", "agree", "flag")
+_TABLE_COLS = ("id", "dataset", "verdict", "gate", "estimate [interval]", "p", "n (limit)", "flags")
+#: Widest the console's verdict table may be (columns wrap their cells to fit).
+TABLE_WIDTH = 100
+#: The narrowest each column of the table wraps to.
+_MIN_WIDTHS = (22, 12, 12, 4, 16, 6, 8, 5)
+#: The gate outcome in the table (a word of :data:`~lie_stats.report.view.GATE_LEGEND` -> code).
+_GATE_CODES = {"pin held": "ok", "replicated": "ok", "reported": "ok", "not run": "skip",
+               "not checked": "-"}
+#: The table's change and estimate flags (the diagnosis's are
+#: :data:`~lie_stats.report.view.DESIGN_FLAG_CODES`, shortened in the legend).
+TABLE_FLAG_CODES = {
+    "V": "verdict changed at the last re-pinning",
+    "D": "declaration changed since pinned",
+    "X": "estimate outside its interval",
+    "M": "magnitude undetermined",
+}
+_DESIGN_SHORT = {"P": "power < 0.5 or unknown", "C": "coverage < 0.9",
+                 "R": "false positives under other nulls > 2 alpha"}
+TABLE_LEGEND = (
+    "gate ok/FAIL/skip: passed, failed, not run (data absent); p: the test's p-value; n (limit): "
+    "units the estimate averages (the unit that limits the test); flags: "
+    + ", ".join(f"{k} {v}" for k, v in {**TABLE_FLAG_CODES, **_DESIGN_SHORT}.items())
+)
+assert set(_DESIGN_SHORT) == set(DESIGN_FLAG_CODES)
+
+
+def _table_flags(r: Mapping[str, Any]) -> str:
+    prev = r.get("previous_pin")
+    flags = ""
+    if prev and prev.get("verdict") != r.get("verdict"):
+        flags += "V"
+    if r.get("declaration_changed") and not prev:
+        flags += "D"
+    if outside_interval(r.get("effect"), r.get("ci_low"), r.get("ci_high")):
+        flags += "X"
+    if r.get("qualifier"):
+        flags += "M"
+    return flags + "".join(code for code, _ in design_flags(r))
 
 
 def _table_rows(records: Sequence[Mapping[str, Any]], outcomes: Mapping[str, str] | None = None) -> list[list[str]]:
     rows = []
     for r in records:
-        share = r.get("spec_curve_share")
-        flags = ["declaration changed"] if r.get("declaration_changed") else []
-        if r.get("previous_pin") and not r.get("declaration_changed"):
-            flags.append(f"was {r['previous_pin'].get('verdict')}")
-        if outside_interval(r.get("effect"), r.get("ci_low"), r.get("ci_high")):
-            flags.append("estimate outside its interval")
-        if r.get("qualifier"):
-            flags.append(str(r["qualifier"]))
         limit = limiting_unit(r)
-        if limit:
-            flags.append(f"n {fmt(r.get('n'))}, limited by: {limit}")
         outcome = (outcomes or {}).get(f"{r['id']}::{r['dataset']}", r.get("outcome") or "")
-        p = fmt(r.get("p_value"))
+        gate = gate_text({**r, "outcome": outcome})
+        n = fmt(r.get("n"))
         rows.append([
-            str(r["id"]), str(r["dataset"]), str(r["gate"]), str(r["verdict"]),
-            gate_text({**r, "outcome": outcome}),
+            str(r["id"]), str(r["dataset"]), str(r["verdict"]).replace("_", " "), _GATE_CODES.get(gate, "FAIL"),
             estimate_text(r.get("effect"), r.get("ci_low"), r.get("ci_high")),
-            "-" if p == "-" else f"{p_label(r)} {p}", reference_text(r.get("reference") or {}),
-            "-" if share is None else f"{fmt(100 * share, 3)} % of {r.get('spec_curve_n', len(r.get('spec_curve') or []))}",
-            "; ".join(flags),
+            fmt(r.get("p_value")), f"{n} ({limit})" if limit else n, _table_flags(r) or "-",
         ])
     return rows
 
 
-def verdict_table(results: Sequence[Any], *, outcomes: Mapping[str, str] | None = None) -> str:
-    """A plain-text verdict table (the plugin's terminal summary).
+def _fit_widths(natural: list[int], limit: int) -> list[int]:
+    """Column widths summing to at most ``limit``: the widest column narrowed first, none
+    below its :data:`_MIN_WIDTHS`."""
+    widths = [max(w, 1) for w in natural]
+    while sum(widths) > limit:
+        i = max(range(len(widths)), key=lambda k: widths[k] - _MIN_WIDTHS[k])
+        if widths[i] <= _MIN_WIDTHS[i]:
+            break
+        widths[i] -= 1
+    return widths
+
+
+#: Columns holding strings read from files (ids, dataset names): their continuation lines
+#: start with this mark, so a wrapped string cannot look like a line of its own.
+_CONTINUED = ".."
+
+
+def _wrap(text: str, width: int, mark: str = "") -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width, break_on_hyphens=True, subsequent_indent=mark) or [""]
+
+
+def verdict_table(results: Sequence[Any], *, outcomes: Mapping[str, str] | None = None,
+                  width: int = TABLE_WIDTH) -> str:
+    """A plain-text verdict table (the plugin's terminal summary), at most ``width``
+    columns wide: a cell longer than its column wraps onto the next lines (an id's or a
+    dataset's continuation lines start with ``..``); only a string from a file longer than
+    :data:`lie_stats._text.MAX_CELL` is cut. The last lines are the legend of its
+    abbreviations (:data:`TABLE_LEGEND`).
 
     Examples
     --------
     >>> print(verdict_table([{"id": "X1", "dataset": "toy", "gate": "pinned", "outcome": "passed",
     ...     "verdict": "refuted", "effect": -0.3, "ci_low": -0.5, "ci_high": -0.1, "p_value": 0.001,
-    ...     "extra": {"n_perm": 999}, "reference": {"rho": -0.274}}]).splitlines()[2])
-    X1  toy      pinned  refuted  pin held  -0.3 [-0.5, -0.1]  permutation p 0.001  rho = -0.274  -
+    ...     "n": 96, "extra": {"n_perm": 999}, "reference": {"rho": -0.274}}]).splitlines()[2])
+    X1  toy      refuted  ok    -0.3 [-0.5, -0.1]    0.001  96         P
     """
     records = [r if isinstance(r, Mapping) else r.row() for r in results]
     rows = [[terminal_cell(c) for c in row] for row in _table_rows(records, outcomes)]
-    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(_TABLE_COLS)]
+    natural = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(_TABLE_COLS)]
+    widths = _fit_widths(natural, width - 2 * (len(_TABLE_COLS) - 1))
 
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+    def lines(cells: Sequence[str]) -> list[str]:
+        wrapped = [_wrap(c, w, _CONTINUED if k < 2 else "") for k, (c, w) in enumerate(zip(cells, widths))]
+        return ["  ".join((part[k] if k < len(part) else "").ljust(w) for part, w in zip(wrapped, widths)).rstrip()
+                for k in range(max(len(p) for p in wrapped))]
 
-    out = [line(_TABLE_COLS), line(["-" * w for w in widths])]
-    out += [line(row) for row in rows]
+    out = lines(_TABLE_COLS) + ["  ".join("-" * w for w in widths)]
+    for row in rows:
+        out += lines(row)
+    out += _wrap("legend: " + TABLE_LEGEND, width)
     return "\n".join(out)
 
 

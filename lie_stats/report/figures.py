@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,8 @@ import numpy as np
 from .. import schema
 from .text import fmt
 
-__all__ = ["draw_figure", "original_interval", "forest_rows", "draw_magnitude_figure", "FOREST_ROWS"]
+__all__ = ["draw_figure", "original_interval", "forest_rows", "draw_magnitude_figure", "FOREST_ROWS",
+           "magnitude_panels", "spans_decades", "plain_log_ticks", "LOG_SPAN"]
 
 #: Most analysis choices a result's forest plot draws one by one; beyond, it draws the
 #: choices sorted by effect, the :data:`FOREST_TAIL` lowest and highest, and one summary row.
@@ -25,6 +26,46 @@ ROW_INCHES = 0.16
 #: label) is plain text, never mathtext, so a "$" in a string from a file cannot fail the
 #: report (the figure medium of :mod:`lie_stats._text`).
 PLAIN_TEXT = {"text.parse_math": False}
+
+
+#: Values spanning more than this ratio (two decades) are drawn on a log axis.
+LOG_SPAN = 100.0
+
+
+def plain_log_ticks(ax: Any, axis: str = "x") -> None:
+    """Tick labels of a log (or symlog) axis as plain numbers (``1000``, ``0.01``): with
+    mathtext off (:data:`PLAIN_TEXT`), matplotlib's default labels would show their
+    ``$\\mathdefault{10^{3}}$`` source."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_formatter(FuncFormatter(lambda v, _pos: fmt(v)))
+    target.set_minor_formatter(NullFormatter())
+
+
+def spans_decades(values: Any, span: float = LOG_SPAN) -> bool:
+    """Whether the finite values are all positive and span more than ``span`` (two decades).
+
+    >>> spans_decades([0.5, 20.0, 40.0]), spans_decades([0.5, 200.0]), spans_decades([-1.0, 500.0])
+    (False, True, False)
+    """
+    v = np.asarray([x for x in np.ravel(np.asarray(values, dtype=float)) if np.isfinite(x)])
+    return bool(v.size) and float(v.min()) > 0 and float(v.max()) / float(v.min()) > span
+
+
+def _scale_axes(ax: Any, xs: Any, ys: Any) -> None:
+    """A log axis for values spanning more than two decades (symlog for steps from 0)."""
+    xs = np.asarray(xs, dtype=float)
+    pos = xs[np.isfinite(xs) & (xs > 0)]
+    if spans_decades(xs):
+        ax.set_xscale("log")
+        plain_log_ticks(ax, "x")
+    elif pos.size and np.nanmin(xs) >= 0 and float(pos.max()) / float(pos.min()) > LOG_SPAN:
+        ax.set_xscale("symlog", linthresh=float(pos.min()))
+        plain_log_ticks(ax, "x")
+    if spans_decades(ys):
+        ax.set_yscale("log")
+        plain_log_ticks(ax, "y")
 
 
 def draw_figure(result: Any, record: Mapping[str, Any], path: Path) -> bool:
@@ -118,6 +159,7 @@ def _plot_layer_profile(ax: Any, data: Any, record: Mapping[str, Any]) -> bool:
         return False
     ax.axhline(1.0, color="0.6", ls=":", lw=1)
     ax.set_yscale("log")
+    plain_log_ticks(ax, "y")
     ax.set_xlabel("layer (boundary layers boxed)")
     metric = (record.get("selection") or {}).get("last", {}).get("metric", "")
     ax.set_ylabel(f"layer enrichment last / first\n{metric}" + (f" ({summary})" if schema.HEAD_J in
@@ -153,6 +195,7 @@ def _plot_trajectory_by_group(ax: Any, data: Any, labels: Mapping[str, str]) -> 
     if not drawn:
         return False
     ax.set_xscale("symlog", linthresh=1)
+    plain_log_ticks(ax, "x")
     ax.set_xlabel("step")
     ax.set_ylabel(f"{labels.get('values', 'values')}, mean by label", fontsize=8)
     ax.legend(fontsize=7)
@@ -177,6 +220,7 @@ def _plot_data(ax: Any, data: Any, labels: Mapping[str, str]) -> None:
             s = mean.sel({schema.MODEL: m})
             ok = np.isfinite(s.values)
             ax.plot(s[schema.STEP].values[ok], s.values[ok], marker="o", ms=3, label=str(m))
+        _scale_axes(ax, mean[schema.STEP].values, mean.values)
         ax.set_xlabel("step")
         ax.set_ylabel(f"{labels.get(role, role)}, mean", fontsize=8)
         if mean.sizes[schema.MODEL] <= 8:
@@ -194,11 +238,13 @@ def _plot_data(ax: Any, data: Any, labels: Mapping[str, str]) -> None:
     color = table[schema.LAYER].to_numpy() if schema.LAYER in table.columns else None
     if len(roles) >= 2:
         sc = ax.scatter(table[roles[0]], table[roles[1]], c=color, s=12, cmap="viridis")
+        _scale_axes(ax, table[roles[0]].to_numpy(dtype=float), table[roles[1]].to_numpy(dtype=float))
         ax.set_xlabel(labels.get(roles[0], roles[0]), fontsize=8)
         ax.set_ylabel(labels.get(roles[1], roles[1]), fontsize=8)
     else:
         x = color if color is not None else np.arange(len(table))
         sc = ax.scatter(x, table[roles[0]], c=color, s=12, cmap="viridis")
+        _scale_axes(ax, [], table[roles[0]].to_numpy(dtype=float))
         ax.set_xlabel(schema.LAYER if color is not None else "unit")
         ax.set_ylabel(labels.get(roles[0], roles[0]), fontsize=8)
     if color is not None:
@@ -296,8 +342,9 @@ def _plot_estimates(ax: Any, record: Mapping[str, Any],
         ax.plot([e], [i], "o", color=color, mfc="white" if hollow else color)
     shown = [float(v) for _, r in rows if r is not None for v in (r.get("effect"), r.get("ci_low"), r.get("ci_high"))
              if isinstance(v, (int, float)) and math.isfinite(v)]
-    if shown and min(shown) > 0 and max(shown) / min(shown) > 100:
+    if spans_decades(shown):
         ax.set_xscale("log")  # ratios over orders of magnitude (enrichment)
+        plain_log_ticks(ax, "x")
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([label for label, _ in rows], fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top
@@ -335,13 +382,48 @@ def _magnitude_rows(records: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _scale_of(row: Mapping[str, Any]) -> float:
+    values = [row["estimate"], row["reference"], *(row["band"] or []), *(row["ci"] or [])]
+    return max((abs(v) for v in values if math.isfinite(v)), default=0.0)
+
+
+def magnitude_panels(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """The panels of the cross-claim figure: positive ratios spanning more than 3x on a log
+    axis; the other figures on linear axes, in panels whose rows' sizes (largest absolute
+    value of each row) lie within two decades of each other, so that no row is squashed to a
+    point by a row a thousand times larger.
+
+    >>> rows = [{"estimate": e, "reference": r, "band": None, "ci": None, "log": False}
+    ...         for e, r in ((0.1, 0.2), (0.5, 0.98), (14.0, 500.0))]
+    >>> [(t, len(rs)) for t, rs in magnitude_panels(rows)]
+    [('other figures (linear scale)', 2), ('other figures, larger (linear scale)', 1)]
+    """
+    panels: list[tuple[str, list[Mapping[str, Any]]]] = []
+    ratios = [r for r in rows if r["log"]]
+    if ratios:
+        panels.append(("ratios (log scale)", ratios))
+    linear = sorted((r for r in rows if not r["log"]), key=_scale_of)
+    groups: list[list[Mapping[str, Any]]] = []
+    for r in linear:
+        if groups and _scale_of(r) <= LOG_SPAN * max(_scale_of(groups[-1][0]), 1e-300):
+            groups[-1].append(r)
+        else:
+            groups.append([r])
+    order = {id(r): k for k, r in enumerate(rows)}
+    for k, group in enumerate(groups):
+        title = "other figures" + (", larger" if k else "") + (f" ({k + 1})" if k > 1 else "") + " (linear scale)"
+        panels.append((title, sorted(group, key=lambda r: order[id(r)])))
+    return panels
+
+
 def draw_magnitude_figure(records: Any, path: Path) -> bool:
     """The essay's figure against our estimate, across claims (as replication projects draw
     original against replication effects): one row per result with a magnitude reference,
     the essay's figure (black diamond), its band (grey), our estimate with its interval
     (green within the band, red outside, grey not tested). Ratios spanning more than 3x
-    are drawn on a log axis of their own, other figures on a linear one. False (nothing
-    written) when no result has a magnitude reference."""
+    are drawn on a log axis of their own, other figures on linear ones, grouped so that each
+    panel's rows lie within two decades (:func:`magnitude_panels`). False (nothing written)
+    when no result has a magnitude reference."""
     rows = _magnitude_rows(records)
     if not rows:
         return False
@@ -350,9 +432,7 @@ def draw_magnitude_figure(records: Any, path: Path) -> bool:
     matplotlib.use("Agg", force=False)
     from matplotlib.figure import Figure
 
-    panels = [(title, [r for r in rows if r["log"] == log]) for title, log in
-              (("ratios (log scale)", True), ("other figures (linear scale)", False))]
-    panels = [(t, rs) for t, rs in panels if rs]
+    panels = magnitude_panels(rows)
     heights = [max(1.0, ROW_INCHES * 1.6 * len(rs)) for _, rs in panels]
     with warnings.catch_warnings(), matplotlib.rc_context(PLAIN_TEXT):
         warnings.simplefilter("ignore", UserWarning)
@@ -370,12 +450,13 @@ def draw_magnitude_figure(records: Any, path: Path) -> bool:
                 ax.plot([r["reference"]], [i], "D", color="k", ms=5)
             if title.startswith("ratios"):
                 ax.set_xscale("log")
+                plain_log_ticks(ax, "x")
             ax.set_yticks(range(len(rs)))
             ax.set_yticklabels([r["label"] for r in rs], fontsize=7)
             ax.set_ylim(len(rs) - 0.5, -0.5)
             ax.set_title(title, fontsize=9, loc="left")
             ax.grid(axis="x", color="0.9")
-        axes[-1].set_xlabel("black diamond: essay's figure; grey: its band; dot [interval]: our estimate "
+        axes[-1].set_xlabel("black diamond: essay's figure; grey: its band; dot [interval]: our estimate\n"
                             "(green within, olive compatible, red outside, grey not tested)", fontsize=8)
         fig.tight_layout()
         path.parent.mkdir(parents=True, exist_ok=True)

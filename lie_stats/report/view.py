@@ -14,7 +14,9 @@ engine for HTML, by :func:`lie_stats.report.text.md_text` for Markdown).
 Fields other parts of lie_stats add to a results row are read when present and shown as
 ``-`` when absent: ``magnitude`` (``status``, ``estimate``, ``reference``, ``band``,
 ``reason``), ``finding`` (one sentence), ``diagnosis`` (``fpr``, ``power``, ``coverage``,
-``type_s``, ``n_sims``, ``seed``, ``reason``) and ``multiplicity`` (``family``, ``method``,
+``type_s``, ``n_sims``, ``seed``, ``reason``, and ``fpr_robust`` with ``robust``, the
+false-positive rates under alternative nulls: "not diagnosed under alternative nulls" while
+absent) and ``multiplicity`` (``family``, ``method``,
 ``p_adjusted``, ``decided_by``) and ``fidelity`` (``status``, ``differs``).
 """
 
@@ -31,7 +33,8 @@ from .text import estimate_text, fmt, reference_text
 
 __all__ = ["VERDICT_ORDER", "P_LEGEND", "GATE_LEGEND", "claim_key", "natural_key", "p_label", "gate_text",
            "outside_interval", "result_view", "claim_views", "summary_counts", "limiting_unit",
-           "LIMITING_UNITS", "fidelity_texts", "fidelity_note"]
+           "LIMITING_UNITS", "fidelity_texts", "fidelity_note", "design_flags", "robust_fpr_text",
+           "DESIGN_FLAG_CODES", "LOW_POWER", "LOW_COVERAGE", "ROBUST_FPR_FACTOR"]
 
 #: The verdicts in the order the reports count them.
 VERDICT_ORDER = tuple(dict.fromkeys((*schema.VERDICTS, "out_of_scope")))
@@ -219,6 +222,7 @@ def _diagnosis_text(diag: Mapping[str, Any]) -> str:
         return "-"
     keys = ("fpr", "power", "coverage", "type_s", "n_sims", "seed")
     text = ", ".join(f"{k} {fmt(diag.get(k))}" for k in keys if k in diag)
+    text += f"; FPR under other plausible nulls: {robust_fpr_text(diag)}"
     text += f"; {diag['reason']}" if diag.get("reason") else ""
     return text + (f"; simulated as {diag['design']}" if diag.get("design") else "")
 
@@ -283,6 +287,7 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
     gate = gate_text(r)
     limit = limiting_unit(r)
     out_of_scope = r.get("verdict") == "out_of_scope" or str(r.get("reason") or "").startswith("out of scope")
+    flags = design_flags(r)
     # an out-of-scope record tested nothing: no fidelity to show
     fidelity, fidelity_label, fidelity_text = fidelity_texts(None if out_of_scope else r.get("fidelity"))
     numbers = [
@@ -334,12 +339,14 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
         "estimate": estimate_text(r.get("effect"), r.get("ci_low"), r.get("ci_high")), "outside": outside,
         "p_label": label, "p": fmt(r.get("p_value")),
         "essay": reference_text(r.get("reference") or {}),
-        "magnitude": str(mag.get("status") or "-"), "magnitude_text": _magnitude_text(mag),
+        "essay_words": reference_text({str(k).replace("_", " "): v for k, v in (r.get("reference") or {}).items()}),
+        "magnitude": str(mag.get("status") or "-").replace("_", " "), "magnitude_text": _magnitude_text(mag),
         "tests_figure": mag.get("reference") is not None,
         "power": fmt(diag.get("power")) if diag else "-",
-        "power_warning": power_warning(diag),
+        "design_flags": [text for _, text in flags],
+        "design_codes": "".join(code for code, _ in flags),
         "finding": str(r.get("finding") or ""),
-        "flag": _flag(r),
+        "flag": _flag(r), "flag_short": _flag_short(r),
         "facts": facts, "numbers": numbers, "curve": curve,
         "curve_text": _curve_text(r, share, sup) if curve else "",
         "curve_outside": sum(c["outside"] for c in curve),
@@ -347,37 +354,146 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-#: Below this simulated power the report says in words that the design is weak.
+#: Below this simulated power a decided result is flagged (:func:`design_flags`).
 LOW_POWER = 0.5
+#: Below this simulated coverage of its interval a result is flagged.
+LOW_COVERAGE = 0.9
+#: A result is flagged when its false-positive rate under the alternative nulls exceeds this
+#: multiple of its alpha.
+ROBUST_FPR_FACTOR = 2.0
+#: The design flags' one-letter codes (the console table's ``flags`` column) and meanings.
+DESIGN_FLAG_CODES = {
+    "P": "low power (under 0.5) or no power figure",
+    "C": "interval coverage under 0.9 in simulation",
+    "R": "false-positive rate under other plausible nulls above twice alpha",
+}
 
 
-def power_warning(diag: Mapping[str, Any] | None) -> str:
-    """A sentence when the diagnosis's power to detect the reference effect is under
-    :data:`LOW_POWER`, else ``""``.
+def _alpha(r: Mapping[str, Any]) -> float:
+    alpha = _number((r.get("params") or {}).get("alpha"))
+    return alpha if alpha is not None and 0 < alpha < 1 else 0.05
 
-    >>> power_warning({"power": 0.3, "n_sims": 200})
-    'Low power: with the reference effect planted, this design supports the claim in 30 % of 200 simulations; a verdict other than supported says little about the claim.'
-    >>> power_warning({"power": 0.8}), power_warning({"power": None}), power_warning(None)
-    ('', '', '')
+
+def _pct(value: float) -> str:
+    return f"{fmt(100 * value)} %"
+
+
+def _robust(diag: Mapping[str, Any]) -> tuple[float | None, str, Any, list[str], int]:
+    """``(fpr_robust, worst null, its n_sims, the nulls not simulated with why, how many nulls)``."""
+    robust = diag.get("robust") if isinstance(diag.get("robust"), Mapping) else {}
+    worst: tuple[str, float, Any] | None = None
+    missing = []
+    for name, rec in robust.items():
+        rec = rec if isinstance(rec, Mapping) else {}
+        fpr = _number(rec.get("fpr"))
+        if fpr is None:
+            missing.append(f"{str(name).replace('_', ' ')}: not simulated" + (f", {rec['reason']}" if rec.get("reason") else ""))
+        elif worst is None or fpr > worst[1]:
+            worst = (str(name), fpr, rec.get("n_sims"))
+    name, n = (worst[0].replace("_", " "), worst[2]) if worst else ("", None)
+    return _number(diag.get("fpr_robust")), name, n, missing, len(robust)
+
+
+def robust_fpr_text(diag: Mapping[str, Any] | None) -> str:
+    """The false-positive rate under the alternative nulls, in words: the largest share of
+    simulations the rule said supported under a null other than the design's own, with the
+    null that gave it; "not diagnosed under alternative nulls" when the diagnosis has not
+    simulated them.
+
+    >>> robust_fpr_text({"fpr": 0.0})
+    'not diagnosed under alternative nulls'
+    >>> robust_fpr_text({"fpr_robust": 0.12, "robust": {"heavy_tails": {"fpr": 0.12, "n_sims": 200, "reason": ""},
+    ...                                                 "shared": {"fpr": None, "n_sims": 0, "reason": "no layers"}}})
+    '12 % (the largest of 2 alternative nulls: heavy tails, 200 simulations; shared: not simulated, no layers)'
     """
-    power = _number((diag or {}).get("power"))
-    if power is None or power >= LOW_POWER:
-        return ""
-    return (f"Low power: with the reference effect planted, this design supports the claim in "
-            f"{fmt(100 * power)} % of {diag.get('n_sims')} simulations; a verdict other than "
-            f"supported says little about the claim.")
+    diag = diag or {}
+    if "fpr_robust" not in diag:
+        return "not diagnosed under alternative nulls"
+    value, worst, n, missing, count = _robust(diag)
+    if value is None:
+        return "not computed" + (f" ({'; '.join(missing)})" if missing else "")
+    head = f"the largest of {count} alternative nulls" + (f": {worst}, {n} simulations" if worst else "")
+    return f"{_pct(value)} (" + "; ".join([head, *missing]) + ")"
+
+
+def design_flags(r: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What the diagnosis says against a decided result's design, as ``(code, sentence)``
+    (codes of :data:`DESIGN_FLAG_CODES`): power under :data:`LOW_POWER` or no power figure,
+    worded for the verdict it qualifies (under "supported", a weak design's estimate is
+    likely exaggerated: a type M error; under another verdict, the design could easily miss
+    the effect); coverage under :data:`LOW_COVERAGE`; a false-positive rate under the
+    alternative nulls (``fpr_robust``) above :data:`ROBUST_FPR_FACTOR` times alpha. Nothing
+    for a result not decided (skipped, out of scope).
+
+    >>> [c for c, _ in design_flags({"verdict": "supported", "diagnosis": {"power": 0.3, "n_sims": 200}})]
+    ['P']
+    >>> design_flags({"verdict": "refuted", "diagnosis": {"power": 0.9, "coverage": 0.95, "fpr_robust": 0.05}})
+    []
+    >>> design_flags({"verdict": "skipped"})
+    []
+    """
+    verdict = str(r.get("verdict") or "")
+    if verdict not in ("supported", "refuted", "inconclusive"):
+        return []
+    diag = r.get("diagnosis") or {}
+    n_sims = diag.get("n_sims")
+    sims = f" of {n_sims} simulations" if n_sims else " of the simulations"
+    out: list[tuple[str, str]] = []
+    power = _number(diag.get("power"))
+    if power is None:
+        why = f" ({diag['reason']})" if diag.get("reason") else ""
+        out.append(("P", f"No power figure{why}: how likely this design is to detect the claimed "
+                         f"effect is unknown, so the verdict's weight is unknown too."))
+    elif power < LOW_POWER:
+        head = f"Low power: with the claimed effect planted, this design decides supported in {_pct(power)}{sims}"
+        if verdict == "supported":
+            out.append(("P", f"{head}. A supported verdict from a design this weak likely exaggerates "
+                             f"the effect (a type M error): read the estimate as an overstatement of its size."))
+        else:
+            out.append(("P", f"{head}. The design could easily miss the effect, so this {verdict} "
+                             f"verdict says little against the claim."))
+    coverage = _number(diag.get("coverage"))
+    if coverage is not None and coverage < LOW_COVERAGE:
+        out.append(("C", f"Low coverage: the interval held the true value in {_pct(coverage)}{sims} "
+                         f"(under {_pct(LOW_COVERAGE)}); it is narrower than it claims to be."))
+    robust, worst, _, _, _ = _robust(diag)
+    alpha = _alpha(r)
+    if robust is not None and robust > ROBUST_FPR_FACTOR * alpha:
+        under = f" (under {worst})" if worst else ""
+        out.append(("R", f"False positives under other plausible nulls: with no effect, the rule decides "
+                         f"supported in {_pct(robust)} of simulations{under}, above twice alpha "
+                         f"({fmt(ROBUST_FPR_FACTOR * alpha)}); a supported verdict may come from the "
+                         f"test's assumptions rather than from the effect."))
+    return out
 
 
 def _flag(r: Mapping[str, Any]) -> str:
-    """The result's flag: a declaration changed since its pin, or the pin replaced at the last
-    re-pinning (was -> now)."""
-    if r.get("declaration_changed"):
-        return "declaration changed after its verdict was pinned"
+    """The result's flag, only where something changed: the last re-pinning changed its
+    verdict (was -> now), or its declaration changed since its verdict was pinned and was not
+    re-pinned. A pin replaced with the same verdict is not flagged (the changelog lists it).
+
+    >>> _flag({"verdict": "refuted", "previous_pin": {"verdict": "supported"}})
+    'verdict changed at the last re-pinning: was supported'
+    >>> _flag({"verdict": "refuted", "declaration_changed": True,
+    ...        "previous_pin": {"verdict": "refuted", "spec_hash": "a"}})
+    ''
+    >>> _flag({"verdict": "refuted", "declaration_changed": True})
+    'declaration changed after its verdict was pinned'
+    """
     prev = r.get("previous_pin")
-    if prev:
-        what = "declaration" if prev.get("spec_hash") != r.get("spec_hash") else "rule or data"
-        return f"changed at the last re-pinning ({what}): was {prev.get('verdict')}"
+    if prev and prev.get("verdict") != r.get("verdict"):
+        return f"verdict changed at the last re-pinning: was {str(prev.get('verdict')).replace('_', ' ')}"
+    if r.get("declaration_changed") and not prev:
+        return "declaration changed after its verdict was pinned"
     return ""
+
+
+def _flag_short(r: Mapping[str, Any]) -> str:
+    """:func:`_flag` in a few words, for the summary table (its full text is the title)."""
+    prev = r.get("previous_pin")
+    if prev and prev.get("verdict") != r.get("verdict"):
+        return f"was {str(prev.get('verdict')).replace('_', ' ')}"
+    return "declaration changed" if _flag(r) else ""
 
 
 def _curve_text(r: Mapping[str, Any], share: Any, sup: Any) -> str:
@@ -496,6 +612,7 @@ def change_views(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         out.append({"title": f"{r.get('id')} on {r.get('dataset')}",
                     "anchor": "r-" + anchor(f"{r.get('id')}::{r.get('dataset')}"),
                     "was": str(prev.get("verdict")), "now": str(r.get("verdict")),
+                    "verdict_changed": prev.get("verdict") != r.get("verdict"),
                     "known": ("yes" if prev.get("verdict") else "no") if declared else "-",
                     "why": why + (f": {note.group(0)}" if declared and note else "")})
     return sorted(out, key=lambda c: natural_key(c["title"]))

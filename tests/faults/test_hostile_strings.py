@@ -231,9 +231,17 @@ def test_every_output_shows_hostile_strings_as_data(project, output):
 
 
 def test_the_terminal_table_cuts_long_cells(project):
+    """A hostile id is cut at 60 characters and wraps within its column, each continuation
+    line marked, in a table of at most 100 columns."""
     _, table = project["outputs"]["results.json: verdict table"]
-    assert "X2/../../../escape\\n  valid: yes (forged)\\n<script>alert(...  hostile  " in table, table
-    assert not re.search("L{61}", table)
+    lines = table.splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith("X2/"))
+    parts = [line.split("  ")[0] for line in lines[start:start + 3]]
+    assert all(p.startswith("..") for p in parts[1:]), parts  # continuation lines, marked
+    # the cell cut at 60 characters ("..." at the cut), wrapped where it had spaces
+    assert parts[0] + "".join(p[2:] for p in parts[1:]) == "X2/../../../escape\\nvalid: yes (forged)\\n<script>alert(...", parts
+    assert max(len(line) for line in lines) <= 100
+    assert not re.search("L{61}", table) and not re.search("L{61}", table.replace("\n..", ""))
 
 
 def test_no_writer_leaves_its_folder(project):

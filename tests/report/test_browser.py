@@ -1,7 +1,9 @@
 """The HTML report in a real browser (headless Chromium, scripts/render_report.py): the
-first 1400x900 screen shows the counts and the whole summary table, with 22 claims and a
-96-choice specification curve, and the check fails when the summary is pushed below it.
-Skipped where no Chromium is installed (the Debian package ``chromium``)."""
+first 1400x900 screen shows the counts and the start of the summary table, whose long
+statements wrap (no cell cuts its text) within the screen's width, with 22 claims and a
+96-choice specification curve; the check fails when the summary is pushed below the first
+screen or a cell cuts its text. Skipped where no Chromium is installed (the Debian package
+``chromium``)."""
 
 from __future__ import annotations
 
@@ -49,6 +51,12 @@ def test_the_first_screen_shows_the_summary_in_chromium(tmp_path):
     assert render_report.check(out / "report.html", png) == []
     boxes = render_report.first_screen(out / "report.html")
     assert boxes["summary"][1] - boxes["summary"][0] > 22 * 12  # 22 claim rows really laid out
+    assert boxes["summary"][3] <= 1400 and boxes["clipped"] == (0,)  # fits the width, nothing cut
+    # each ~200-character statement is written out whole in the summary (wrapped, not cut)
+    html = (out / "report.html").read_text()
+    summary = html[html.index('<table id="summary">'):html.index("</table>", html.index('<table id="summary">'))]
+    for claim in [f"A{i}" for i in range(1, 11)] + ["B1", "B2", "gating"]:  # B3 leads with its pico row
+        assert (f"{claim}: a claim of the essay stated at the length essays state them, " * 3).strip() in summary
     assert render_report.colours(png) > 10
     from PIL import Image
 
@@ -65,6 +73,17 @@ def test_the_check_fails_when_the_summary_is_below_the_first_screen(tmp_path):
     out = tmp_path / "reports"
     report.write_reports(_rows(), out, figures=False)
     page = out / "report.html"
-    page.write_text(page.read_text().replace("<h1>", '<div style="height:700px"></div><h1>', 1))
+    text = page.read_text()
+    page.write_text(text.replace('<table id="summary">', '<div style="height:900px"></div><table id="summary">', 1))
     problems = render_report.check(page, tmp_path / "first.png")
     assert len(problems) == 1 and problems[0].startswith("#summary spans")
+
+
+def test_the_check_fails_when_a_statement_is_cut(tmp_path):
+    out = tmp_path / "reports"
+    report.write_reports(_rows(), out, figures=False)
+    page = out / "report.html"
+    cut = "#summary td.claim{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}\n</style>"
+    page.write_text(page.read_text().replace("</style>", cut, 1))
+    problems = render_report.check(page, tmp_path / "first.png")
+    assert len(problems) == 1 and "cut their text" in problems[0], problems

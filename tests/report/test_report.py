@@ -106,9 +106,9 @@ def test_markdown_and_html_have_one_section_per_result(results, planted_root, wr
     # the first screen: counts of every verdict, and one row per claim with its main result
     assert "5 results of 4 claims. Verdicts: supported 2, refuted 0, inconclusive 2, skipped 1, out of scope 0." in md
     assert '<span class="badge v-supported">supported 2</span>' in html
-    assert ("| [B5](#claim-b5) | Initial contribution predicts change &lt;b&gt; | rho = -0.274, p = 0.007, n = 96 | "
-            f"{rounded} | **supported** (synth; as stated) | +1: 1 skipped | not_tested | - | not checked | permutation p "
-            f"{report.fmt(b5.p_value)} |") in md
+    assert ("| [B5](#claim-b5) | Initial contribution predicts change &lt;b&gt; | **supported** (on synth; as stated) | "
+            f"{rounded} | rho = -0.274, p = 0.007, n = 96 | not tested | - ⚠ | permutation p "
+            f"{report.fmt(b5.p_value)} | +1: 1 skipped |") in md
     assert html.index('id="summary"') < html.index('id="legend"') < html.index('<section id="claim-a4">')
     # the Data section lists the cubes used, with their sha256
     import hashlib
@@ -150,6 +150,7 @@ def test_declaration_flag_and_outcome_reach_the_report(results, tmp_path):
     assert rec["declaration_changed"] is True and rec["pinned_verdict"] == "refuted"
     md = (tmp_path / "report.md").read_text()
     # the gate's outcome in its own words, never glued to the verdict ("inconclusive (failed)")
-    assert "declaration changed" in md and "**FLAG**" in md and "pin broken" in md and "(failed)" not in md
+    assert "declaration changed after its verdict was pinned" in md and "**Changed:**" in md
+    assert "pin broken" in md and "(failed)" not in md
 
 

@@ -39,8 +39,9 @@ def test_a_registered_section_follows_the_results_in_md_and_html(results, plante
     assert reports_dir.parent == tmp_path.parent and reports_dir.name.startswith(f".{tmp_path.name}.new-")
     assert datasets_dir == root and not reports_dir.exists()
     md, page = out["markdown"].read_text(), out["html"].read_text()
-    assert md.endswith("| C | 2 |\n\n![C](figures/C__together.png)\n")
-    assert md.index("## C2 on synth") < md.index("## C, read together")
+    # after the claims' sections, before the data and the changelog
+    assert "| C | 2 |\n\n![C](figures/C__together.png)\n" in md
+    assert md.index("## C2 on synth") < md.index("## C, read together") < md.index("## Data")
     assert "<h2>C, read together</h2>" in page and "<td>C</td><td>2</td>" in page
     assert '<img src="figures/C__together.png" alt="C">' in page
     # its figure is this run's: listed, and not removed as a stale per-result figure

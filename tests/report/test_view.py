@@ -31,7 +31,7 @@ def test_first_screen_counts_and_one_row_per_claim_in_natural_order():
     firsts = [line.split("]")[0][3:] for line in md.splitlines() if line.startswith("| [")]
     assert firsts[:3] == ["A2", "A10", "B1"]  # A2 before A10; one row per claim
     # A10's own id is skipped: its main result is the one that was run
-    assert _summary_row(md, "A10")[4:6] == ["**refuted** (toy)", "+1: 1 skipped"]
+    assert _summary_row(md, "A10")[2] == "**refuted** (on toy)" and _summary_row(md, "A10")[-1] == "+1: 1 skipped"
     html = render_html(rows)
     assert '<span class="badge v-out_of_scope">out of scope 1</span>' in html
     assert html.count('<tr>\n<td><a href="#claim-') == 3
@@ -44,10 +44,18 @@ def test_gate_outcome_is_worded_apart_from_the_verdict():
     assert gate_text(row("X", gate="replication")) == "replicated"
     assert gate_text(row("X", gate="report")) == "reported"
     rows = [row("A1", verdict="refuted"), row("A2", verdict="inconclusive", gate="replication", outcome="failed")]
-    for text in (render_markdown(rows), render_html(rows), report.verdict_table(rows)):
+    for text in (render_markdown(rows), render_html(rows)):
         assert "pin held" in text and "replication failed" in text
         assert "(passed)" not in text and "(failed)" not in text
     assert '<td class="gate-bad">replication failed</td>' in render_html(rows)
+    # the first screen shows a failed gate beside the verdict, a passed one not at all
+    md = render_markdown(rows)
+    assert _summary_row(md, "A2")[2].startswith("**inconclusive** **replication failed**")
+    assert "pin held" not in _summary_row(md, "A1")[2]
+    # the console: codes, explained by the table's legend
+    table = report.verdict_table(rows).splitlines()
+    assert table[2].split()[:4] == ["A1", "toy", "refuted", "ok"] and table[3].split()[:4] == ["A2", "toy", "inconclusive", "FAIL"]
+    assert "gate ok/FAIL/skip: passed, failed, not run" in " ".join(table)
 
 
 def test_p_is_named_for_what_it_is_with_a_legend():
@@ -57,7 +65,7 @@ def test_p_is_named_for_what_it_is_with_a_legend():
     assert p_label(row("X", test="mixed_model", extra={}, params={})) == "Wald p"
     rows = [row("A1"), row("A2", test="tost_paired", extra={"t_lower": 1.0, "t_upper": 2.0}, p_value=0.72)]
     md = render_markdown(rows)
-    assert _summary_row(md, "A1")[-1] == "permutation p 0.001" and _summary_row(md, "A2")[-1] == "TOST p 0.72"
+    assert _summary_row(md, "A1")[7] == "permutation p 0.001" and _summary_row(md, "A2")[7] == "TOST p 0.72"
     assert "- *TOST p*: the larger of the two one-sided p-values" in md
     assert "<dt>permutation p</dt>" in render_html(rows)
 
@@ -75,7 +83,9 @@ def test_estimates_outside_their_interval_are_flagged():
     assert "| model=gemma | inconclusive | 0.851 [1.09, 1.3] ⚠ outside | 0.2 |" in md
     assert "| model=mini | supported | 1.2 [1.09, 1.3] | 0.01 |" in md
     assert "1 estimate(s) outside their interval" in md
-    assert "estimate outside its interval" in report.verdict_table(rows).splitlines()[2]
+    table = report.verdict_table(rows).splitlines()
+    assert "X" in table[2].split()[-1] and "X" not in table[3].split()[-1]  # B8 flagged, B9 not
+    assert "X estimate outside its interval" in " ".join(table)
     assert render_html(rows).count("&#9888; outside") >= 3  # summary, claim table, curve
 
 
@@ -83,10 +93,11 @@ def test_added_fields_are_shown_when_present_and_dash_when_absent():
     rows = [row("A3", **ADDED), row("A5")]
     md = render_markdown(rows)
     with_fields, without = _summary_row(md, "A3"), _summary_row(md, "A5")
-    assert with_fields[6:8] == ["outside", "0.81"] and without[6:8] == ["-", "-"]
+    assert with_fields[5:7] == ["outside", "0.81"] and without[5:7] == ["-", "- ⚠"]  # A5: no power figure
     assert f"**Finding:** {ADDED['finding']}" in md  # in the result's details
     assert "- **magnitude**: outside; 1400 vs 500; band [167, 1500]; x/÷3 band" in md
-    assert "- **diagnosis**: fpr 0.049, power 0.81, coverage 0.95, type_s 0, n_sims 1000, seed 1" in md
+    assert ("- **diagnosis**: fpr 0.049, power 0.81, coverage 0.95, type_s 0, n_sims 1000, seed 1; FPR under "
+            "other plausible nulls: not diagnosed under alternative nulls") in md
     assert "- **multiplicity**: family A, holm: adjusted p 0.004, decided by adjusted" in md
     assert md.count("- **magnitude**: -") == 1 and md.count("- **diagnosis**: -") == 1
     html = render_html(rows)
@@ -96,26 +107,28 @@ def test_added_fields_are_shown_when_present_and_dash_when_absent():
     assert groups[0]["main"]["power"] == "0.81" and groups[1]["main"]["power"] == "-"
 
 
-def test_a_design_with_power_under_half_says_so_in_words():
-    weak = dict(ADDED, diagnosis={**ADDED["diagnosis"], "power": 0.3})
-    rows = [row("A3", **weak), row("A5", **ADDED)]
-    md, html = render_markdown(rows), render_html(rows)
-    words = ("Low power: with the reference effect planted, this design supports the claim in 30 % of "
-             "1000 simulations")
-    assert md.count(words) == 1 and html.count(words) == 1  # A3 only: A5's power is 0.81
-
-
-def test_results_changed_at_the_last_re_pinning_are_listed_with_why():
-    rows = [row("A3", previous_pin={"verdict": "supported", "spec_hash": "old"}, spec_hash="new",
+def test_results_changed_at_the_last_re_pinning_are_listed_after_the_findings_collapsed():
+    rows = [row("A3", previous_pin={"verdict": "refuted", "spec_hash": "old"}, spec_hash="new",
                 notes="Pinned. Changed 2026-12-02: the band is declared."),
-            row("A5", previous_pin={"verdict": "refuted", "spec_hash": "same"}, spec_hash="same"),
+            row("A5", previous_pin={"verdict": "supported", "spec_hash": "same"}, spec_hash="same",
+                declaration_changed=True),
             row("B1")]
     md, html = render_markdown(rows), render_html(rows)
-    assert "## Changed in this version" in md and '<h2 id="changes">Changed in this version</h2>' in html
+    assert "## Changed in this version" in md and '<details id="changes"><summary><h2' in html
+    assert "2 results re-pinned at the last re-pinning; 1 of them with a new verdict" in md
     assert "declaration changed: Changed 2026-12-02: the band is declared." in md
     assert "same declaration: the test's rule, its statistic or the data changed" in md
-    assert md.count("changed at the last re-pinning (") == 2  # the flags of A3 and A5, not B1
+    # after the findings: the changelog follows every claim's section, and is collapsed
+    assert md.index("## Changed in this version") > md.index("## Claim B1")
+    assert html.index('<details id="changes">') > html.index('<section id="claim-b1">')
+    assert "<details><summary>2 results re-pinned" in md
+    # flags only where something changed: A3's verdict changed (refuted -> supported); A5
+    # was re-pinned with its verdict unchanged, so it is not flagged
+    assert _summary_row(md, "A3")[2].startswith("**supported** **verdict changed at the last re-pinning: was refuted**")
+    assert "changed" not in _summary_row(md, "A5")[2] and "changed" not in _summary_row(md, "B1")[2]
+    assert md.count("verdict changed at the last re-pinning") == 2  # A3's summary row and details
     assert "## Changed in this version" not in render_markdown([row("B1")])
+    assert "<details id=\"changes\">" not in render_html([row("B1")])
 
 
 def test_strings_from_files_are_escaped():
@@ -154,14 +167,14 @@ def test_the_unit_that_limits_a_test_is_named_beside_n():
     trend = row("T1", test="trend", n=17, verdict="inconclusive",
                 extra={"n_perm": 3, "n_runs": 2, "p_min": 0.25})
     table = report.verdict_table([trend])
-    assert "n 17, limited by: 2 runs" in table
+    assert "17 (2 runs)" in table.splitlines()[2]
     assert "n = 17 (limited by: 2 runs)" in report.result_row_text(trend)
     md, html = render_markdown([trend]), render_html([trend])
     assert "17 (limited by: 2 runs)" in md and "17 (limited by: 2 runs)" in html
     # a kind whose unit is what n counts, and a row without the count, say nothing more
     for plain in (row("C1", test="correlation", n=96, extra={"n_perm": 999, "n_strata": 8}),
                   row("T2", test="trend", n=17, extra={"n_perm": 3})):
-        assert "limited by" not in report.verdict_table([plain])
+        assert "(" not in report.verdict_table([plain]).splitlines()[2]
         assert "limited by" not in render_markdown([plain])
 
 
@@ -174,11 +187,11 @@ def test_a_claim_with_only_proxies_says_no_test_as_stated_and_names_what_differs
                  "population: tiny GPT-NeoX runs trained here, not Pythia")
     rows = [row("A1", verdict="refuted", fidelity=bible), row("A1-converged", fidelity=bible)]
     md, html = render_markdown(rows), render_html(rows)
-    assert _summary_row(md, "A1")[4] == ("**refuted** (toy; no test as stated; proxy: intervention, population)")
     assert ("- **fidelity to the source's design**: proxy; intervention: fine-tune on the World English "
             "Bible, not RLHF; population: tiny GPT-NeoX runs trained here, not Pythia") in md
     assert '<span class="proxy">no test as stated; proxy: intervention, population</span>' in html
     assert "| A1-converged on toy | **supported** | proxy: intervention, population |" in md
+    assert _summary_row(md, "A1")[2] == "**refuted** (on toy; no test as stated; proxy: intervention, population)"
 
 
 def test_a_claim_row_leads_with_its_result_as_stated():
@@ -188,7 +201,7 @@ def test_a_claim_row_leads_with_its_result_as_stated():
             row("A4-tau", dataset="pythia", fidelity=_fid("as_stated"))]
     group = claim_views(rows)[0]
     assert (group["main"]["id"], group["main"]["dataset"]) == ("A4", "pythia")
-    assert _summary_row(render_markdown(rows), "A4")[4] == "**inconclusive** (pythia; as stated)"
+    assert _summary_row(render_markdown(rows), "A4")[2] == "**inconclusive** (on pythia; as stated)"
     # the as-stated result skipped (its data absent): the proxy leads, and says the test as stated did not run
     rows[1]["verdict"], rows[2]["verdict"] = "skipped", "skipped"
     group = claim_views(rows)[0]
