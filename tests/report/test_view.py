@@ -220,3 +220,16 @@ def test_fidelity_text_is_escaped():
     html, md = render_html(rows), render_markdown(rows)
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<script>" not in md and not re.search(r"(?<!\\)\]\(javascript:", md)
+
+
+def test_the_counts_of_the_first_screen_equal_the_rows_of_the_committed_report():
+    import json
+    from pathlib import Path
+
+    rows = json.loads((Path(__file__).resolve().parents[2] / "reports" / "results.json").read_text())
+    counts = summary_counts(rows)
+    assert counts["n"] == len(rows)
+    assert sum(n for _, n in counts["verdicts"]) == len(rows)  # out of scope counted as such
+    assert sum(n for _, n in counts["gates"]) == len(rows)
+    out_of_scope = sum(1 for r in rows if str(r.get("reason") or "").startswith("out of scope"))
+    assert dict(counts["verdicts"])["out_of_scope"] == out_of_scope > 0
