@@ -402,6 +402,8 @@ def robust_fpr_text(diag: Mapping[str, Any] | None) -> str:
 
     >>> robust_fpr_text({"fpr": 0.0})
     'not diagnosed under alternative nulls'
+    >>> robust_fpr_text({"fpr_robust": 0.04})
+    '4 %'
     >>> robust_fpr_text({"fpr_robust": 0.12, "robust": {"heavy_tails": {"fpr": 0.12, "n_sims": 200, "reason": ""},
     ...                                                 "shared": {"fpr": None, "n_sims": 0, "reason": "no layers"}}})
     '12 % (the largest of 2 alternative nulls: heavy tails, 200 simulations; shared: not simulated, no layers)'
@@ -412,6 +414,8 @@ def robust_fpr_text(diag: Mapping[str, Any] | None) -> str:
     value, worst, n, missing, count = _robust(diag)
     if value is None:
         return "not computed" + (f" ({'; '.join(missing)})" if missing else "")
+    if not count:  # the largest rate without the per-null records
+        return _pct(value)
     head = f"the largest of {count} alternative nulls" + (f": {worst}, {n} simulations" if worst else "")
     return f"{_pct(value)} (" + "; ".join([head, *missing]) + ")"
 
