@@ -334,7 +334,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     for error in found.errors:  # messages quote names and values read from the modules
         print(f"ERROR {terminal_lines(error)}", file=sys.stderr)
     decls = [d for d in found.declarations if not d.out_of_scope]
-    total = settings.n_sims * sum(len([ds for ds in d.datasets if args.only is None or ds in args.only])
+    total = settings.per_result * sum(len([ds for ds in d.datasets if args.only is None or ds in args.only])
                                   for d in decls)
     try:
         from tqdm import tqdm
@@ -351,7 +351,8 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     print()
     print(diagnosis_by_kind(done))
     print(f"{len(done)} result(s): {sum(not d.cached for d in done)} diagnosed, "
-          f"{sum(d.cached for d in done)} from the cache; {settings.n_sims} simulations each, "
+          f"{sum(d.cached for d in done)} from the cache; {settings.n_sims} simulations each "
+          f"and {settings.robust_sims} under each alternative null, "
           f"n_perm {settings.n_perm}, n_boot {settings.n_boot}, seed {settings.seed}")
     return EXIT_OK if not found.errors else 1
 

@@ -256,7 +256,8 @@ def test_the_report_writes_each_result_s_diagnosis_into_results_json(tmp_path):
                diagnosis=D.empty_diagnosis(D.NOT_DIAGNOSED))
     out = write_reports([r], tmp_path / "reports", figures=False)
     row = json.loads(out["json"].read_text())[0]
-    assert row["diagnosis"] == {**dict.fromkeys(("fpr", "power", "coverage", "type_s", "n_sims", "seed")),
+    assert row["diagnosis"] == {**dict.fromkeys(("fpr", "power", "coverage", "type_s", "fpr_robust",
+                                                 "n_sims", "seed")),
                                 "reason": D.NOT_DIAGNOSED}
 
 

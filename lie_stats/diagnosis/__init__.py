@@ -103,17 +103,34 @@ class Settings:
     seed: int = 0
     n_perm: int = 199
     n_boot: int = 199
+    n_robust: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("n_sims", "n_perm", "n_boot"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise LieStatsError(f"diagnosis setting {name} must be a positive integer, got {value!r}.")
+        if self.n_robust is not None and (not isinstance(self.n_robust, int) or self.n_robust < 0):
+            raise LieStatsError(f"diagnosis setting n_robust must be a whole number >= 0 or None, "
+                                f"got {self.n_robust!r}.")
+
+    @property
+    def robust_sims(self) -> int:
+        """Simulations per alternative null: ``n_robust``, or half of ``n_sims`` when unset
+        (0: no alternative nulls)."""
+        return self.n_sims // 2 if self.n_robust is None else self.n_robust
+
+    @property
+    def per_result(self) -> int:
+        """Simulations run for one result: the design's own, then each alternative null's."""
+        from .robust import ALTERNATIVES
+
+        return self.n_sims + len(ALTERNATIVES) * self.robust_sims
 
     def record(self) -> dict[str, int]:
         """The settings as the cache keys them (with :data:`DESIGN_VERSION`)."""
         return {"n_sims": self.n_sims, "seed": self.seed, "n_perm": self.n_perm,
-                "n_boot": self.n_boot, "design_version": DESIGN_VERSION}
+                "n_boot": self.n_boot, "n_robust": self.robust_sims, "design_version": DESIGN_VERSION}
 
 
 
@@ -122,7 +139,7 @@ class Settings:
 
 def empty_diagnosis(reason: str, settings: Settings | None = None) -> dict[str, Any]:
     """A diagnosis with every figure null and ``reason`` saying why."""
-    return {"fpr": None, "power": None, "coverage": None, "type_s": None,
+    return {"fpr": None, "power": None, "coverage": None, "type_s": None, "fpr_robust": None,
             "n_sims": settings.n_sims if settings else None,
             "seed": settings.seed if settings else None, "reason": reason}
 
@@ -246,6 +263,43 @@ def diagnose_arrays(spec: Any, arrays: Arrays, settings: Settings = Settings(), 
             out["reason"] = "; ".join(why[m] for m in missing)
     out["n_perm"], out["n_boot"] = settings.n_perm, settings.n_boot
     out["design"] = design.what
+    out["robust"] = _robust(spec, arrays, design, base, settings, dataset, progress)
+    fprs = [v["fpr"] for v in out["robust"].values() if v["fpr"] is not None]
+    out["fpr_robust"] = max(fprs) if fprs else None
+    if out["fpr_robust"] is None:
+        why = "; ".join(f"{k}: {v['reason']}" for k, v in out["robust"].items() if v["reason"])
+        out["reason"] = "; ".join(x for x in (out["reason"], f"no alternative null applies ({why})"
+                                              if why else "no alternative nulls simulated") if x)
+    return out
+
+
+def _robust(spec: Any, arrays: Arrays, design: Design, base: Mapping[str, Any],
+            settings: Settings, dataset: str,
+            progress: Callable[[int], None] | None = None) -> dict[str, dict[str, Any]]:
+    """The share ``supported`` under each alternative null (:mod:`.robust`): the design's null
+    draw, then the alternative's transformation, ``settings.n_robust`` times each, with
+    data drawn by ``default_rng([seed, 1 + k, i])`` for alternative ``k`` (so they are
+    independent of the main simulations and of each other)."""
+    from .robust import ALTERNATIVES, NotApplicable
+
+    out: dict[str, dict[str, Any]] = {}
+    for k, alt in enumerate(ALTERNATIVES):
+        verdicts: list[str] = []
+        reason = ""
+        for i in range(settings.robust_sims):
+            rng = np.random.default_rng([settings.seed, 1 + k, i])
+            params = {**base, "seed": settings.seed + i}
+            try:
+                drawn = alt.apply(design.null(arrays, spec, rng), spec, rng)
+            except (NotApplicable, NotPlantable) as e:
+                reason, verdicts = f"not applicable: {e}", []
+                break
+            verdicts.append(_evaluate(spec, drawn, params, dataset)[0])
+            if progress is not None:
+                progress(1)
+        out[alt.name] = {"fpr": _share([v == "supported" for v in verdicts]),
+                         "refuted": _share([v == "refuted" for v in verdicts]),
+                         "n_sims": len(verdicts), "reason": reason, "what": alt.what}
     return out
 
 
@@ -334,8 +388,8 @@ def read_cache(path: str | os.PathLike) -> dict[str, Any]:
                 raise LieStatsError(f"{path}: entry {key!r}, field {field_name!r}: expected {names}, got "
                                     f"{type(entry[field_name]).__name__}; delete the file and rerun "
                                     f"lie-stats diagnose.")
-        for figure_name in ("fpr", "power", "coverage", "type_s"):
-            value = entry["diagnosis"][figure_name]
+        for figure_name in ("fpr", "power", "coverage", "type_s", "fpr_robust"):
+            value = entry["diagnosis"].get(figure_name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise LieStatsError(f"{path}: entry {key!r}, field 'diagnosis.{figure_name}': expected a "
                                     f"number or null, got {type(value).__name__}.")
@@ -351,7 +405,7 @@ def write_cache(path: str | os.PathLike, entries: Mapping[str, Any]) -> Path:
 
 #: What of this module simulates (its part of every fingerprint): the loop, not the cache.
 SIMULATION = ("DESIGN_VERSION", "Settings", "empty_diagnosis", "_evaluate", "_share", "_reduced",
-              "diagnose_arrays", "diagnose_spec")
+              "diagnose_arrays", "_robust", "diagnose_spec")
 
 
 def _behaviour(source: str, only: Sequence[str] | None = None) -> str:
@@ -419,7 +473,8 @@ def fingerprint_modules(test: str, *, magnitude: bool = False) -> set[str]:
         return sys.modules.get(name) or importlib.import_module(name)
 
     kind = get_kind(test)
-    names = {kind.fn.__module__, kind.decide.__module__, __name__, f"{__name__}.simulate"}
+    names = {kind.fn.__module__, kind.decide.__module__, __name__, f"{__name__}.simulate",
+             f"{__name__}.robust"}
     if magnitude:
         names.add("lie_stats.spec.magnitude")
     design = design_for(kind)
@@ -544,7 +599,7 @@ def diagnose_declarations(declarations: Iterable[Any], *, datasets_dir: str | os
         if _entry_valid(entries.get(key), w.spec.spec_hash(), cubes, settings, code):
             done[i] = Diagnosed(key, dict(entries[key]["diagnosis"]), True, 0.0, w.spec.test)
             if progress is not None:
-                progress.update(settings.n_sims)
+                progress.update(settings.per_result)
         else:
             todo.append((i, w, cubes, code))
 
@@ -567,8 +622,8 @@ def diagnose_declarations(declarations: Iterable[Any], *, datasets_dir: str | os
                     progress.update(n)
 
             diag = diagnose_spec(w.spec, w.dataset, datasets_dir, settings, progress=tick)
-            if progress is not None and counted[0] < settings.n_sims:
-                progress.update(settings.n_sims - counted[0])
+            if progress is not None and counted[0] < settings.per_result:
+                progress.update(settings.per_result - counted[0])
             record(i, w, cubes, code, diag, time.perf_counter() - start)
     else:
         from ..executors import fork_pool_map  # signal-safe: one SIGINT/SIGTERM ends the pool
@@ -578,7 +633,7 @@ def diagnose_declarations(declarations: Iterable[Any], *, datasets_dir: str | os
             i, w, cubes, code = todo[k]
             record(i, w, cubes, code, diag, seconds)
             if progress is not None:
-                progress.update(settings.n_sims)
+                progress.update(settings.per_result)
     return [done[i] for i in sorted(done)]
 
 
@@ -593,9 +648,9 @@ def diagnosis_by_kind(rows: Sequence[Diagnosed]) -> str:
     >>> rows = [Diagnosed("a::d", {"fpr": 0.01, "power": 0.9}, False, test="trend"),
     ...         Diagnosed("b::d", {"fpr": 0.04, "power": None}, True, test="trend")]
     >>> print(diagnosis_by_kind(rows))
-    | kind | results | with an FPR | FPR (range) | with a power | power (range) |
-    |---|---|---|---|---|---|
-    | trend | 2 | 2 | 0.010-0.040 | 1 | 0.90 |
+    | kind | results | with an FPR | FPR (range) | robust FPR (range) | with a power | power (range) |
+    |---|---|---|---|---|---|---|
+    | trend | 2 | 2 | 0.010-0.040 | - | 1 | 0.90 |
     """
     def span(values: list[float], digits: int) -> str:
         if not values:
@@ -606,30 +661,34 @@ def diagnosis_by_kind(rows: Sequence[Diagnosed]) -> str:
     kinds: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         kinds.setdefault(r.test, []).append(r.diagnosis)
-    lines = ["| kind | results | with an FPR | FPR (range) | with a power | power (range) |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| kind | results | with an FPR | FPR (range) | robust FPR (range) | with a power | power (range) |",
+             "|---|---|---|---|---|---|---|"]
     for kind in sorted(kinds):
         fpr = [d["fpr"] for d in kinds[kind] if d.get("fpr") is not None]
+        robust = [d["fpr_robust"] for d in kinds[kind] if d.get("fpr_robust") is not None]
         power = [d["power"] for d in kinds[kind] if d.get("power") is not None]
-        lines.append(f"| {kind} | {len(kinds[kind])} | {len(fpr)} | {span(fpr, 3)} | {len(power)} | {span(power, 2)} |")
+        lines.append(f"| {kind} | {len(kinds[kind])} | {len(fpr)} | {span(fpr, 3)} | {span(robust, 3)} | "
+                     f"{len(power)} | {span(power, 2)} |")
     return "\n".join(lines)
 
 
 def diagnosis_table(rows: Sequence[Diagnosed]) -> str:
-    """The diagnoses as a plain-text table: key, kind, FPR, power, coverage, type-S, seconds,
-    reason."""
+    """The diagnoses as a plain-text table: key, kind, FPR, robust FPR (the largest under the
+    alternative nulls), power, coverage, type-S, seconds, reason."""
     from .._io import terminal_safe
 
     def fmt(v: Any) -> str:
         return "-" if v is None else f"{v:.3f}"
 
-    head = f"{'result':44s} {'test':22s} {'fpr':>6s} {'power':>6s} {'cover':>6s} {'typeS':>6s} {'sec':>6s}  reason"
+    head = (f"{'result':44s} {'test':22s} {'fpr':>6s} {'robust':>6s} {'power':>6s} {'cover':>6s} "
+            f"{'typeS':>6s} {'sec':>6s}  reason")
     lines = [head, "-" * len(head)]
     for r in rows:
         d = r.diagnosis
         sec = "cache" if r.cached else f"{r.seconds:.1f}"
         lines.append(f"{terminal_safe(r.key, one_line=True)[:44]:44s} {r.test[:22]:22s} "
-                     f"{fmt(d.get('fpr')):>6s} {fmt(d.get('power')):>6s} {fmt(d.get('coverage')):>6s} "
+                     f"{fmt(d.get('fpr')):>6s} {fmt(d.get('fpr_robust')):>6s} {fmt(d.get('power')):>6s} "
+                     f"{fmt(d.get('coverage')):>6s} "
                      f"{fmt(d.get('type_s')):>6s} {sec:>6s}  "
                      f"{terminal_safe(d.get('reason') or '', one_line=True)}")
     return "\n".join(lines)
