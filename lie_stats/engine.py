@@ -278,6 +278,7 @@ class Engine:
             The registry could not be read; two primaries in one family on one dataset.
         """
         from . import diagnosis, gates
+        from .diagnosis.calibration import limit_to_calibrated
         from .spec.results import claim_family
 
         key = f"{spec.id}::{dataset}"
@@ -293,6 +294,8 @@ class Engine:
         result = result.evolve(diagnosis=diagnosis.cached_diagnosis(  # `lie-stats diagnose`'s cache
             result.id, result.dataset, result.spec_hash, Path(module_path).parent / diagnosis.DIAGNOSIS_FILE,
             self.datasets_dir, test=result.test, magnitude=bool(result.prediction.get("magnitude"))))
+        # a rule that says "supported" too often under an alternative null does not say it here
+        result = limit_to_calibrated(result)
         path = self.registry_path(module_path)
         pinned = self._registry(path).get(result.key)
         retired = None if pinned else gates.read_retired(path).get(result.key)

@@ -20,7 +20,7 @@ assumption more, without adding the effect the spec tests:
   numeric roles ``x`` and ``y``), a difference BETWEEN layers that mimics the tested one with
   no signal within any layer: every head of a layer moves together, by the layer's share of
   labelled heads (or the layer's mean of ``x``), standardised, times the spread of the
-  layer means. A rule that conditions on layers keeps its level; one that pools heads across
+  layer means, in the direction the spec predicts. A rule that conditions on layers keeps its level; one that pools heads across
   layers does not.
 
 Each alternative is a function ``(arrays, spec, rng) -> arrays`` applied to a design's null
@@ -198,6 +198,13 @@ def _layer_score(da: Any, lead_dims: Sequence[str]) -> np.ndarray:
     return (means - np.nanmean(means)) / sd
 
 
+def _predicted_sign(spec: Any) -> float:
+    """-1 when the spec predicts a negative (or lower) effect, else +1: the shared effect
+    points the way the claim does."""
+    direction = getattr(getattr(spec, "prediction", None), "direction", "")
+    return -1.0 if direction in ("negative", "below") else 1.0
+
+
 def shared_effect(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
     """A between-layer difference, with no within-layer signal, that mimics the tested one
     (see the module's docstring)."""
@@ -225,7 +232,7 @@ def shared_effect(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays
         score = _layer_score(src.reset_coords(drop=True), lead_dims)
         if score.shape != values.shape[:lead]:
             continue
-        size = _spread(_block_means(values, lead).reshape(-1))
+        size = _spread(_block_means(values, lead).reshape(-1)) * _predicted_sign(spec)
         out[role] = _finish(arranged, values + _expand(np.nan_to_num(score) * size, values, lead), da)
         done.append(role)
     if not done:
