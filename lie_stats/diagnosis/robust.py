@@ -20,7 +20,9 @@ assumption more, without adding the effect the spec tests:
   numeric roles ``x`` and ``y``), a difference BETWEEN layers that mimics the tested one with
   no signal within any layer: every head of a layer moves together, by the layer's share of
   labelled heads (or the layer's mean of ``x``), standardised, times the spread of the
-  layer means, in the direction the spec predicts. A rule that conditions on layers keeps its level; one that pools heads across
+  layer means, in the direction the spec predicts, after the layer means' own linear
+  association with that score is taken out (so the data's between-layer pattern cannot
+  cancel it). A rule that conditions on layers keeps its level; one that pools heads across
   layers does not.
 
 Each alternative is a function ``(arrays, spec, rng) -> arrays`` applied to a design's null
@@ -192,7 +194,8 @@ def _layer_score(da: Any, lead_dims: Sequence[str]) -> np.ndarray:
         *lead_dims, *[d for d in da.dims if d not in lead_dims])
     means = _block_means(np.array(arranged.values, dtype=float), len(lead_dims))
     sd = _spread(means.reshape(-1))
-    if not sd:
+    scale = float(np.nanmax(np.abs(means))) if np.isfinite(means).any() else 0.0
+    if not sd or sd <= 1e-7 * scale:  # constant up to rounding (R's qr tolerance), e.g. a within-layer share
         raise NotApplicable("the layers do not differ in the comparison role, so an effect "
                             "shared by all heads of a layer cannot mimic a within-layer one")
     return (means - np.nanmean(means)) / sd
@@ -232,8 +235,13 @@ def shared_effect(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays
         score = _layer_score(src.reset_coords(drop=True), lead_dims)
         if score.shape != values.shape[:lead]:
             continue
-        size = _spread(_block_means(values, lead).reshape(-1)) * _predicted_sign(spec)
-        out[role] = _finish(arranged, values + _expand(np.nan_to_num(score) * size, values, lead), da)
+        means = _block_means(values, lead)
+        z = np.nan_to_num(score)
+        ok = np.isfinite(means)
+        # the layer means' own association with the score taken out, the claim's put in
+        slope = float(np.sum(z[ok] * (means[ok] - means[ok].mean())) / max(np.sum(z[ok] ** 2), 1e-300))
+        size = _spread(means.reshape(-1)) * _predicted_sign(spec) - slope
+        out[role] = _finish(arranged, values + _expand(z * size, values, lead), da)
         done.append(role)
     if not done:
         raise NotApplicable("no numeric role shares the comparison role's (model, layer) blocks")
