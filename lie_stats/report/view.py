@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import schema
+from ..diagnosis.calibration import ROBUST_FACTOR
 from .text import estimate_text, fmt, reference_text
 
 __all__ = ["VERDICT_ORDER", "P_LEGEND", "GATE_LEGEND", "claim_key", "natural_key", "p_label", "gate_text",
@@ -360,7 +361,7 @@ LOW_POWER = 0.5
 LOW_COVERAGE = 0.9
 #: A result is flagged when its false-positive rate under the alternative nulls exceeds this
 #: multiple of its alpha.
-ROBUST_FPR_FACTOR = 2.0
+ROBUST_FPR_FACTOR = ROBUST_FACTOR  # the limit the engine applies (lie_stats.diagnosis.calibration)
 #: The design flags' one-letter codes (the console table's ``flags`` column) and meanings.
 DESIGN_FLAG_CODES = {
     "P": "low power (under 0.5) or no power figure",
@@ -466,8 +467,8 @@ def design_flags(r: Mapping[str, Any]) -> list[tuple[str, str]]:
         under = f" (under {worst})" if worst else ""
         out.append(("R", f"False positives under other plausible nulls: with no effect, the rule decides "
                          f"supported in {_pct(robust)} of simulations{under}, above twice alpha "
-                         f"({fmt(ROBUST_FPR_FACTOR * alpha)}); a supported verdict may come from the "
-                         f"test's assumptions rather than from the effect."))
+                         f"({fmt(ROBUST_FPR_FACTOR * alpha)}): the rule is not calibrated on data like "
+                         f"these, so it cannot say supported here (a supported rule reads inconclusive)."))
     return out
 
 
