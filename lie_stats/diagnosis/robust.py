@@ -45,7 +45,7 @@ __all__ = ["ALTERNATIVES", "Alternative", "NotApplicable", "numeric_roles", "CAT
 
 #: Roles that hold codes (labels, groups, a mask), never perturbed.
 CATEGORICAL_ROLES = ("label", "labels", "group", "mask")
-#: A role with fewer distinct finite values than this is treated as a code, not a measurement.
+#: A role of whole numbers with fewer distinct values than this is a code, not a measurement.
 MIN_DISTINCT = 11
 #: Degrees of freedom of the heavy-tailed deviations.
 TAIL_DF = 3
@@ -75,8 +75,9 @@ def _is_categorical(role: str) -> bool:
 
 
 def numeric_roles(arrays: Arrays) -> list[str]:
-    """The roles whose values are measurements: floating point, at least :data:`MIN_DISTINCT`
-    distinct finite values, not a label, group or mask role."""
+    """The roles whose values are measurements: floating point, not a label, group or mask
+    role, and not a code (whole numbers taking fewer than :data:`MIN_DISTINCT` values; a
+    small selection of fractional values, e.g. eight heads' scores, is a measurement)."""
     out = []
     for role, da in arrays.items():
         if _is_categorical(role) or not hasattr(da, "dims"):
@@ -85,8 +86,11 @@ def numeric_roles(arrays: Arrays) -> list[str]:
         if not np.issubdtype(values.dtype, np.floating):
             continue
         finite = values[np.isfinite(values)]
-        if np.unique(finite).size >= MIN_DISTINCT:
-            out.append(role)
+        if finite.size < 2:
+            continue
+        if np.all(finite == np.round(finite)) and np.unique(finite).size < MIN_DISTINCT:
+            continue
+        out.append(role)
     return out
 
 

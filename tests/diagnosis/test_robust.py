@@ -32,6 +32,9 @@ def test_numeric_roles_leave_codes_alone():
     coded = xr.DataArray(rng.integers(0, 3, x.shape).astype(float), dims=x.dims)
     arrays = {"x": x, "label": label, "y": coded, "mask": layered(rng)}
     assert R.numeric_roles(arrays) == ["x"]
+    # eight heads' fractional scores are measurements, not codes
+    few = xr.DataArray(np.array([[0.11, 0.42, 0.05, 0.3], [0.2, 0.07, 0.9, 0.33]]), dims=("layer", "head"))
+    assert R.numeric_roles({"values": few}) == ["values"]
     out = R.heavy_tails(arrays, None, rng)
     assert out["label"] is label and out["y"] is coded and out["mask"] is arrays["mask"]
 
