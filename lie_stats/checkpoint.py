@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from ._io import file_sha256, path_problem, read_json
+from ._stop import raise_if_stopped
 from .architectures import Adapter, LayerWeights, adapter_for
 from .checkpoint_files import bad_link, check_st_header, disagreement, layout_kind
 from .errors import CheckpointError, did_you_mean
@@ -229,6 +230,7 @@ class Checkpoint:
         try:
             return safe_open(str(path), framework="pt", device="cpu")
         except Exception as e:  # safetensors raises SafetensorError / OSError
+            raise_if_stopped()  # an interrupt the library wrapped in its own error
             raise CheckpointError(
                 f"{self._where(filename)}: not a readable safetensors file ({type(e).__name__}: {e})"
             ) from e
@@ -261,6 +263,7 @@ class Checkpoint:
                     f"torch.load(weights_only=True) ({str(e).splitlines()[0]})"
                 ) from e
             except Exception as e:  # corrupt zip, truncated file, ...
+                raise_if_stopped()
                 raise CheckpointError(
                     f"{self._where(filename)}: not a readable PyTorch checkpoint ({type(e).__name__}: {e})"
                 ) from e
@@ -328,6 +331,7 @@ class Checkpoint:
                 with self._st_open(filename) as f:
                     t = f.get_tensor(name)
             except Exception as e:
+                raise_if_stopped()
                 raise CheckpointError(
                     f"{self._where(filename)}: cannot read tensor {name!r} "
                     f"(the index says it is there; {type(e).__name__}: {e})"

@@ -37,6 +37,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ._stop import raise_if_stopped
+
 __all__ = [
     "HYPOTHESIS_DIRS",
     "Declaration",
@@ -498,6 +500,7 @@ def collect(paths: Sequence[str | os.PathLike], *, datasets_dir: str | os.PathLi
             with deferred_declaration_errors():  # a bad declaration fails alone
                 module = import_hypothesis_module(path)
         except Exception as e:  # noqa: BLE001 - reported as this module's error
+            raise_if_stopped()  # an interrupt wrapped in an error of the module's import stops the run
             found.errors.append(CollectionError(path, "<import>", describe_error(e)))
             continue
         if selector is None:

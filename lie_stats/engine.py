@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._stop import raise_if_stopped
 from .errors import SpecError, did_you_mean
 
 __all__ = ["Engine", "Evaluated", "ResultsTable", "run", "check_paths"]
@@ -248,6 +249,7 @@ class Engine:
                 raw[key] = (spec, gates.check_selection(evaluate(spec, self.datasets_dir, datasets=[ds])[0],
                                                         self.datasets_dir))
             except Exception as e:  # noqa: BLE001 - this member fails alone; the family goes on without it
+                raise_if_stopped()  # an interrupt wrapped in a library's own error stops the run
                 self.decided[key] = e
         primaries: dict[str, list[str]] = {}
         for key, (spec, res) in raw.items():
@@ -431,6 +433,7 @@ def run(paths: Sequence[str | os.PathLike] = ("hypotheses",), *,
             try:
                 done = engine.evaluate(decl.obj, ds, decl.path)
             except Exception as e:  # noqa: BLE001 - this item fails; the others still run
+                raise_if_stopped()
                 failures.append(f"{key}: {type(e).__name__}: {e}")
                 errors.append(failures[-1])
                 continue

@@ -63,6 +63,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._stop import Terminated, raise_if_stopped, record_signal, signals_received, stop_requested
 from .errors import LieStatsError
 
 __all__ = ["Outcome", "TaskFunction", "run_task", "run_tasks", "local_cluster", "WORKER_ENV",
@@ -165,6 +166,10 @@ def run_task(compute: TaskFunction, task: Any, options: Any) -> Outcome:
     try:
         return Outcome(task=task, shard=compute(task, options))
     except LieStatsError as e:
+        # A stop signal that lands inside a library call (a safetensors read, say) can come
+        # back wrapped in that library's own error, which the reader reports as a bad file:
+        # once a stop was requested, the error is the interruption, not a failed task.
+        raise_if_stopped()
         return Outcome(task=task, error=f"{type(e).__name__}: {e}")
 
 
@@ -444,25 +449,9 @@ CLOSE_TIMEOUT_S: float = 10.0
 STOP_BOUND_S: float = 30.0
 
 _POLL_S = 0.05
-_signalled: list[int] = []  # the stop signals received, in order
 _deferred = 0  # depth of deferred_stop sections of the main thread
 _armed = threading.Event()  # set on the first signal: starts the watchdog's countdown
 _watchdog: threading.Thread | None = None
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill``, a batch scheduler's time limit), handled as Ctrl-C."""
-
-
-def stop_requested() -> bool:
-    """Whether this process received SIGINT or SIGTERM under :func:`stop_on_signals`."""
-    return bool(_signalled)
-
-
-def raise_if_stopped() -> None:
-    """Raise :class:`KeyboardInterrupt` (:class:`Terminated` for SIGTERM) if a stop signal came."""
-    if _signalled:
-        raise Terminated() if _signalled[0] == signal.SIGTERM else KeyboardInterrupt()
 
 
 @contextlib.contextmanager
@@ -512,8 +501,7 @@ def stop_on_signals(bound_s: float | None = None) -> Iterator[None]:
 
 
 def _on_signal(signum: int, frame: object) -> None:
-    _signalled.append(signum)
-    if len(_signalled) > 1:
+    if record_signal(signum) > 1:
         _hard_exit(f"a second signal ({signal.Signals(signum).name})")
     _armed.set()
     if _deferred == 0:
@@ -523,7 +511,7 @@ def _on_signal(signum: int, frame: object) -> None:
 def _watch(bound_s: float) -> None:
     _armed.wait()
     time.sleep(bound_s)
-    _hard_exit(f"still running {bound_s:.0f} s after {signal.Signals(_signalled[0]).name}")
+    _hard_exit(f"still running {bound_s:.0f} s after {signal.Signals(signals_received()[0]).name}")
 
 
 def _hard_exit(why: str) -> None:

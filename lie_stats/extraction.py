@@ -31,7 +31,7 @@ from ._io import inside, resolve_device, text_sha256
 from ._text import log_text, terminal_line
 from .cube import check_output, checkpoint_shard, merge_shards, open_cube, write_cube
 from .errors import CheckpointError, LieStatsError
-from .executors import run_tasks
+from .executors import raise_if_stopped, run_tasks
 from .store import SHARD_KEY_SCHEME, check_replace, lock_store, notice, prepare_store, shard_problems
 
 __all__ = [
@@ -742,6 +742,7 @@ def _extract_locked(tasks: list[Task], store: Path, out: Path, *, options: Extra
             continue
         write_cube(outcome.shard, _shard_path(store, task))  # replaces a shard that could not be kept
         tick(task.label)
+    raise_if_stopped()  # a stop that a library swallowed still writes no cube
     failed = [failures[t.key] for t in tasks if t.key in failures]  # task order, any executor
     shards = [open_cube(_shard_path(store, t)) for t in tasks if _shard_path(store, t).exists()]
     if not shards:

@@ -54,6 +54,7 @@ from typing import Any
 import pytest
 
 from . import collect
+from ._stop import raise_if_stopped
 from .gates import REGISTRY_FILE
 
 __all__ = ["run", "SpecItem", "OutOfScopeItem", "HypothesisModule", "ModuleErrorItem", "REGISTRY_FILE"]
@@ -242,6 +243,7 @@ class HypothesisModule(pytest.Module):
         try:
             items = list(super().collect())
         except Exception as e:  # noqa: BLE001 - reported as this module's failure
+            raise_if_stopped()
             engine.collected(self.path, ok=False)
             return [ModuleErrorItem.from_parent(self, name="<import>", text=_describe(e))]
         # collected whole (the engine retires a removed declaration's pin only then)

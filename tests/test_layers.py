@@ -21,7 +21,7 @@ ROOT = Path(lie_stats.__file__).parent
 #: The data flow, bottom to top (first matching prefix wins; a prefix ending in "." is a
 #: package's modules, the package's own ``__init__`` included).
 LAYERS: list[tuple[str, ...]] = [
-    ("lie_stats._version", "lie_stats.errors", "lie_stats._text"),
+    ("lie_stats._version", "lie_stats.errors", "lie_stats._text", "lie_stats._stop"),
     ("lie_stats.schema",),
     ("lie_stats._io", "lie_stats.forms"),
     ("lie_stats.stats", "lie_stats.stats."),

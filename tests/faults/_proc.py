@@ -32,6 +32,24 @@ def tracked_env(pid_dir: pathlib.Path, base: dict[str, str] | None = None) -> di
     return env
 
 
+def holding_env(env: dict[str, str], *, where: str, folder: str, markers: pathlib.Path) -> dict[str, str]:
+    """``env`` with the hook that holds a run still in checkpoint folder ``folder`` (``where``:
+    ``task`` or ``read``, ``pidhook/sitecustomize.py``) until a signal; the holding process
+    writes ``markers/<pid>.held``."""
+    assert where in ("task", "read"), where
+    env = dict(env)
+    if str(HOOK) not in env.get("PYTHONPATH", "").split(os.pathsep):
+        env["PYTHONPATH"] = os.pathsep.join([str(HOOK), env.get("PYTHONPATH", "")])
+    pathlib.Path(markers).mkdir(parents=True, exist_ok=True)
+    env["LIE_STATS_HOLD"] = json.dumps({"where": where, "folder": folder, "markers": str(markers)})
+    return env
+
+
+def holding(markers: pathlib.Path) -> list[int]:
+    """The pids of the processes that hold still, as each wrote itself (``holding_env``)."""
+    return sorted(int(p.read_text()) for p in pathlib.Path(markers).glob("*.held"))
+
+
 def recorded(pid_dir: pathlib.Path) -> list[dict]:
     """Every process that recorded its start in ``pid_dir``."""
     out = []

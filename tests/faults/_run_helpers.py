@@ -1,6 +1,6 @@
 """Shared by the fault tests that drive the CLI as a real process: a hypothesis folder on the
 synthetic datasets, starting the CLI, waiting for a condition or on ``/proc/locks``, and
-signalling an extraction once its first shard is written."""
+holding an extraction still at a chosen checkpoint until a signal is sent."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import subprocess
 import sys
 import textwrap
 import time
+
+from . import _proc
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -73,13 +75,34 @@ def wait_for(predicate, proc: subprocess.Popen, what: str, limit: float = 600.0)
         time.sleep(0.05)
 
 
-def signal_after_first_shard(proc: subprocess.Popen, store: pathlib.Path, sig: int,
-                             limit: float = 240.0) -> tuple[str, str]:
-    """Send ``sig`` to an extraction once a shard is in ``store``; its (stdout, stderr).
+def start_held(args: list[str], *, where: str, folder: str, cwd: pathlib.Path,
+               base_env: dict[str, str] | None = None, **popen) -> subprocess.Popen:
+    """Start ``lie-stats ARGS`` (an extraction) whose process extracting checkpoint folder
+    ``folder`` holds still at ``where`` (``task``, ``read``: :func:`_proc.holding_env`) until a
+    signal comes; :func:`signal_when_held` sends it. ``base_env`` (default :func:`env`) may
+    record the run's processes (:func:`_proc.tracked_env`); ``popen`` goes to ``Popen``.
+    ``proc.markers`` is the markers' folder."""
+    markers = cwd / f"held-{os.urandom(4).hex()}"
+    held_env = _proc.holding_env(env() if base_env is None else base_env, where=where, folder=folder,
+                                 markers=markers)
+    proc = subprocess.Popen([sys.executable, "-m", "lie_stats", *map(str, args)], cwd=cwd, env=held_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_signals, **popen)
+    proc.markers = markers
+    return proc
 
-    The process is killed if it is still alive when this returns by an error."""
+
+def wait_until_held(proc: subprocess.Popen, limit: float = 240.0) -> list[int]:
+    """Wait for a :func:`start_held` run to hold still; the pids holding still."""
+    wait_for(lambda: _proc.holding(proc.markers), proc, "the run to hold still at its checkpoint", limit=limit)
+    return _proc.holding(proc.markers)
+
+
+def signal_when_held(proc: subprocess.Popen, sig: int, limit: float = 240.0) -> tuple[str, str]:
+    """Send ``sig`` to a :func:`start_held` run once it holds still; its (stdout, stderr). The
+    process is killed if it is still alive when this returns."""
     try:
-        wait_for(lambda: any(store.glob("*.nc")), proc, "the first shard", limit=limit)
+        assert wait_until_held(proc, limit) == [proc.pid]  # held in the driver itself
         proc.send_signal(sig)
         return proc.communicate(timeout=120)
     finally:

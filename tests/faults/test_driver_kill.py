@@ -2,7 +2,8 @@
 
 A real subprocess (``python -m lie_stats extract RUN -o OUT --workers 2``: a real Dask
 LocalCluster of two spawned worker processes) is killed with SIGKILL, the signal no code
-can catch, once its first shard exists. Expected:
+can catch, once a shard exists and a worker holds still at the fourth checkpoint (a test hook,
+``tests/faults/pidhook``: the run cannot have finished, an event and not a delay). Expected:
 
 * the finished shards are kept, each a complete one-checkpoint cube, and no cube is written;
 * no orphan: the worker processes exit by themselves within a bounded time (Dask's
@@ -39,6 +40,7 @@ from . import _proc
 from ._run_helpers import wait_for
 
 STEPS = list(range(0, 80, 10))  # 8 checkpoints
+HOLD = "step_30"  # where a worker holds still until the driver is gone
 ARGS = ["--families", "Q", "--null-draws", "64", "--quiet"]
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # ~45 s on 2 busy cores: two runs with a local cluster each, and the reference run
@@ -81,10 +83,13 @@ def test_sigkill_of_the_driver_keeps_shards_leaves_no_orphan_or_lock_and_resume_
     out = tmp_path / "out.nc"
     store = shard_dir(out)
     pids = tmp_path / "pids"
-    proc = subprocess.Popen(_cmd(run_folder, out, "--workers", "2"), cwd=tmp_path, env=_proc.tracked_env(pids),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(_cmd(run_folder, out, "--workers", "2"), cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=_proc.holding_env(
+                                _proc.tracked_env(pids), where="task", folder=HOLD, markers=tmp_path / "held"))
     try:
-        wait_for(lambda: any(store.glob("*.nc")), proc, "the first shard", limit=240)
+        # two events: a worker holds still at HOLD (so the run cannot finish) and a shard exists
+        wait_for(lambda: _proc.holding(tmp_path / "held") and any(store.glob("*.nc")), proc,
+                 "a hold and a shard", limit=240)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
 

@@ -10,9 +10,11 @@ it takes a few seconds, benchmarks/signal_repeat.md) by the orderly path, i.e. w
 one-line message and not the watchdog's (which would end it ``executors.STOP_BOUND_S`` after
 the signal); every process of its tree is gone ``ORPHAN_BOUND_S`` after the driver exited.
 
-* ``extract --workers 2`` (a real Dask ``LocalCluster``): SIGTERM to the driver after its
-  first shard; ``--resume --workers 2`` then writes a cube identical to an uninterrupted one.
-* ``extract --scheduler ADDRESS`` (a cluster of its own): SIGTERM after the first shard.
+* ``extract --workers 2`` (a real Dask ``LocalCluster``): SIGTERM to the driver once a shard
+  exists and a worker holds still at the fourth checkpoint (a test hook, so that the run
+  cannot have finished: an event, not a delay); ``--resume --workers 2`` then writes a cube
+  identical to an uninterrupted one.
+* ``extract --scheduler ADDRESS`` (a cluster of its own): SIGTERM on the same two events.
 * ``extract --workers 2``: SIGINT to the whole process group (a terminal's Ctrl-C: the
   workers get it too) while the cluster starts. A worker interrupted while it started used
   to fail the cluster ("Nanny failed to start", exit 1 and a traceback).
@@ -30,19 +32,20 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from types import SimpleNamespace
 
 import pytest
 import xarray as xr
 
-from lie_stats import cli, schema
+from lie_stats import cli, extraction, schema
 from lie_stats.cube import open_cube, provenance_of
 from lie_stats.extraction import shard_dir
 from tests._spec_cubes import make_datasets
 
 from .._checkpoints import make_run
 from . import _proc
-from ._run_helpers import spec_text, wait_for, write_module
+from ._run_helpers import spec_text, start_held, wait_for, write_module
 
 pytestmark = pytest.mark.slow
 
@@ -51,6 +54,8 @@ EXIT_BOUND_S = 60.0
 #: Seconds after the driver's exit by which every process of its tree must be gone.
 ORPHAN_BOUND_S = 10.0
 STEPS = list(range(0, 80, 10))  # 8 checkpoints
+#: The checkpoint at which a run holds still until its signal (tests/faults/pidhook).
+HOLD = "step_30"
 ARGS = ["--families", "Q", "--null-draws", "64", "--quiet"]
 
 
@@ -109,12 +114,15 @@ def test_sigterm_after_the_first_shard_ends_extract_workers_2_and_resume_complet
         run_folder, tmp_path, monkeypatch):
     out, pids = tmp_path / "out.nc", tmp_path / "pids"
     store = shard_dir(out)
-    proc = _start(["extract", run_folder, "-o", out, *ARGS, "--workers", "2"], tmp_path, pids)
-    wait_for(lambda: any(store.glob("*.nc")), proc, "the first shard", limit=240)
+    proc = start_held(["extract", run_folder, "-o", out, *ARGS, "--workers", "2"], where="task", folder=HOLD,
+                      cwd=tmp_path, base_env=_proc.tracked_env(pids), start_new_session=True)
+    # two events: a worker holds still at HOLD (so the run cannot finish) and a shard exists
+    wait_for(lambda: _proc.holding(proc.markers) and any(store.glob("*.nc")), proc, "a hold and a shard", limit=240)
     r = _stop(proc, pids, signal.SIGTERM)
     assert r.code == cli.EXIT_INTERRUPTED, r.err
     _orderly(r.err, "lie-stats: interrupted (SIGTERM); finished checkpoints are kept in the shard store")
     assert sum(_proc.is_worker(x) for x in r.records) >= 2, r.records
+    assert set(_proc.holding(proc.markers)) <= {x["pid"] for x in r.records if _proc.is_worker(x)}  # held in a worker
     assert r.left == [], _left(r)
     kept = sorted(store.glob("*.nc"))
     assert 1 <= len(kept) < len(STEPS) and not out.exists(), kept
@@ -144,9 +152,25 @@ def test_sigint_to_the_process_group_while_the_cluster_starts(run_folder, tmp_pa
     assert not out.exists()
 
 
-def test_sigterm_ends_extract_on_a_scheduler(run_folder, tmp_path):
+#: The worker of the --scheduler test is a thread of this process: it holds still at HOLD
+#: until the test lets it go (module level, so that the scheduler pickles it by name).
+_HELD, _RELEASE = threading.Event(), threading.Event()
+_REAL_EXTRACT = extraction.extract_checkpoint
+
+
+def _holding_extract(task, options):
+    if task.checkpoint.path.name == HOLD:
+        _HELD.set()
+        _RELEASE.wait(300)  # set once the driver has stopped
+    return _REAL_EXTRACT(task, options)
+
+
+def test_sigterm_ends_extract_on_a_scheduler(run_folder, tmp_path, monkeypatch):
     from distributed import LocalCluster
 
+    _HELD.clear()
+    _RELEASE.clear()
+    monkeypatch.setattr(extraction, "extract_checkpoint", _holding_extract)
     out, pids = tmp_path / "out.nc", tmp_path / "pids"
     store = shard_dir(out)
     # the cluster of --scheduler: a scheduler and one worker thread in this process, over TCP
@@ -154,8 +178,13 @@ def test_sigterm_ends_extract_on_a_scheduler(run_folder, tmp_path):
                       dashboard_address=None) as cluster:
         proc = _start(["extract", run_folder, "-o", out, *ARGS, "--scheduler", cluster.scheduler_address],
                       tmp_path, pids)
-        wait_for(lambda: any(store.glob("*.nc")), proc, "the first shard", limit=240)
-        r = _stop(proc, pids, signal.SIGTERM)
+        # two events: the worker (a thread of this process) holds still at HOLD, so the run
+        # cannot finish, and a shard exists
+        wait_for(lambda: _HELD.is_set() and any(store.glob("*.nc")), proc, "a hold and a shard", limit=240)
+        try:
+            r = _stop(proc, pids, signal.SIGTERM)
+        finally:
+            _RELEASE.set()
     assert r.code == cli.EXIT_INTERRUPTED, r.err
     _orderly(r.err, "lie-stats: interrupted (SIGTERM); finished checkpoints are kept in the shard store")
     assert r.left == [], _left(r)

@@ -1,4 +1,7 @@
-"""Test hook, active only where a fault test or benchmarks/signal_repeat.py puts this folder on
+"""Test hooks. Recording each process (below) and holding a run still at a checkpoint (at the
+end of this file, with ``LIE_STATS_HOLD``).
+
+Recording is active only where a fault test or benchmarks/signal_repeat.py puts this folder on
 ``PYTHONPATH`` and sets ``LIE_STATS_PID_DIR``: every Python process that starts (the driver, the
 Dask worker processes a nanny spawns, multiprocessing's resource tracker) and every process
 such a process forks (a ``ProcessPoolExecutor``'s workers; ``"forked": true``) writes
@@ -49,3 +52,95 @@ if _DIR:
         faulthandler.register(signal.SIGUSR1, file=_stack, all_threads=True)
     except OSError:
         pass
+
+
+# --- holding a run still at a chosen checkpoint ---------------------------------------------
+#
+# With ``LIE_STATS_HOLD`` set (JSON: {"where": "task" or "read", "folder": NAME, "markers": DIR}),
+# the process that extracts the checkpoint folder NAME holds still there until a signal comes
+# (or its parent process is gone), after writing ``DIR/<pid>.held``: a test sends its signal on
+# that event, never after a delay, so the run cannot have finished or not yet started.
+# ``task``: before the checkpoint's work starts (an interrupt is raised in Python there).
+# ``read``: inside the checkpoint's first weight-file read of its extraction, whose library
+# turns the interrupt into its own error (as a safetensors read can).
+_HOLD = os.environ.get("LIE_STATS_HOLD")
+
+
+def _hold(markers: str) -> None:
+    import time
+
+    pid, parent = os.getpid(), os.getppid()
+    tmp = os.path.join(markers, f".{pid}.tmp")
+    with open(tmp, "w") as fh:
+        fh.write(str(pid))
+    os.replace(tmp, os.path.join(markers, f"{pid}.held"))
+    deadline = time.monotonic() + 300  # guards a lost signal only
+    while time.monotonic() < deadline and os.getppid() == parent:
+        time.sleep(0.01)
+    raise RuntimeError("held checkpoint released without a stop signal")
+
+
+def _install_hold(how: dict) -> None:
+    import functools
+    import importlib.abc
+    import importlib.util
+    import pathlib
+    import sys
+    import threading
+
+    state = threading.local()
+
+    def patch_extraction(module) -> None:
+        real = module.extract_checkpoint
+
+        @functools.wraps(real)  # pickled by reference, as the original (Dask workers)
+        def extract_checkpoint(task, options):
+            mine = task.checkpoint.path.name == how["folder"]
+            if mine and how["where"] == "task":
+                _hold(how["markers"])
+            state.reading = mine
+            try:
+                return real(task, options)
+            finally:
+                state.reading = False
+
+        module.extract_checkpoint = extract_checkpoint
+
+    def patch_safetensors(module) -> None:
+        real = module.safe_open
+
+        def safe_open(path, *args, **kwargs):
+            if getattr(state, "reading", False) and pathlib.Path(path).parent.name == how["folder"]:
+                state.reading = False
+                try:
+                    _hold(how["markers"])
+                except KeyboardInterrupt:
+                    raise RuntimeError("Error while deserializing header: interrupted") from None
+            return real(path, *args, **kwargs)
+
+        module.safe_open = safe_open
+
+    patches = {"lie_stats.extraction": patch_extraction, "safetensors": patch_safetensors}
+
+    class PatchOnImport(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname, path, target=None):
+            patch = patches.pop(fullname, None)
+            if patch is None:
+                return None
+            spec = importlib.util.find_spec(fullname)  # this finder no longer answers for it
+            run_module = spec.loader.exec_module
+
+            def exec_module(module):
+                run_module(module)
+                patch(module)
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, PatchOnImport())
+
+
+if _HOLD:
+    import json as _json
+
+    _install_hold(_json.loads(_HOLD))
