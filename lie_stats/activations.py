@@ -37,7 +37,6 @@ Position 0 is the first token of every probe sequence (``[CLS]``, ``<bos>`` or t
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 from collections.abc import Callable
@@ -46,7 +45,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._io import read_json, resolve_device, text_sha256
+from ._io import read_json, resolve_device
 from ._stop import raise_if_stopped
 from .architectures import Adapter, LayerWeights, adapter_for
 from .errors import CheckpointError, MetricError, did_you_mean
@@ -67,7 +66,7 @@ __all__ = [
     "functional_killing",
     "load_eager_model",
     "sink_table",
-    "main",
+    "sink_report",
 ]
 
 V_SINK = variable_info("sink_score").name
@@ -678,62 +677,28 @@ def sink_table(metrics: dict[str, np.ndarray]):
     return df
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m lie_stats.activations FOLDER --text FILE ...``: the per-layer sink table.
-
-    Builds a probe from ``--text`` with the folder's ``tokenizer.json`` (special tokens from
-    ``config.json``'s ``bos_token_id`` for ``--first-token bos``, else looked up by name),
-    computes the §7 metrics without gradients, and prints a Markdown table (see
-    :func:`sink_table`) with the probe's sha256.
+def sink_report(folder: str | os.PathLike, probe: ProbeSet, metrics: dict[str, np.ndarray]) -> list[str]:
+    """The lines ``lie-stats sinks`` prints: a header naming the model (``config.json``'s
+    ``model_type``), the probe's sha256 and size and the token at position 0 (the folder's
+    ``tokenizer.json``), the Markdown table of :func:`sink_table` with an ``all`` row, and the
+    counts of the §8 and §9.2 labels. The model type and the token are text read from files
+    (a newline or an escape sequence among them): show each line through
+    :func:`lie_stats._text.terminal_line`.
     """
-    import argparse
+    from .probe import folder_tokenizer
 
-    import tokenizers
-
-    from .probe import build_probe, save_probe
-
-    ap = argparse.ArgumentParser(prog="python -m lie_stats.activations", description=main.__doc__)
-    ap.add_argument("folder")
-    ap.add_argument("--text", required=True, help="UTF-8 text file; lines starting with '===' are dropped")
-    ap.add_argument("--first-token", default="bos", choices=("cls", "bos", "first_word"))
-    ap.add_argument("--n-seq", type=int, default=64)
-    ap.add_argument("--seq-len", type=int, default=128)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--batch-size", type=int, default=8)
-    ap.add_argument("--save-probe", default=None, help="also write the probe (.npz)")
-    args = ap.parse_args(argv)
-    folder = pathlib.Path(args.folder)
-    text_path = pathlib.Path(args.text)
-    raw = text_path.read_text(encoding="utf-8")
-    text = "\n".join(line for line in raw.splitlines() if not line.startswith("==="))
-    tok = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
-    cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    first_id = cfg.get("bos_token_id") if args.first_token == "bos" else None
-    probe = build_probe(text, tok, n_seq=args.n_seq, seq_len=args.seq_len, seed=args.seed,
-                        first_token=args.first_token, first_token_id=first_id,
-                        text_source=f"{text_path.name} (sha256:{text_sha256(raw)[:16]})")
-    if args.save_probe:
-        save_probe(probe, args.save_probe)
-    out = activation_metrics(folder, probe, batch_size=args.batch_size, grad=False)
-    table = sink_table(out)
+    cfg, tok = folder_tokenizer(folder)
     first = tok.id_to_token(int(probe.tokens[0, 0]))
-    print(f"model: {folder} ({cfg.get('model_type')}), probe sha256 {probe.sha256}, "
-          f"{probe.n_seq} x {probe.seq_len} tokens, position 0 = {args.first_token} ({first!r})\n")
-    print("| layer | mean sink_score | heads with argmax on position 0 | mean sink_argmax_fraction |")
-    print("|---|---|---|---|")
-    for layer, row in table.iterrows():
-        print(f"| {layer} | {row['mean_sink_score']:.3f} | {row['heads_argmax_pos0']:.0%} | "
-              f"{row['mean_sink_argmax_fraction']:.3f} |")
-    s, a = out[V_SINK], out[V_ARGMAX]
-    print(f"| all | {s.mean():.3f} | {(a > 0.5).mean():.0%} | {a.mean():.3f} |")
-    labels = out[V_LABEL]
-    counts = {k: int((labels == v).sum()) for k, v in LABEL_CODES.items()}
-    print(f"\n§8 labels (sink >= 0.5, lowest third of value_norm): {counts}")
-    labels_w = out[V_LABEL_W]
-    counts_w = {k: int((labels_w == v).sum()) for k, v in LABEL_CODES.items()}
-    print(f"§9.2 labels (sink >= 0.5, lowest third of written_norm): {counts_w}")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    lines = [f"model: {folder} ({cfg.get('model_type')}), probe sha256 {probe.sha256}, "
+             f"{probe.n_seq} x {probe.seq_len} tokens, position 0 = {probe.first_token} ({first!r})", "",
+             "| layer | mean sink_score | heads with argmax on position 0 | mean sink_argmax_fraction |",
+             "|---|---|---|---|"]
+    for layer, row in sink_table(metrics).iterrows():
+        lines.append(f"| {layer} | {row['mean_sink_score']:.3f} | {row['heads_argmax_pos0']:.0%} | "
+                     f"{row['mean_sink_argmax_fraction']:.3f} |")
+    s, a = metrics[V_SINK], metrics[V_ARGMAX]
+    lines += [f"| all | {s.mean():.3f} | {(a > 0.5).mean():.0%} | {a.mean():.3f} |", ""]
+    for section, name, norm in (("§8", V_LABEL, "value_norm"), ("§9.2", V_LABEL_W, "written_norm")):
+        counts = {k: int((metrics[name] == v).sum()) for k, v in LABEL_CODES.items()}
+        lines.append(f"{section} labels (sink >= 0.5, lowest third of {norm}): {counts}")
+    return lines

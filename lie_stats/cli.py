@@ -1,10 +1,10 @@
 """The ``lie-stats`` command line (DESIGN.md, CLI): a thin shell over the library.
 
-Verbs: ``extract``, ``info``, ``run``, ``export``, ``datasets``, ``kinds``. Exit status (the
-table of README.md, "Exit status"): 0 success; 1 a failed hypothesis (as pytest); 2 usage or
-input error; 3 some checkpoints failed to extract (the others are in the cube); ``run``
-passes pytest's other codes on (3 internal error, 4 usage, 5 nothing collected, 6 too many
-warnings); 130 interrupted. Without paths, the bundled ``hypotheses/`` and ``datasets/`` are
+Verbs: ``extract``, ``info``, ``sinks``, ``run``, ``export``, ``diagnose``, ``datasets``,
+``kinds``. Exit status (the table of README.md, "Exit status"): 0 success; 1 a failed
+hypothesis (as pytest); 2 usage or input error; 3 some checkpoints failed to extract (the
+others are in the cube); ``run`` passes pytest's other codes on (3 internal error, 4 usage,
+5 nothing collected, 6 too many warnings); 130 interrupted. Without paths, the bundled ``hypotheses/`` and ``datasets/`` are
 found from any folder (:func:`lie_stats.datasets.bundled`).
 """
 
@@ -140,6 +140,22 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--plot", default=None, metavar="FILE.png",
                    help="with --redesign: where the power curves go. Default: "
                    "redesign-AXIS.png beside the first module's diagnosis cache")
+
+    s = sub.add_parser("sinks", help="per-layer attention sinks of one checkpoint on a probe cut from a "
+                       "text (METRICS.md §7-§8), as a Markdown table")
+    s.add_argument("folder", metavar="FOLDER",
+                   help="a checkpoint folder: config.json, the weights and tokenizer.json")
+    s.add_argument("--text", required=True, metavar="FILE",
+                   help="UTF-8 text the probe is cut from; lines starting with '===' are dropped")
+    s.add_argument("--first-token", default="bos", choices=("cls", "bos", "first_word"),
+                   help="position 0 of each sequence: [CLS] (encoders), <bos> (config.json's "
+                   "bos_token_id, else looked up by name) or the first word. Default: bos")
+    s.add_argument("--n-seq", type=int, default=64, help="probe sequences. Default: 64")
+    s.add_argument("--seq-len", type=int, default=128, help="tokens per sequence. Default: 128")
+    s.add_argument("--seed", type=int, default=0, help="chooses the text windows. Default: 0")
+    s.add_argument("--batch-size", type=int, default=8, help="sequences per forward pass. Default: 8")
+    s.add_argument("--save-probe", default=None, metavar="FILE.npz",
+                   help="also write the probe (refused when FILE.npz holds anything else)")
 
     k = sub.add_parser("kinds", help="the registry of test kinds: roles, parameters, directions, "
                        "decision rule")
@@ -304,6 +320,32 @@ def _cmd_datasets(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_sinks(args: argparse.Namespace) -> int:
+    from ._text import terminal_line
+    from .activations import activation_metrics, sink_report
+    from .probe import ProbeError, load_probe, save_probe, text_probe
+
+    probe = text_probe(args.folder, args.text, first_token=args.first_token, n_seq=args.n_seq,
+                       seq_len=args.seq_len, seed=args.seed)
+    if args.save_probe is not None:  # before the forward passes, and never over another file
+        target = Path(args.save_probe)
+        if target.exists() or target.is_symlink():
+            try:
+                same = load_probe(target) == probe
+            except ProbeError:
+                same = False
+            if not same:
+                raise LieStatsError(f"--save-probe {target}: the file exists and is not this probe; "
+                                    f"sinks does not overwrite it. Expected a new file name.")
+        else:
+            save_probe(probe, target)
+    out = activation_metrics(args.folder, probe, batch_size=args.batch_size, grad=False)
+    # the model type and the token at position 0 are read from the folder's files
+    for line in sink_report(args.folder, probe, out):
+        print(terminal_line(line))
+    return EXIT_OK
+
+
 def _cmd_kinds(args: argparse.Namespace) -> int:
     from .spec import test_kinds
     from .spec.registry import describe_kind, get_kind
@@ -422,7 +464,8 @@ def _interrupted(args: argparse.Namespace, sigterm: bool) -> str:
 
 
 _COMMANDS = {"extract": _cmd_extract, "info": _cmd_info, "run": _cmd_run, "export": _cmd_export,
-             "datasets": _cmd_datasets, "kinds": _cmd_kinds, "diagnose": _cmd_diagnose}
+             "datasets": _cmd_datasets, "kinds": _cmd_kinds, "diagnose": _cmd_diagnose,
+             "sinks": _cmd_sinks}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ._io import atomic_write, text_sha256
-from .errors import LieStatsError, did_you_mean
+from .errors import CheckpointError, LieStatsError, did_you_mean
 
 __all__ = [
     "FIRST_TOKEN_KINDS",
@@ -33,6 +33,8 @@ __all__ = [
     "ProbeSet",
     "probe_hash",
     "build_probe",
+    "folder_tokenizer",
+    "text_probe",
     "save_probe",
     "load_probe",
 ]
@@ -336,6 +338,104 @@ def build_probe(text: str, tokenizer: Any, *, n_seq: int, seq_len: int, seed: in
         tokenizer_name = f"tokenizers.Tokenizer(vocab={raw.get_vocab_size()}, sha256:{digest})"
     return ProbeSet.from_tokens(np.array(rows, dtype=np.int64), tokenizer=tokenizer_name,
                                 text_source=text_source, first_token=first_token)
+
+
+def folder_tokenizer(folder: str | os.PathLike) -> tuple[dict, Any]:
+    """A checkpoint folder's ``config.json`` (a dict, read with the bounds of
+    :func:`lie_stats._io.read_json`) and its ``tokenizer.json`` (a ``tokenizers.Tokenizer``).
+
+    Raises
+    ------
+    CheckpointError
+        The folder, or either file, is missing or unreadable (the message names the file).
+    """
+    import tokenizers
+
+    from ._io import path_problem, read_json
+
+    folder = pathlib.Path(folder)
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise CheckpointError(f"{folder}: the checkpoint folder {what}; expected a folder with "
+                              f"config.json, the weights and tokenizer.json.")
+    cfg_path, tok_path = folder / "config.json", folder / "tokenizer.json"
+    for path in (cfg_path, tok_path):
+        if not path.exists():
+            raise CheckpointError(f"{path}: missing; the probe is tokenized with the checkpoint "
+                                  f"folder's own {path.name}, and config.json names the model.")
+    cfg = read_json(cfg_path, error=CheckpointError, what="a JSON object (the model's configuration)")
+    if not isinstance(cfg, dict):
+        raise CheckpointError(f"{cfg_path}: expected a JSON object, got {type(cfg).__name__}.")
+    problem = path_problem(tok_path)
+    if problem is not None:
+        raise CheckpointError(f"{tok_path}: {problem}; expected the tokenizer (tokenizers JSON).")
+    try:
+        return cfg, tokenizers.Tokenizer.from_file(str(tok_path))
+    except Exception as e:  # noqa: BLE001 - the Rust library's errors, re-raised with the file named
+        raise CheckpointError(f"{tok_path}: cannot load the tokenizer ({type(e).__name__}: "
+                              f"{str(e)[:200]}); expected a tokenizers JSON file.") from None
+
+
+def text_probe(folder: str | os.PathLike, text: str | os.PathLike, *, first_token: str = "bos",
+               n_seq: int = 64, seq_len: int = 128, seed: int = 0) -> ProbeSet:
+    """A probe set cut from a text file with a checkpoint folder's own tokenizer (METRICS.md §7).
+
+    The text is read as UTF-8 and its lines starting with ``===`` (source headers) are dropped,
+    then cut by :func:`build_probe` with the folder's ``tokenizer.json``. For
+    ``first_token="bos"`` position 0 is ``config.json``'s ``bos_token_id`` when it has one;
+    otherwise (and for ``"cls"``) the special token is looked up by name. ``text_source``
+    records the file's name and the first 16 hex digits of its sha256. What ``lie-stats
+    sinks`` runs before :func:`lie_stats.activations.activation_metrics`.
+
+    Raises
+    ------
+    CheckpointError
+        The folder, its ``config.json`` or its ``tokenizer.json`` is missing or unreadable.
+    ProbeError
+        The text file is missing, not UTF-8, or too short for the probe asked (the message
+        names it).
+
+    Examples
+    --------
+    >>> import tempfile, tokenizers
+    >>> from tokenizers import models, pre_tokenizers
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "config.json").write_text(json.dumps({"model_type": "gpt2", "bos_token_id": 0}))
+    >>> tok = tokenizers.Tokenizer(models.WordLevel({"<bos>": 0, "<unk>": 1, "a": 2, "b": 3}, unk_token="<unk>"))
+    >>> tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    >>> tok.save(str(d / "tokenizer.json"))
+    >>> _ = (d / "t.txt").write_text("=== a header\\n" + "a b " * 50)
+    >>> p = text_probe(d, d / "t.txt", n_seq=3, seq_len=5)
+    >>> p.tokens.shape, p.tokens[:, 0].tolist(), p.text_source
+    ((3, 5), [0, 0, 0], 't.txt (sha256:...)')
+    """
+    from ._io import path_problem
+
+    cfg, tok = folder_tokenizer(folder)
+    text_path = pathlib.Path(text)
+    expected = "expected a UTF-8 text file (--text)"
+    problem = path_problem(text_path)
+    if problem is not None:
+        raise ProbeError(f"{text_path}: {problem}; {expected}.")
+    try:
+        raw = text_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProbeError(f"{text_path}: the text file does not exist; {expected}.") from None
+    except UnicodeDecodeError as e:
+        raise ProbeError(f"{text_path}: not UTF-8 (byte {e.start}: {e.reason}); {expected}.") from None
+    except OSError as e:
+        raise ProbeError(f"{text_path}: cannot read it ({e.strerror}); {expected}.") from None
+    body = "\n".join(line for line in raw.splitlines() if not line.startswith("==="))
+    first_id = cfg.get("bos_token_id") if first_token == "bos" else None
+    if first_id is not None and (isinstance(first_id, bool) or not isinstance(first_id, int)):
+        raise CheckpointError(f"{pathlib.Path(folder) / 'config.json'}: field 'bos_token_id' is "
+                              f"{str(first_id)[:40]!r}; expected an integer token id.")
+    try:
+        return build_probe(body, tok, n_seq=n_seq, seq_len=seq_len, seed=seed, first_token=first_token,
+                           first_token_id=first_id,
+                           text_source=f"{text_path.name} (sha256:{text_sha256(raw)[:16]})")
+    except ProbeError as e:  # too little text, a special token the vocabulary lacks
+        raise ProbeError(f"{text_path} (tokenized with {pathlib.Path(folder) / 'tokenizer.json'}): {e}") from None
 
 
 # ----------------------------------------------------------------------------- files

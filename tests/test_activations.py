@@ -344,14 +344,11 @@ def test_real_minilm_sinks_match_direct_attention(minilm_path):
     assert list(table.index) == list(range(6)) and table["heads_argmax_pos0"].between(0, 1).all()
 
 
-def test_command_line_table(tmp_path, capsys):
-    """``python -m lie_stats.activations`` (the command of datasets/panel/SINKS.md) on a tiny
-    GPT-2 with a word-level tokenizer saved beside it."""
+@pytest.fixture
+def sink_folder(tmp_path) -> pathlib.Path:
+    """A tiny GPT-2 checkpoint with a word-level tokenizer saved beside it (``<bos>`` = 0)."""
     tokenizers = pytest.importorskip("tokenizers")
     from tokenizers import models, pre_tokenizers
-
-    from lie_stats.activations import main
-    from lie_stats.probe import load_probe
 
     from ._checkpoints import make_checkpoint
 
@@ -364,16 +361,93 @@ def test_command_line_table(tmp_path, capsys):
     tok = tokenizers.Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok.save(str(folder / "tokenizer.json"))
-    assert main([str(folder), "--text", str(DATA), "--n-seq", "4", "--seq-len", "16",
-                  "--save-probe", str(tmp_path / "p.npz")]) == 0
+    return folder
+
+
+def test_sinks_verb_prints_the_table(sink_folder, tmp_path, capsys):
+    """``lie-stats sinks`` (the command of datasets/panel/SINKS.md): the probe it saves is the
+    one its header names, and its rows are :func:`sink_table` of that probe's metrics."""
+    from lie_stats.cli import main
+    from lie_stats.probe import load_probe
+
+    saved = tmp_path / "p.npz"
+    assert main(["sinks", str(sink_folder), "--text", str(DATA), "--n-seq", "4", "--seq-len", "16",
+                 "--save-probe", str(saved)]) == 0
     text = capsys.readouterr().out
-    probe = load_probe(tmp_path / "p.npz")
-    assert probe.sha256 in text and "position 0 = bos ('<bos>')" in text
+    probe = load_probe(saved)
+    assert probe.sha256 in text and "(gpt2)" in text and "position 0 = bos ('<bos>')" in text
     assert (probe.tokens[:, 0] == 0).all() and probe.tokens.shape == (4, 16)
+    assert probe.text_source.startswith(DATA.name + " (sha256:")
     rows = [line for line in text.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert len(rows) == 2
-    expected = sink_table(activation_metrics(folder, probe, grad=False))
-    assert f"{expected['mean_sink_score'].iloc[1]:.3f}" in rows[1]
+    metrics = activation_metrics(sink_folder, probe, grad=False)
+    expected = sink_table(metrics)
+    for layer, row in enumerate(rows):
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells == [str(layer), f"{expected['mean_sink_score'].iloc[layer]:.3f}",
+                         f"{expected['heads_argmax_pos0'].iloc[layer]:.0%}",
+                         f"{expected['mean_sink_argmax_fraction'].iloc[layer]:.3f}"]
+    counts = {k: int((metrics["head_label"] == v).sum()) for k, v in LABEL_CODES.items()}
+    assert f"§8 labels (sink >= 0.5, lowest third of value_norm): {counts}" in text
+    # the same command again: the probe file holds this probe, so it is kept as it is
+    before = saved.read_bytes()
+    assert main(["sinks", str(sink_folder), "--text", str(DATA), "--n-seq", "4", "--seq-len", "16",
+                 "--save-probe", str(saved)]) == 0
+    assert saved.read_bytes() == before
+
+
+def test_sinks_verb_bad_input_exits_2_naming_the_file(sink_folder, tmp_path, capsys):
+    from lie_stats.cli import main
+
+    def run(*args):
+        code = main(["sinks", *map(str, args)])
+        return code, capsys.readouterr()
+
+    missing = tmp_path / "no_such_run"
+    code, out = run(missing, "--text", DATA)
+    assert code == 2 and f"{missing}: the checkpoint folder does not exist" in out.err and out.out == ""
+    code, out = run(sink_folder, "--text", tmp_path / "absent.txt")
+    assert code == 2 and "absent.txt: the text file does not exist" in out.err
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes("caf\xe9 ".encode("latin-1") * 200)
+    code, out = run(sink_folder, "--text", latin)
+    assert code == 2 and "latin1.txt: not UTF-8" in out.err
+    code, out = run(sink_folder, "--text", DATA, "--n-seq", "100000")
+    assert code == 2 and DATA.name in out.err and "n_seq=100000" in out.err
+    no_tok = tmp_path / "no_tok"
+    no_tok.mkdir()
+    (no_tok / "config.json").write_bytes((sink_folder / "config.json").read_bytes())
+    code, out = run(no_tok, "--text", DATA)
+    assert code == 2 and f"{no_tok / 'tokenizer.json'}: missing" in out.err
+    # a file of the user's at --save-probe is not overwritten, and nothing is computed
+    notes = tmp_path / "notes.npz"
+    notes.write_text("my notes")
+    code, out = run(sink_folder, "--text", DATA, "--n-seq", "4", "--seq-len", "16", "--save-probe", notes)
+    assert code == 2 and "notes.npz: the file exists and is not this probe" in out.err and out.out == ""
+    assert notes.read_text() == "my notes"
+
+
+def test_sinks_verb_escapes_what_it_reads_from_files(sink_folder, capsys):
+    """The model type (config.json) is shown as its escapes: it cannot restyle the terminal or
+    forge a line of the table."""
+    import json
+
+    from lie_stats.cli import main
+
+    cfg = json.loads((sink_folder / "config.json").read_text())
+    cfg["model_type"] = "gpt2\x1b[31m\n| 9 | 1.000 | 100% | 1.000 |"
+    (sink_folder / "config.json").write_text(json.dumps(cfg))
+    from lie_stats.activations import sink_report
+    from lie_stats.probe import text_probe
+
+    probe = text_probe(sink_folder, DATA, n_seq=2, seq_len=8)
+    header = sink_report(sink_folder, probe, activation_metrics(make_model("gpt2", seed=4, n_layers=2), probe,
+                                                                 grad=False))[0]
+    assert "\x1b[31m\n| 9 |" in header  # the library's lines hold the text as read
+    assert main(["sinks", str(sink_folder), "--text", str(DATA), "--n-seq", "2", "--seq-len", "8"]) == 0
+    text = capsys.readouterr().out
+    assert "\x1b" not in text and "gpt2\\x1b[31m\\n| 9 |" in text
+    assert not any(line.startswith("| 9 |") for line in text.splitlines())
 
 
 def test_input_errors_name_the_problem():
