@@ -24,6 +24,7 @@ __all__ = ["main", "build_parser"]
 
 EXIT_OK, EXIT_USAGE, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 2, 3, 130
 
+_FAMILIES = ("Q", "K", "V", "O", "QK", "OV")  # extract's default operator families
 _WHERE = "./{0} when the current folder has one, else {0}/ of the checkout lie_stats runs from"
 
 
@@ -45,9 +46,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a checkpoint folder, a folder of step_N / stepN / checkpoint-N folders, "
                    "or hf:ORG/NAME")
     e.add_argument("-o", "--output", required=True, metavar="OUT.nc", help="cube to write")
+    e.add_argument("--delta", action="store_true",
+                   help="write the parameter-delta cube (METRICS.md §6.4) instead of the metrics: "
+                   "each checkpoint's relative change per parameter category against the first "
+                   "source. SOURCE... is BASE TUNED [TUNED...] checkpoint folders, or one run "
+                   "folder (every checkpoint against its first). Takes -o, --name (one), "
+                   "--force, --threads")
     e.add_argument("--revisions", default=None,
                    help="hub revisions, comma-separated, or 'all' (every step* branch). Default: main")
-    e.add_argument("--families", type=_csv, default=("Q", "K", "V", "O", "QK", "OV"),
+    e.add_argument("--families", type=_csv, default=_FAMILIES,
                    help="operator families (METRICS.md §2). Default: Q,K,V,O,QK,OV")
     e.add_argument("--projection", dest="projections", action="append", default=None,
                    help="none | adaptive | fixed:K; repeat for several. Default: none")
@@ -191,11 +198,51 @@ def _probe_arg(values: list[str] | None) -> str | dict[str, str] | None:
     return mapping
 
 
+#: extract's options that a parameter-delta cube (--delta) does not take, with their defaults.
+_NOT_FOR_DELTA = {"--revisions": ("revisions", None), "--families": ("families", _FAMILIES),
+                  "--projection": ("projections", None), "--null-draws": ("null_draws", 64),
+                  "--seed": ("seed", 0), "--probe": ("probe", None), "--fold-ln": ("fold_ln", False),
+                  "--device": ("device", "auto"), "--store-dtype": ("store_dtype", "float64"),
+                  "--resume": ("resume", False), "--keep-shards": ("keep_shards", False),
+                  "--workers": ("workers", 1), "--scheduler": ("scheduler", None)}
+
+
+def _cmd_extract_delta(args: argparse.Namespace) -> int:
+    """``extract --delta``: the cube of :func:`lie_stats.delta.delta_cube`, written like any cube."""
+    from .cube import check_output, is_cube_file, provenance_of, write_cube
+    from .delta import delta_cube
+
+    given = [flag for flag, (dest, default) in _NOT_FOR_DELTA.items() if getattr(args, dest) != default]
+    if given:
+        raise LieStatsError(f"{' '.join(given)}: not options of extract --delta, which writes the "
+                            f"parameter-delta cube (METRICS.md §6.4) from the weights alone; it "
+                            f"takes -o, --name, --force and --threads.")
+    if args.names is not None and len(args.names) != 1:
+        raise LieStatsError(f"--name given {len(args.names)} times: extract --delta writes one model "
+                            f"(the base and its tuned checkpoints); give one --name or none.")
+    out = check_output(args.output, force=args.force)  # the folder, the name, a file not a cube
+    if out.exists() and is_cube_file(out) and not args.force:
+        raise LieStatsError(f"{out}: a cube is already there; extract never replaces an existing "
+                            f"cube. Give --force to replace it, or another -o.")
+    run = args.sources[0] if len(args.sources) == 1 else list(args.sources)
+    cube = delta_cube(run, model=args.names[0] if args.names else None)
+    write_cube(cube, out)
+    from ._text import terminal_line
+
+    records = provenance_of(cube)
+    print(terminal_line(f"wrote {out}: parameter deltas of model {cube['model'].values[0]} at "
+                        f"{len(records)} checkpoints (steps {', '.join(str(r['step']) for r in records)}), "
+                        f"each against {records[0]['base']['path']}"))
+    return EXIT_OK
+
+
 def _cmd_extract(args: argparse.Namespace) -> int:
     from .cube import provenance_of
     from .extraction import ExtractOptions, extract, set_threads
 
     set_threads(args.threads)
+    if args.delta:
+        return _cmd_extract_delta(args)
     revisions = args.revisions
     if revisions and revisions != "all":
         revisions = list(_csv(revisions))
@@ -450,6 +497,9 @@ def _interrupted(args: argparse.Namespace, sigterm: bool) -> str:
         what = "terminated (SIGTERM)" if sigterm else "interrupted"
         return (f"lie-stats run: {what}; no report was written, the earlier report in "
                 f"{args.reports} and the pinned verdicts are kept (rerun to write a new one).")
+    if args.verb == "extract" and args.delta:
+        return (f"lie-stats extract --delta: {what}; nothing was written (the cube is written "
+                f"at the end, atomically): rerun the same command.")
     if args.verb == "extract":
         return (f"lie-stats: {what}; finished checkpoints are kept in the shard store "
                 f"(rerun with --resume).")

@@ -16,7 +16,9 @@ place that knows tensor names; fused QKV tensors are split by the adapter's own 
 
 :func:`delta_cube` builds the trajectory of a run: every checkpoint against the run's first,
 as a cube with a ``category`` dimension (variables ``param_delta``, ``param_delta_layer``,
-``param_base_norm_layer``) that validates and merges with the metric cubes.
+``param_base_norm_layer``) that validates and merges with the metric cubes. It is the one
+assembly of that cube: ``lie-stats extract --delta BASE TUNED... -o OUT.nc`` (or ``RUN_DIR``)
+calls it and writes what it returns.
 """
 
 from __future__ import annotations

@@ -303,3 +303,67 @@ def test_committed_pair_deltas_recompute_from_the_checkpoints():
     ds = open_cube(PAIR)["param_delta"].sel(model="p96_s0_ft", step=128)
     for c, v in zip(m.categories, m.relative):
         assert float(ds.sel(category=c)) == pytest.approx(float(v), rel=1e-12), c
+
+
+# ------------------------------------------------------------------ lie-stats extract --delta
+def _without_created(ds):
+    ds = ds.copy()
+    ds.attrs = {k: v for k, v in ds.attrs.items() if k != schema.ATTR_CREATED}
+    return ds
+
+
+def test_extract_delta_writes_the_python_calls_cube(neox, tmp_path, capsys):
+    """``lie-stats extract --delta`` on a run folder and on BASE TUNED folders writes the cube
+    :func:`delta_cube` returns for the same checkpoints (all but the creation time)."""
+    import xarray as xr
+
+    from lie_stats.cli import main
+
+    run = delta_run(neox, tmp_path / "run")
+    out = tmp_path / "run_delta.nc"
+    assert main(["extract", "--delta", str(run), "-o", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert f"wrote {out}: parameter deltas of model run at 3 checkpoints (steps 0, 10, 20)" in said
+    xr.testing.assert_identical(_without_created(open_cube(out)), _without_created(delta_cube(run)))
+
+    pair = tmp_path / "pair.nc"
+    base, tuned = run / "step_0", run / "step_20"
+    assert main(["extract", "--delta", str(base), str(tuned), "-o", str(pair), "--name", "ft"]) == 0
+    capsys.readouterr()
+    cube = open_cube(pair)
+    xr.testing.assert_identical(_without_created(cube),
+                                _without_created(delta_cube([base, tuned], model="ft")))
+    assert cube[schema.MODEL].values.tolist() == ["ft"]
+    assert cube["param_delta"].sel(model="ft", step=20, category="embedding").item() == pytest.approx(0.1, rel=1e-6)
+    # an existing cube is not replaced without --force; with it, it is
+    before = pair.read_bytes()
+    assert main(["extract", "--delta", str(base), str(tuned), "-o", str(pair)]) == 2
+    assert "a cube is already there" in capsys.readouterr().err and pair.read_bytes() == before
+    assert main(["extract", "--delta", str(base), str(tuned), "-o", str(pair), "--force"]) == 0
+    assert open_cube(pair)[schema.MODEL].values.tolist() == ["run"]  # the base checkpoint's model
+
+
+def test_extract_delta_bad_input_exits_2_naming_the_file(neox, tmp_path, capsys):
+    from lie_stats.cli import main
+
+    def run(*args):
+        code = main(["extract", "--delta", *map(str, args)])
+        return code, capsys.readouterr().err
+
+    out = tmp_path / "d.nc"
+    missing = tmp_path / "no_such_checkpoint"
+    code, err = run(neox, missing, "-o", out)
+    assert code == 2 and str(missing) in err and not out.exists()
+    a = make_checkpoint("gpt_neox", tmp_path / "a", seed=0, n_layers=1, vocab_size=96)
+    b = make_checkpoint("gpt_neox", tmp_path / "b", seed=0, n_layers=1, vocab_size=100)
+    code, err = run(a, b, "-o", out)
+    assert code == 2 and "Mismatched shapes" in err and str(a / ST) in err and str(b / ST) in err
+    assert not out.exists()
+    code, err = run(neox, "-o", out)  # one checkpoint folder: nothing to compare it with
+    assert code == 2 and "at least two checkpoints" in err and not out.exists()
+    code, err = run(neox, a, "-o", out, "--probe", tmp_path / "p.npz", "--families", "Q")
+    assert code == 2 and "--families --probe: not options of extract --delta" in err
+    notes = tmp_path / "notes.nc"
+    notes.write_text("my notes")
+    code, err = run(neox, a, "-o", notes)
+    assert code == 2 and "is not a lie_stats cube" in err and notes.read_text() == "my notes"
