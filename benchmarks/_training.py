@@ -11,7 +11,6 @@ token shorter so that ``bos`` fits in front.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import sys
 from collections.abc import Callable
@@ -20,20 +19,8 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-PICO = REPO / "datasets" / "pico_pythia"
-
-
-def load_pico_build():
-    """``datasets/pico_pythia/build.py`` as a module (it puts its folder on sys.path for ``corpus``),
-    under the name the pico_shapes and pico_sudoku builds load it by: one module object for all."""
-    name = "pico_pythia_build"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, PICO / "build.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+sys.path.insert(0, str(REPO / "datasets"))
+from _build_loader import load_pico_build  # noqa: E402,F401  (the pico build, one module object for all)
 
 
 def log_linear_grid(n_steps: int, last_power: int, every: int) -> list[int]:

@@ -3,23 +3,11 @@ a package): load one as a module, and read a build's weights for bit-identity ch
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
-
-def load_build(name: str, path: Path):
-    """The script at ``path`` imported as module ``name`` (registered in ``sys.modules``, so
-    that its dataclasses and the modules it loads by name resolve); a module already loaded
-    under ``name`` from the same file is that one (one module object per script)."""
-    have = sys.modules.get(name)
-    if have is not None and Path(getattr(have, "__file__", "") or "").resolve() == Path(path).resolve():
-        return have
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "datasets"))
+from _build_loader import load_build  # noqa: E402,F401  (one loader for builds, benchmarks and tests)
 
 
 def safetensors_bytes(root: Path) -> dict[str, bytes]:

@@ -52,7 +52,6 @@ import argparse
 import dataclasses
 import datetime as dt
 import hashlib
-import importlib.util
 import json
 import math
 import os
@@ -66,6 +65,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE.parent))
+from _build_loader import load_pico_build  # noqa: E402  (pico_pythia's build, one module object for all)
 META = HERE / "bb_meta.json"
 CURVES = HERE / "curves"
 STATE = HERE / "build" / "_state"
@@ -276,20 +277,8 @@ def summarize(act, step: int, resid: list[float]) -> dict:
 
 
 # ----------------------------------------------------------------------------------------- state
-def _load_pico():
-    """``datasets/pico_pythia/build.py`` (its atomic writers), under the name the other builds use."""
-    name = "pico_pythia_build"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPO / "datasets" / "pico_pythia" / "build.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def write_curves(st: dict, out: Path, name: str) -> None:
-    pico = _load_pico()
+    pico = load_pico_build()
     out.mkdir(parents=True, exist_ok=True)
     pico._write_csv(st["rows"], out / f"{name}.csv", CSV_COLUMNS)
     record = {"format": FORMAT, "run": name, "config": st["config"], "meta": st["meta"], "rows": st["rows"],
@@ -398,7 +387,7 @@ def _train(cfg, out, state_root, checkpoints, cpu_budget, deadline, extend, log)
     from lie_stats.probe import ProbeSet, save_probe
     from lie_stats.schema import LABEL_CODES
 
-    pico = _load_pico()
+    pico = load_pico_build()
     name = run_name(cfg)
     sdir = state_root / name
     sdir.mkdir(parents=True, exist_ok=True)

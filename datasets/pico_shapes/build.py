@@ -13,7 +13,6 @@ imported, not copied); only the architecture differs: ``LlamaForCausalLM`` with 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -28,19 +27,10 @@ HERE = Path(__file__).resolve().parent
 PICO = HERE.parent / "pico_pythia"
 
 
-def _load_pico():
-    """pico_pythia's build module (and its ``corpus``), under a name that cannot clash."""
-    name = "pico_pythia_build"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, PICO / "build.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+sys.path.insert(0, str(HERE.parent))
+from _build_loader import load_pico_build  # noqa: E402
 
-
-pp = _load_pico()
+pp = load_pico_build()
 
 DEFAULT_OUT = HERE / "build"
 #: The corpus downloads of pico_pythia's build, reused when present (same sources, same hashes).

@@ -37,27 +37,12 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import sudoku  # noqa: E402
+from _build_loader import load_pico_build  # noqa: E402  (pico_pythia's build, one module object for all)
 
-
-def _load_pico():
-    """pico_pythia's build module, whose schedule, locking and atomic writers this build
-    shares, under the name pico_shapes loads it by (one module object for both)."""
-    import importlib.util
-
-    name = "pico_pythia_build"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, HERE.parent / "pico_pythia" / "build.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-pp = _load_pico()
+pp = load_pico_build()
 checkpoint_steps, lr_at = pp.checkpoint_steps, pp.lr_at
 _atomic_write, _atomic_save_state, _save_checkpoint = pp._atomic_write, pp._atomic_save_state, pp._save_checkpoint
 
