@@ -26,10 +26,15 @@ its hash and gate, passes the ``pinned`` gate and still fails a replication that
 supported.
 
 The registry (``verdicts.json`` beside the hypothesis modules) is a JSON object
-``{"<id>::<dataset>": {"verdict", "spec_hash", "gate"[, "previous"]}}``; ``previous`` is the
-pin that the last re-pinning replaced, ``{"verdict", "spec_hash"}``, when that re-pinning
-changed the verdict or the declaration (kept until the next such change, so that the report
-can say what the current version changed), written sorted and indented, each
+``{"<id>::<dataset>": {"verdict", "spec_hash", "gate"[, "previous"][, "history"]}}``;
+``previous`` is the pin that the last re-pinning replaced, ``{"verdict", "spec_hash"}``, when
+that re-pinning changed the verdict or the declaration (kept until the next such change, so
+that the report can say what the current version changed). ``history`` is the record of every
+change to the result's declaration or rule, oldest first, ``[{"on": "YYYY-MM-DD", "change":
+text}]``: a declaration reads as it stands, and what it was, and why it changed (and whether
+its verdict had been seen), lives here and in git. A re-pinning that changes the verdict or
+the declaration with a reason (``--pin-reason``) appends that reason, dated. The file is
+written sorted and indented, each
 write atomic (:func:`lie_stats._io.write_text_atomic`); re-pinning (:func:`update_registry`)
 reads and writes it under a lock file beside it, so concurrent runs do not lose pins.
 
@@ -46,6 +51,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +85,7 @@ REGISTRY_FILE = "verdicts.json"
 RETIRED = "retired"
 _SUPPORTED, _SKIPPED = schema.VERDICTS[0], schema.VERDICTS[3]
 _REPLICATION, _PINNED = schema.GATES[0], schema.GATES[1]
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")  # a history entry's "on"
 
 
 def result_key(result: Any) -> str:
@@ -195,6 +202,13 @@ def _check_entry(entry: Any, where: str) -> None:
                                  and isinstance(prev.get("spec_hash"), str)):
         raise SpecError(f"{where}, field 'previous': expected the replaced pin "
                         f"{{verdict, spec_hash}}, got {prev!r}.")
+    history = entry.get("history")
+    if history is not None and not (isinstance(history, list) and all(
+            isinstance(h, dict) and set(h) == {"on", "change"} and isinstance(h["on"], str)
+            and _DATE.fullmatch(h["on"]) and isinstance(h["change"], str) and h["change"].strip()
+            for h in history)):
+        raise SpecError(f"{where}, field 'history': expected a list of changes "
+                        f"{{\"on\": \"YYYY-MM-DD\", \"change\": text}}, got {history!r:.200}.")
 
 
 def write_registry(path: str | os.PathLike, data: Mapping[str, Mapping[str, Any]],
@@ -287,9 +301,10 @@ def retired_entry(pin: Mapping[str, Any], reason: str, on: str | None = None) ->
             "retired_on": on, "retired_reason": str(reason)}
 
 
-def with_previous(old: Mapping[str, Any] | None, pin: Mapping[str, Any]) -> dict[str, Any]:
+def with_previous(old: Mapping[str, Any] | None, pin: Mapping[str, Any], on: str | None = None) -> dict[str, Any]:
     """``pin`` with the pin it replaces as ``previous`` when the verdict or the declaration's
-    hash changed; an unchanged re-pin keeps the earlier ``previous``.
+    hash changed; an unchanged re-pin keeps the earlier ``previous``. The ``history`` of
+    ``old`` is kept; a change made with a reason appends it, dated ``on`` (default today, UTC).
 
     Examples
     --------
@@ -303,16 +318,27 @@ def with_previous(old: Mapping[str, Any] | None, pin: Mapping[str, Any]) -> dict
     False
     >>> with_previous(old, {"verdict": "refuted", "spec_hash": "ab", "gate": "pinned", "reason": "rule"})["previous"]
     {'verdict': 'supported', 'spec_hash': 'ab', 'reason': 'rule'}
+    >>> old["history"] = [{"on": "2026-12-02", "change": "the band is declared"}]
+    >>> with_previous(old, {"verdict": "refuted", "spec_hash": "cd", "gate": "pinned", "reason": "n_boot 30"},
+    ...               on="2026-12-05")["history"][-1]
+    {'on': '2026-12-05', 'change': 'n_boot 30'}
     """
-    out = {k: v for k, v in pin.items() if k not in ("previous", "reason")}
+    import datetime as dt
+
+    out = {k: v for k, v in pin.items() if k not in ("previous", "reason", "history")}
     if old is None:
         return out
+    history = [dict(h) for h in old.get("history") or ()]
     if (old.get("verdict"), old.get("spec_hash")) != (out.get("verdict"), out.get("spec_hash")):
         out["previous"] = {"verdict": old.get("verdict"), "spec_hash": old.get("spec_hash")}
         if pin.get("reason"):  # why this re-pinning changed it (--pin-reason)
             out["previous"]["reason"] = str(pin["reason"])
+            history.append({"on": on or dt.datetime.now(dt.timezone.utc).date().isoformat(),
+                            "change": str(pin["reason"])})
     elif old.get("previous"):
         out["previous"] = dict(old["previous"])
+    if history:
+        out["history"] = history
     return out
 
 
@@ -363,6 +389,8 @@ class GateOutcome:
     previous_pin : dict or None
         The pin the last re-pinning replaced (``{"verdict", "spec_hash"}``), if it changed
         the verdict or the declaration.
+    history : list of dict, or None
+        The pin's record of changes (``[{"on", "change"}]``, oldest first), if any.
     """
 
     outcome: str
@@ -373,6 +401,7 @@ class GateOutcome:
     changed: tuple[str, str] | None = None
     pin: dict[str, Any] | None = None
     previous_pin: dict[str, Any] | None = None
+    history: list[dict[str, str]] | None = None
 
     @property
     def failed(self) -> bool:
@@ -380,11 +409,12 @@ class GateOutcome:
 
     def annotate(self, result: Any) -> Any:
         """``result`` with the pin, the flag and the outcome (``pinned_verdict``,
-        ``pinned_hash``, ``declaration_changed``, ``previous_pin``, ``outcome``, as
-        results.json reports them): a new result, ``result`` is left as it is."""
+        ``pinned_hash``, ``declaration_changed``, ``previous_pin``, ``pin_history``,
+        ``outcome``, as results.json reports them): a new result, ``result`` is left as it is."""
         return result.evolve(pinned_verdict=self.pinned_verdict, pinned_hash=self.pinned_hash,
                              declaration_changed=self.declaration_changed,
-                             previous_pin=self.previous_pin, outcome=self.outcome)
+                             previous_pin=self.previous_pin, pin_history=self.history,
+                             outcome=self.outcome)
 
 
 def check(result: Any, pinned: Mapping[str, Any] | None, *, update: bool = False,
@@ -432,12 +462,14 @@ def check(result: Any, pinned: Mapping[str, Any] | None, *, update: bool = False
     spec_hash = result.spec_hash
     changed = declaration_changed(pinned, spec_hash)
     previous = _previous_pin(pinned, result, update, reason)
+    history = (with_previous(pinned, {**pin_entry(result), "reason": reason}) if update and pinned
+               else pinned or {}).get("history")
     fields = dict(pinned_verdict=pinned.get("verdict") if pinned else None,
                   pinned_hash=pinned.get("spec_hash") if pinned else None,
                   # against the pin, or, once re-pinned, against the pin it replaced
                   declaration_changed=changed or bool(previous and previous.get("spec_hash") != spec_hash),
                   changed=(pinned.get("spec_hash"), spec_hash) if changed and not update else None,
-                  previous_pin=previous)
+                  previous_pin=previous, history=list(history) if history else None)
     if result.verdict == _SKIPPED:
         build = f" Build it with: {result.build}" if getattr(result, "build", "") else ""
         return GateOutcome("skipped", f"{key}: {result.reason}.{build}", **fields)

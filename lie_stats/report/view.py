@@ -320,6 +320,8 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
         facts.append(("pinned", f"{r['pinned_verdict']} (hash {str(r.get('pinned_hash'))[:12]})"))
     if r.get("notes"):
         facts.append(("notes", str(r["notes"])))
+    for h in r.get("pin_history") or ():  # the declaration's changes, oldest first
+        facts.append((f"changed {h.get('on')}", str(h.get("change"))))
     curve = []
     for c in r.get("spec_curve") or []:
         flag = outside_interval(c.get("effect"), c.get("ci_low"), c.get("ci_high"))
@@ -593,15 +595,15 @@ def change_views(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The results whose pin the last re-pinning replaced (``previous_pin``): what was pinned,
     what is pinned now, whether the declaration changed (its hash) or only the verdict (a rule
     or the data changed), the reason recorded with the re-pinning (``lie-stats run
-    --update-verdicts --pin-reason``), and the declaration's own note of the change
-    ("Changed ..."). ``known``: whether the earlier verdict was known when the declaration
+    --update-verdicts --pin-reason``), and the latest change in the pin's record
+    (``pin_history``). ``known``: whether the earlier verdict was known when the declaration
     changed: it was, whenever a pin of the old declaration existed (a pin is a verdict that
     was seen); "-" when the declaration did not change.
 
     >>> change_views([{"id": "A1", "dataset": "d", "verdict": "refuted", "spec_hash": "h2",
     ...                "previous_pin": {"verdict": "supported", "spec_hash": "h1"},
-    ...                "notes": "Pinned. Changed 2026-12-02: the band is declared."}])[0]["why"]
-    'declaration changed: Changed 2026-12-02: the band is declared.'
+    ...                "pin_history": [{"on": "2026-12-02", "change": "the band is declared."}]}])[0]["why"]
+    'declaration changed: 2026-12-02: the band is declared.'
     """
     out = []
     for r in records:
@@ -609,7 +611,8 @@ def change_views(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if not prev:
             continue
         declared = prev.get("spec_hash") != r.get("spec_hash")
-        note = re.search(r"Changed [^:]*:.*", str(r.get("notes") or ""))
+        history = r.get("pin_history") or []
+        note = f"{history[-1].get('on')}: {history[-1].get('change')}" if history else ""
         why = ("declaration changed" if declared else
                "same declaration: the test's rule, its statistic or the data changed")
         if prev.get("reason"):
@@ -619,7 +622,7 @@ def change_views(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     "was": str(prev.get("verdict")), "now": str(r.get("verdict")),
                     "verdict_changed": prev.get("verdict") != r.get("verdict"),
                     "known": ("yes" if prev.get("verdict") else "no") if declared else "-",
-                    "why": why + (f": {note.group(0)}" if declared and note else "")})
+                    "why": why + (f": {note}" if declared and note else "")})
     return sorted(out, key=lambda c: natural_key(c["title"]))
 
 

@@ -69,7 +69,8 @@ class Result:
     ``build`` (the command that builds missing data), ``extra`` (the test's other numeric
     columns), the declared ``selection``, ``params`` and ``prediction``, the specification
     curve (one entry per analysis choice), the pinned verdict and hash with the flag
-    ``declaration_changed``, the pin the last re-pinning replaced (``previous_pin``), the
+    ``declaration_changed``, the pin the last re-pinning replaced (``previous_pin``), the pin's
+    record of changes to the declaration or rule (``pin_history``, oldest first), the
     gate's ``outcome`` (as pytest's outcome of its item), the design ``diagnosis``
     (:mod:`lie_stats.diagnosis`; None until the engine attaches it, and then a row field), and
     ``data`` (the selected values, for figures; not serialized), and ``fidelity``
@@ -111,6 +112,7 @@ class Result:
     pinned_hash: str | None = None
     declaration_changed: bool = False
     previous_pin: dict[str, Any] | None = None
+    pin_history: list[dict[str, str]] | None = None
     outcome: str = ""
     diagnosis: dict[str, Any] | None = None
     data: Any = field(default=None, repr=False, compare=False)
