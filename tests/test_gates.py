@@ -126,6 +126,32 @@ def test_re_pinning_records_the_pin_it_replaces_until_the_next_change(tmp_path):
     assert gates.read_registry(path)[key]["previous"] == {"verdict": "refuted", "spec_hash": HASH}
 
 
+def test_a_pins_history_is_kept_across_re_pins_and_grows_by_each_change_made_with_a_reason(tmp_path):
+    path = tmp_path / "verdicts.json"
+    key = "P1::toy"
+    first = {"on": "2026-12-02", "change": "the band is declared, after the verdict 'supported' was seen"}
+    gates.write_registry(path, {key: {**gates.pin_entry(result("supported")), "history": [first]}})
+    res = result("supported")
+    got = gates.check(res, gates.read_registry(path)[key]).annotate(res)
+    assert got.row()["pin_history"] == [first]  # what results.json and the report show
+    # an unchanged re-pin, and a changed one without a reason, keep the record as it is
+    gates.update_registry(path, {key: gates.pin_entry(res)})
+    gates.update_registry(path, {key: gates.pin_entry(result("refuted"))})
+    assert gates.read_registry(path)[key]["history"] == [first]
+    # a change made with a reason (--pin-reason) is appended, dated
+    new = result("refuted", spec_hash=OTHER)
+    out = gates.check(new, gates.read_registry(path)[key], update=True, reason="n_boot 30")
+    assert [h["change"] for h in out.history] == [first["change"], "n_boot 30"]
+    gates.update_registry(path, {key: out.pin})
+    written = gates.read_registry(path)[key]["history"]
+    assert written == out.history and len(written[-1]["on"]) == 10
+    # retiring keeps it, and re-pinning brings it back
+    gates.update_registry(path, {}, retire={key: "out of scope: r"})
+    assert gates.read_retired(path)[key]["history"] == written
+    gates.update_registry(path, {key: gates.pin_entry(new)})
+    assert gates.read_registry(path)[key]["history"] == written
+
+
 def test_declaration_changed_compares_the_pinned_hash():
     assert gates.declaration_changed(pin(), OTHER) and not gates.declaration_changed(pin(), HASH)
     assert not gates.declaration_changed(None, HASH) and not gates.declaration_changed({}, HASH)
@@ -147,6 +173,14 @@ def test_read_missing_registry_is_empty(tmp_path):
     ('{"P1::toy": {"verdict": "refuted", "spec_hash": 12}}', "field 'spec_hash': expected the declaration's hash"),
     ('{"P1::toy": {"verdict": "refuted", "spec_hash": "ab", "previous": "supported"}}',
      "field 'previous': expected the replaced pin"),
+    ('{"P1::toy": {"verdict": "refuted", "spec_hash": "ab", "history": "changed"}}',
+     "field 'history': expected a list of changes"),
+    ('{"P1::toy": {"verdict": "refuted", "spec_hash": "ab", "history": [{"on": "Dec 2", "change": "x"}]}}',
+     "field 'history': expected a list of changes"),
+    ('{"P1::toy": {"verdict": "refuted", "spec_hash": "ab", "history": [{"on": "2026-12-02", "change": " "}]}}',
+     "field 'history': expected a list of changes"),
+    ('{"P1::toy": {"verdict": "refuted", "spec_hash": "ab", "history": [{"on": "2026-12-02", "why": "x"}]}}',
+     "field 'history': expected a list of changes"),
 ])
 def test_malformed_registries_are_errors_naming_the_file_and_entry(tmp_path, text, message):
     path = tmp_path / "verdicts.json"

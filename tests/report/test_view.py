@@ -109,14 +109,16 @@ def test_added_fields_are_shown_when_present_and_dash_when_absent():
 
 def test_results_changed_at_the_last_re_pinning_are_listed_after_the_findings_collapsed():
     rows = [row("A3", previous_pin={"verdict": "refuted", "spec_hash": "old"}, spec_hash="new",
-                notes="Pinned. Changed 2026-12-02: the band is declared."),
+                pin_history=[{"on": "2026-11-30", "change": "the first change"},
+                             {"on": "2026-12-02", "change": "the band is declared."}]),
             row("A5", previous_pin={"verdict": "supported", "spec_hash": "same"}, spec_hash="same",
                 declaration_changed=True),
             row("B1")]
     md, html = render_markdown(rows), render_html(rows)
     assert "## Changed in this version" in md and '<details id="changes"><summary><h2' in html
     assert "2 results re-pinned at the last re-pinning; 1 of them with a new verdict" in md
-    assert "declaration changed: Changed 2026-12-02: the band is declared." in md
+    assert "declaration changed: 2026-12-02: the band is declared." in md  # the latest change
+    assert "- **changed 2026-11-30**: the first change" in md  # the whole record, in the result's facts
     assert "same declaration: the test's rule, its statistic or the data changed" in md
     # after the findings: the changelog follows every claim's section, and is collapsed
     assert md.index("## Changed in this version") > md.index("## Claim B1")
