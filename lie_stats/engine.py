@@ -9,7 +9,7 @@ export`` and :func:`lie_stats.run` are shells over it:
   multiplicity family is known whole before any of its members is decided (a ``-k``
   selection does not change a family);
 - :meth:`Engine.evaluate` takes one declaration on one dataset through evaluation
-  (:func:`lie_stats.spec.evaluate`), the selection check (:func:`lie_stats.gates.check_selection`),
+  (:func:`lie_stats.spec.evaluate`; a selection that matches nothing in a present cube raises),
   the decision within its multiplicity family (:func:`lie_stats.spec.evaluation.decide_in_family`:
   the first member asked for evaluates the whole family), the cached design diagnosis
   (:func:`lie_stats.diagnosis.cached_diagnosis`) and the gate (:func:`lie_stats.gates.check`),
@@ -238,7 +238,6 @@ class Engine:
 
     def _decide_family(self, family: str) -> None:
         """Evaluate every member of ``family`` and decide each within it."""
-        from . import gates
         from .spec import evaluate
         from .spec.evaluation import decide_in_family
         from .spec.results import family_adjusted_p
@@ -246,8 +245,7 @@ class Engine:
         raw: dict[str, tuple[Any, Any]] = {}
         for key, (spec, ds, _) in self.members[family].items():
             try:
-                raw[key] = (spec, gates.check_selection(evaluate(spec, self.datasets_dir, datasets=[ds])[0],
-                                                        self.datasets_dir))
+                raw[key] = (spec, evaluate(spec, self.datasets_dir, datasets=[ds])[0])
             except Exception as e:  # noqa: BLE001 - this member fails alone; the family goes on without it
                 raise_if_stopped()  # an interrupt wrapped in a library's own error stops the run
                 self.decided[key] = e

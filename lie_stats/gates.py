@@ -16,7 +16,7 @@ item's pass, failure or skip; ``lie-stats export`` records it as the result's ``
 A result is ``skipped`` only when its dataset's cube is absent (then the message gives the
 command that builds it). A selection that matches nothing in a cube that is present (a
 layer, family, projection or variable the cube lacks) is the declaration's error, not a
-skip: :func:`check_selection` raises :class:`SelectionError`, and the item fails whatever
+skip: evaluation raises :class:`lie_stats.spec.SelectionError`, and the item fails whatever
 its gate, so a mistyped selection cannot pass CI with nothing tested.
 
 Under every gate a declaration whose hash differs from the pinned one is flagged
@@ -74,8 +74,6 @@ __all__ = [
     "declaration_changed",
     "GateOutcome",
     "check",
-    "SelectionError",
-    "check_selection",
 ]
 
 #: Name of the registry of pinned verdicts, beside the hypothesis modules.
@@ -510,54 +508,3 @@ def _previous_pin(pinned: Mapping[str, Any] | None, result: Any, update: bool,
         return with_previous(pinned, {**pin_entry(result), "reason": reason}).get("previous")
     return dict(pinned["previous"]) if pinned.get("previous") else None
 
-
-class SelectionError(SpecError):
-    """A spec's selection matches nothing in its dataset's cube, which is present."""
-
-
-def check_selection(result: Any, datasets_dir: str | os.PathLike) -> Any:
-    """``result``, unless it is skipped although its dataset's cube is present.
-
-    :func:`lie_stats.spec.evaluate` skips a result both when the dataset's cube is absent
-    and when the selection finds nothing in it; only the first is a skip.
-
-    Raises
-    ------
-    SelectionError
-        The cube is present and the selection matches nothing: the message names the spec,
-        the dataset, the cube and what the selection lacks; rebuilding the data cannot help.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> from lie_stats.spec import Result
-    >>> root = pathlib.Path(tempfile.mkdtemp()); (root / "toy").mkdir()
-    >>> _ = (root / "toy" / "dataset.toml").write_text(
-    ...     'name = "toy"\\ntitle = "t"\\ncubes = ["toy.nc"]\\nbuild = "make toy"\\n')
-    >>> r = Result(id="X1", claim="c", source="s", dataset="toy", verdict="skipped", module="x.py",
-    ...            reason="the cube has no layer 99 for 'killing_cv' (has: 0, 1)", gate="report",
-    ...            test="correlation", spec_hash="0" * 64, reference={}, build="make toy")
-    >>> check_selection(r, root) is r  # the cube is absent: a skip
-    True
-    >>> _ = (root / "toy" / "toy.nc").write_bytes(b"")
-    >>> check_selection(r, root)
-    Traceback (most recent call last):
-    ...
-    lie_stats.gates.SelectionError: x.py: HypothesisSpec 'X1' on dataset 'toy': the selection matches nothing in the cube .../toy.nc, which is present: the cube has no layer 99 for 'killing_cv' (has: 0, 1). Fix the declaration's selection (lie-stats info CUBE lists what the cube holds); rebuilding the data cannot help.
-    """
-    if getattr(result, "verdict", None) != _SKIPPED:
-        return result
-    from .datasets import DatasetError, find_dataset
-
-    try:
-        card = find_dataset(str(result.dataset), datasets_dir)
-    except DatasetError:
-        return result
-    if card.missing:
-        return result
-    cubes = ", ".join(map(str, card.cubes))
-    raise SelectionError(
-        f"{getattr(result, 'module', '') or '?'}: HypothesisSpec {result.id!r} on dataset "
-        f"{result.dataset!r}: the selection matches nothing in the cube {cubes}, which is "
-        f"present: {result.reason}. Fix the declaration's selection (lie-stats info CUBE "
-        f"lists what the cube holds); rebuilding the data cannot help.")

@@ -33,7 +33,7 @@ from .parts import DIRECTIONS, STEP_WORDS, Fidelity, Magnitude, Prediction, Sele
 from .registry import TestKind, register_test, test_kinds, unregister_test
 from .results import NO_DATASET, Result
 from .rules import Decision, decide_directional, decide_equivalence, decide_interval
-from .selection import Skip, select
+from .selection import SelectionError, Skip, select
 from .tables import TestInput
 from .validation import check_datasets
 
@@ -54,6 +54,7 @@ __all__ = [
     "test_kinds",
     "select",
     "Skip",
+    "SelectionError",
     "evaluate",
     "evaluate_cube",
     "check_datasets",

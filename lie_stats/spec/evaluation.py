@@ -4,10 +4,13 @@ One evaluation selects each role's data (:func:`~lie_stats.spec.selection.select
 spec's test kind on them and applies the kind's decision rule; then it does the same for
 every analysis choice of the spec's specification curve (each choice with its estimand,
 and dropped with the reason when it is inconclusive by construction: :func:`degenerate`).
-Data the cube lacks give
-``skipped`` (with the reason, and the dataset card's build command); input on which the
-test is undefined (constant vectors, too few heads) gives ``inconclusive`` with the
-statistics' message as the reason.
+Two outcomes are
+kept apart: a dataset whose cube is absent gives ``skipped`` (with the reason, and the card's
+build command); a cube that is present but holds nothing the main selection asks for is an
+error (:class:`~lie_stats.spec.selection.SelectionError`: the declaration must change, not
+the data); an analysis choice the cube holds nothing for is skipped in the specification
+curve. Input on which the test is undefined (constant vectors, too few heads) gives
+``inconclusive`` with the statistics' message as the reason.
 """
 
 from __future__ import annotations
@@ -24,15 +27,19 @@ from .magnitude import decide, finding
 from .parts import jsonable, spec_error
 from .results import Result, is_p_column, json_number, result_for
 from .rules import Decision
-from .selection import CONTROLS_ATTR, Skip, check_cube, select
+from .selection import CONTROLS_ATTR, SelectionError, Skip, check_cube, select
 from .tables import TestInput
 from .validation import check_datasets
 
 __all__ = ["run_once", "evaluate_cube", "evaluate", "degenerate", "decide_in_family"]
 
 
-def run_once(spec: HypothesisSpec, cube: Any, dataset: str) -> Result:
-    """Evaluate a spec's main analysis (no specification curve) on one cube.
+def run_once(spec: HypothesisSpec, cube: Any, dataset: str, *, main: bool = True, cube_name: str = "") -> Result:
+    """Evaluate a spec's main analysis (no specification curve) on one cube, or with
+    ``main=False`` one analysis choice of its curve.
+
+    Data the cube does not hold: the main analysis raises :class:`SelectionError` naming the
+    spec, the dataset and what the selection lacks; a choice is ``skipped`` with the reason.
 
     The kind decides the direction; :mod:`lie_stats.spec.magnitude` then compares the
     estimate with the declared magnitude and combines the two into the verdict; the result
@@ -44,6 +51,12 @@ def run_once(spec: HypothesisSpec, cube: Any, dataset: str) -> Result:
         arrays = {role: select(sel, cube, where=f"{where}, selection[{role!r}]")
                   for role, sel in spec.selection.items()}
     except Skip as e:
+        if main:
+            raise SelectionError(
+                f"{where}: the selection matches nothing in the cube{' ' + cube_name if cube_name else ''}, "
+                f"which is present: {e}. Fix "
+                f"the declaration's selection (lie-stats info CUBE lists what the cube holds); "
+                f"rebuilding the data cannot help.") from None
         return _finished(result_for(spec, dataset, "skipped", str(e)), "skipped")
     params = spec.resolved_params()
     data = TestInput(arrays=arrays, params=params, prediction=spec.prediction,
@@ -175,7 +188,7 @@ def _finished(res: Result, direction: str) -> Result:
 
 
 def evaluate_cube(spec: HypothesisSpec, cube: Any, *, dataset: str = "<cube>",
-                  controls: Sequence[str] = ()) -> Result:
+                  controls: Sequence[str] = (), cube_name: str = "") -> Result:
     """Evaluate a spec on one cube (its main analysis and its specification curve).
 
     Parameters
@@ -189,6 +202,8 @@ def evaluate_cube(spec: HypothesisSpec, cube: Any, *, dataset: str = "<cube>",
         Models of the cube that are controls, not further samples (e.g. quantized copies of
         another model, kept for a noise floor): a selection that names no models leaves
         them out; one that names them gets them (the dataset card's ``controls``).
+    cube_name : str
+        The cube's files, named in a :class:`SelectionError`.
 
     Returns
     -------
@@ -196,6 +211,9 @@ def evaluate_cube(spec: HypothesisSpec, cube: Any, *, dataset: str = "<cube>",
 
     Raises
     ------
+    SelectionError
+        The main selection matches nothing in the cube (a variable, layer, family or
+        projection it lacks, or no finite value).
     SpecError
         The selection names a model or step the cube lacks.
 
@@ -218,12 +236,12 @@ def evaluate_cube(spec: HypothesisSpec, cube: Any, *, dataset: str = "<cube>",
     """
     check_cube(cube, dataset)
     cube = _without_controls(cube, controls)
-    main = run_once(spec, cube, dataset)
+    main = run_once(spec, cube, dataset, cube_name=cube_name)
     alpha = float(spec.resolved_params()["alpha"])
     curve: list[dict[str, Any]] = []
     for choice in spec.choice_grid():
         sub_spec = spec.with_choice(choice)
-        sub = run_once(sub_spec, cube, dataset)
+        sub = run_once(sub_spec, cube, dataset, main=False)
         entry = {
             "choice": jsonable(choice), "verdict": sub.verdict, "reason": sub.reason,
             "estimand": sub.estimand,
@@ -295,6 +313,8 @@ def evaluate(spec: HypothesisSpec, datasets_dir: str | Path | None = None, *,
     ------
     SpecError
         The spec names a dataset without a card (with a suggestion).
+    SelectionError
+        A dataset's cube is present and the selection matches nothing in it.
 
     Examples
     --------
@@ -330,6 +350,6 @@ def evaluate(spec: HypothesisSpec, datasets_dir: str | Path | None = None, *,
                                f"{', '.join(p.name for p in card.missing)}{need}")
             out.append(res.evolve(build=card.build))
             continue
-        res = evaluate_cube(spec, card_cubes(card), dataset=name, controls=card.controls)
-        out.append(res.evolve(build=card.build) if res.verdict == "skipped" else res)
+        out.append(evaluate_cube(spec, card_cubes(card), dataset=name, controls=card.controls,
+                                 cube_name=", ".join(map(str, card.cubes))))
     return out

@@ -1,9 +1,12 @@
 """Selection: one :class:`~lie_stats.spec.parts.Select` applied to a cube.
 
 :func:`select` returns the variable at the chosen checkpoint(s), family, compression,
-layers and models, with padding NaN. Data the cube does not hold make the result
-*skipped* (:class:`Skip`, with the reason); a model or step the declaration names that the
-cube lacks is an error of the declaration (:class:`~lie_stats.errors.SpecError`).
+layers and models, with padding NaN. Data the cube does not hold raise :class:`Skip` (with
+the reason): an analysis choice of the specification curve is then skipped, and the main
+analysis fails with :class:`SelectionError` (the cube is present, so rebuilding the data
+cannot help). A dataset whose cube is absent is the other kind of outcome, *skipped* with
+the card's build command (:func:`lie_stats.spec.evaluate`). A model or step the declaration
+names that the cube lacks is an error of the declaration (:class:`~lie_stats.errors.SpecError`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from .. import schema
 from ..errors import CubeError, SpecError, did_you_mean
 from .parts import SELECT_DIMS, Select
 
-__all__ = ["select", "Skip", "check_cube", "CONTROLS_ATTR"]
+__all__ = ["select", "Skip", "SelectionError", "check_cube", "CONTROLS_ATTR"]
 
 #: Cube attribute naming the control models (e.g. quantized copies of another model, kept
 #: for a noise floor): a selection that names no models leaves them out, because they are
@@ -25,7 +28,11 @@ CONTROLS_ATTR = "lie_stats_controls"
 
 
 class Skip(Exception):
-    """The data needed are not in this cube: the result is skipped, with this reason."""
+    """The data needed are not in this cube (the reason): an analysis choice is skipped."""
+
+
+class SelectionError(SpecError):
+    """A spec's main selection matches nothing in its cube, which is present."""
 
 
 def check_cube(cube: Any, where: str) -> None:

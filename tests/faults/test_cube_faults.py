@@ -149,7 +149,8 @@ def test_evaluate_cube_refuses_a_non_cube(good, bad):
         evaluate_cube(_spec(), make(good), dataset="mailed")
 
 
-def test_evaluate_cube_skips_a_cube_without_the_variable_and_says_which(good):
-    result = evaluate_cube(_spec(), good.drop_vars("change_from_init"), dataset="mailed")
-    assert result.verdict == "skipped" and "skipped" in schema.VERDICTS
-    assert "'change_from_init'" in result.reason
+def test_evaluate_cube_refuses_a_cube_without_the_variable_and_says_which(good):
+    from lie_stats.spec import SelectionError
+
+    with pytest.raises(SelectionError, match="the cube has no variable 'change_from_init'"):
+        evaluate_cube(_spec(), good.drop_vars("change_from_init"), dataset="mailed")

@@ -16,18 +16,23 @@ from lie_stats.spec import Prediction, Select, evaluate_cube, register_test, tes
 from tests._spec_cubes import ABSENT_BUILD, FAST, evaluate_one, planted_spec, synth_cube
 
 
-def test_skipped_and_undefined_data(planted_root):
+def test_absent_data_skip_a_selection_matching_nothing_is_an_error_and_undefined_data(planted_root):
+    # the two outcomes kept apart: an absent cube is a skip with its build command ...
     absent = evaluate_one(planted_spec(datasets=("absent",)), planted_root)
     assert absent.verdict == "skipped" and absent.build == ABSENT_BUILD and "absent.nc" in absent.reason
     needs = evaluate_one(planted_spec(datasets=("pythia",)), planted_root)
     assert needs.verdict == "skipped" and "needs hub access" in needs.reason
-    novar = evaluate_one(planted_spec(selection={"x": Select("sink_score"), "y": Select("change_from_init")}),
-                         planted_root)
-    assert novar.verdict == "skipped" and "no variable 'sink_score'" in novar.reason
-    assert novar.build == "python -m build_synth"
-    noproj = evaluate_one(planted_spec(selection={"x": Select("killing_self", family="Q", projection="adaptive"),
-                                                  "y": Select("change_from_init")}), planted_root)
-    assert noproj.verdict == "skipped" and "no projection 'adaptive'" in noproj.reason
+    # ... a cube that is present but lacks what the selection asks for is the declaration's error
+    with pytest.raises(spec_mod.SelectionError, match="no variable 'sink_score'") as err:
+        evaluate_one(planted_spec(selection={"x": Select("sink_score"), "y": Select("change_from_init")}),
+                     planted_root)
+    assert "synth.nc, which is present" in str(err.value) and "rebuilding the data cannot help" in str(err.value)
+    with pytest.raises(spec_mod.SelectionError, match="no projection 'adaptive'"):
+        evaluate_one(planted_spec(selection={"x": Select("killing_self", family="Q", projection="adaptive"),
+                                             "y": Select("change_from_init")}), planted_root)
+    with pytest.raises(spec_mod.SelectionError, match="in the cube, which is present"):  # a cube in hand
+        evaluate_cube(planted_spec(selection={"x": Select("sink_score"), "y": Select("change_from_init")}),
+                      synth_cube())
     const = evaluate_one(planted_spec(selection={"x": Select("head_contribution", step="first"),
                                                  "y": Select("change_from_init", step="first")}), planted_root)
     assert const.verdict == "inconclusive" and "constant" in const.reason and math.isnan(const.p_value)

@@ -198,9 +198,11 @@ def test_spec_curve_over_families_and_summaries(synth):
 # ------------------------------------------------------------------------ data and declarations
 
 
-def test_missing_value_norm_is_skipped(synth):
-    res = evaluate_cube(_shift(BOUNDARY_ANCHORS), synth.drop_vars("value_norm"), dataset="synth")
-    assert res.verdict == "skipped" and "value_norm" in res.reason
+def test_a_cube_without_value_norm_is_a_selection_error(synth):
+    from lie_stats.spec import SelectionError
+
+    with pytest.raises(SelectionError, match="no variable 'value_norm'"):
+        evaluate_cube(_shift(BOUNDARY_ANCHORS), synth.drop_vars("value_norm"), dataset="synth")
 
 
 def test_declaration_errors(synth):
