@@ -10,17 +10,12 @@ still raises as it is built.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
 from lie_stats import collect
-from lie_stats import cube as cube_mod
 from lie_stats.errors import SpecError
-from tests._spec_cubes import synth_cube
+from tests._own_project import own_project, run
 
 MODULE = '''
 import lie_stats as ls
@@ -46,21 +41,9 @@ GOOD = ls.HypothesisSpec(
 '''
 
 
-def run(*args, cwd):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env["OMP_NUM_THREADS"] = "1"
-    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
-
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bad_declaration")
-    (root / "myhyp").mkdir()
-    (root / "myhyp" / "K9_mixed.py").write_text(textwrap.dedent(MODULE))
-    (root / "runs").mkdir()
-    cube_mod.write_cube(synth_cube(), root / "runs" / "mine.nc")
-    return root
+    return own_project(tmp_path_factory.mktemp("bad_declaration"), "K9_mixed", MODULE)
 
 
 def _check_output(out: str) -> None:

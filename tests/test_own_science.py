@@ -9,14 +9,11 @@ the Python API finds the bundled datasets too; a path that does not exist is a n
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from lie_stats import cube as cube_mod
+from tests._own_project import own_project, run
 from tests._spec_cubes import synth_cube
 
 MODULE = '''
@@ -30,21 +27,10 @@ K1 = ls.HypothesisSpec(
 '''
 
 
-def run(*args, cwd):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env["OMP_NUM_THREADS"] = "1"
-    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
-
-
 @pytest.fixture(scope="module")
 def own(tmp_path_factory):
-    root = tmp_path_factory.mktemp("own_project")
-    (root / "myhyp").mkdir()
-    (root / "myhyp" / "K1_mine.py").write_text(textwrap.dedent(MODULE))
+    root = own_project(tmp_path_factory.mktemp("own_project"), "K1_mine", MODULE)
     (root / "myhyp" / "helpers.py").write_text("def HypothesisSpec():\n    return None\n")  # not a module of specs
-    (root / "runs").mkdir()
-    cube_mod.write_cube(synth_cube(), root / "runs" / "mine.nc")
     return root
 
 
