@@ -93,8 +93,8 @@ BOUNDS = {"abelian_fraction": 0.025, "abelian_fraction_tau": 0.025, "commutator_
 # ------------------------------------------------------------------ 1. verdict agreement
 
 
-_TARGET_RUNS = ("Changed 2026-12-04: the target's declared test now takes the run as the unit of "
-                "resampling (strata='model'); this comparison runs it as declared.")
+_TARGET_RUNS = ("The target's declared test takes the run as the unit of resampling "
+                "(strata='model'); this comparison runs it as declared.")
 
 
 def _agree(target: HypothesisSpec, **kw) -> HypothesisSpec:
@@ -125,10 +125,9 @@ A10_verdicts_A9_panel = _agree(_a9.A9_panel)
 
 # ------------------------------------------------------------------ 2, 3. equivalence (TOST)
 
-RUNS = ("Changed 2026-12-04: the run is the unit of resampling (params unit='run': the layer "
-        "differences averaged within each model, one unit per run, df = runs - 1: 1 on "
-        "pico_pythia's two runs, models - 1 on the panel), so the interval holds the between-run "
-        "variance; was the (model, layer) pairs as units, df = pairs - 1.")
+RUNS = ("The run is the unit of resampling (params unit='run': the layer differences averaged "
+        "within each model, one unit per run, df = runs - 1: 1 on pico_pythia's two runs, "
+        "models - 1 on the panel), so the interval holds the between-run variance.")
 
 #: The essay re-ran its whole suite (the six Pythia models) under both compressions.
 _POPULATION = {

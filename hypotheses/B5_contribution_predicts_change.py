@@ -37,8 +37,8 @@ B5 = HypothesisSpec(
     notes=("The original's model (12 layers x 8 heads, trained on sudoku puzzles) is not "
            "available; the bundled 96-head GPT-NeoX runs match its head count and depth. "
            "Pinned, not a replication gate: the data are a stand-in, not the original's. "
-           "Changed 2026-12-02: the magnitude band (the original's 95 % interval) is declared "
-           "beside the direction, so that rho's size is tested, not only its sign."),
+           "The magnitude band (the original's 95 % interval) is declared beside the direction, "
+           "so that rho's size is tested, not only its sign."),
 )
 
 

@@ -27,13 +27,12 @@ from ._common import (ANCHORS, anchors_proxy, P96, BOS_CPU_DECLARED, BOS_CPU_RUN
 
 CLAIM = ("Heads with low value norm (anchors) change less during training than heads with "
          "high value norm (workers)")
-NOTES = ("Changed 2026-12-02: B6 was Spearman(value_norm at the last checkpoint, "
-         "change_from_init at the last), 'supported' at rho 0.883; but value_norm at the last "
-         "step tracks the head's ov_norm (rho 0.87-0.92) and change_from_init tracks the head's "
-         "own V/O norm growth (0.72-0.89), so the correlation restates that trained heads whose "
-         "OV grew changed more. B6 now takes value_norm at initialisation (a predictor, not a "
-         "consequence); B6-partial (new) partials out the head's ov_norm at the last "
-         "checkpoint; both are judged on the within-layer estimate (effect - null_center).")
+NOTES = ("B6 takes value_norm at initialisation (a predictor, not a consequence: at the last "
+         "step value_norm tracks the head's ov_norm, rho 0.87-0.92, and change_from_init tracks "
+         "the head's own V/O norm growth, 0.72-0.89, so a correlation of the two at the last "
+         "checkpoint restates that trained heads whose OV grew changed more); B6-partial "
+         "partials out the head's ov_norm at the last checkpoint; both are judged on the "
+         "within-layer estimate (effect - null_center).")
 
 B6 = HypothesisSpec(
     id="B6", claim=CLAIM, source=ANCHORS, datasets=("pico_pythia",),

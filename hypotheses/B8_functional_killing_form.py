@@ -76,12 +76,11 @@ B8 = HypothesisSpec(
     prediction=Prediction("below", value=1.0), reference={"direction": "functional below total"},
     gate="pinned",
     choices={"models": [(m,) for m in P96], "family": FAMILIES, "layer_summary": ("cv", "mean_abs")},
-    notes="Primary: p96_s0, family Q, exact operators, CV summary. Changed 2026-12-02: the "
-          "claim's premise is declared (at least 3 anchors, total-form boundary enrichment "
-          "above 1; else inconclusive with the counts), and the verdict is decided by the "
-          "calibrated one-sided permutation p, the within-layer head bootstrap interval only "
-          "describing (it dropped the heads that carry the effect: 14.5 % power where the p "
-          "had 84 %). The previous 'supported' had 0 anchors and a total enrichment of 0.58.",
+    notes="Primary: p96_s0, family Q, exact operators, CV summary. The claim's premise is "
+          "declared (at least 3 anchors, total-form boundary enrichment above 1; else "
+          "inconclusive with the counts), and the verdict is decided by the calibrated one-sided "
+          "permutation p, the within-layer head bootstrap interval only describing (it drops the "
+          "heads that carry the effect: 14.5 % power where the p has 84 %).",
 )
 
 B8_panel = HypothesisSpec(
@@ -93,8 +92,8 @@ B8_panel = HypothesisSpec(
     gate="pinned",
     choices={"models": [(m,) for m in PANEL_MODELS], "family": FAMILIES},
     notes="Trained vs seeded random-init twin; skipped until the panel has value_norm. "
-          "Changed 2026-12-02: the premise (3 anchors, total enrichment above 1) is declared "
-          "and the p decides, as for B8.",
+          "The premise (3 anchors, total enrichment above 1) is declared and the p decides, as "
+          "for B8.",
 )
 
 
