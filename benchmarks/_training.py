@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+PICO = REPO / "datasets" / "pico_pythia"
 sys.path.insert(0, str(REPO / "datasets"))
 from _build_loader import load_pico_build  # noqa: E402,F401  (the pico build, one module object for all)
 
