@@ -13,11 +13,11 @@ because A10 is a set of results read together:
   A10's verdict on their agreement.
 - :func:`agreement_rows` / :func:`agreement_markdown`: that table as data and as Markdown.
 
-Importing this module registers :func:`write_a10` as a report section
-(:func:`lie_stats.report.register_section`) for the results whose id starts with ``A10``:
+It declares :func:`write_a10` as a report section (``REPORT_SECTIONS``,
+:class:`lie_stats.report.ReportSection`) for the results whose id starts with ``A10``:
 after the per-result figures, it draws ``figures/A10.png`` and returns the Markdown
-section. It declares no spec; collecting the hypotheses (pytest, ``lie-stats export``)
-imports it with the other modules of this folder.
+section. It declares no spec; the run that collects this folder (pytest, ``lie-stats run``,
+``lie-stats export``) reads its sections and hands them to the report.
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 
 from lie_stats import schema
-from lie_stats.report import fmt, md_text, register_section, result_field
+from lie_stats.report import ReportSection, fmt, md_text, result_field
 from lie_stats.spec import AGREE_VERDICT, compression_tag
 
 __all__ = ["A10_METRICS", "COMPRESSIONS", "agreement_rows", "agreement_markdown", "summary_markdown",
-           "takeaway_markdown", "a10_figure", "write_a10"]
+           "takeaway_markdown", "a10_figure", "write_a10", "REPORT_SECTIONS"]
 
 #: Per-layer metrics of the A10 comparison (METRICS.md §4.2, §4.6).
 A10_METRICS = ("abelian_fraction", "commutator_z_mean", "abelian_fraction_tau")
@@ -335,4 +335,4 @@ def summary_markdown(results: Sequence[Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-register_section("A10", write_a10)
+REPORT_SECTIONS = (ReportSection("A10", write_a10),)

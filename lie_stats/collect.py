@@ -136,12 +136,15 @@ class CollectionError:
 
 @dataclass
 class Collection:
-    """What :func:`collect` found: declarations in collection order, the errors, and the
-    modules imported whole (no node id selected part of them)."""
+    """What :func:`collect` found: declarations in collection order, the errors, the
+    modules imported whole (no node id selected part of them) and the report sections each
+    imported module declares."""
 
     declarations: list[Declaration] = field(default_factory=list)
     errors: list[CollectionError] = field(default_factory=list)
     modules: list[Path] = field(default_factory=list)
+    #: Each imported module's ``REPORT_SECTIONS``, as it holds it (the engine checks it).
+    sections: dict[Path, Any] = field(default_factory=dict)
 
 
 def is_hypothesis_file(path: str | os.PathLike, dirs: Iterable[str] = HYPOTHESIS_DIRS) -> bool:
@@ -505,6 +508,8 @@ def collect(paths: Sequence[str | os.PathLike], *, datasets_dir: str | os.PathLi
             continue
         if selector is None:
             found.modules.append(path)
+        if getattr(module, "REPORT_SECTIONS", None) is not None:
+            found.sections[path] = module.REPORT_SECTIONS
         for got in seen.module(module, path, prefix=_node_prefix(path, base_dir)):
             if isinstance(got, CollectionError):
                 if selector is None or not got.declaration or got.name in selector or any(

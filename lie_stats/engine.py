@@ -65,6 +65,9 @@ class ResultsTable:
     retired : tuple of dict
         The retired pins of the registries of the run (:func:`lie_stats.gates.read_retired`),
         each with its ``key`` and ``registry``: results no longer evaluated, not rows.
+    sections : tuple of lie_stats.report.ReportSection
+        The report sections the run's modules declare (``REPORT_SECTIONS``), in collection
+        order: what :func:`lie_stats.report.write_reports` adds after the results.
 
     :meth:`records` are the rows of ``results.json`` (multiplicity within each family
     computed there, the one place); :meth:`to_dataframe` has one row per result with those
@@ -75,6 +78,7 @@ class ResultsTable:
     failures: tuple = ()
     errors: tuple = ()
     retired: tuple = ()
+    sections: tuple = ()
 
     def __post_init__(self) -> None:
         ordered = tuple(sorted(self.results, key=lambda r: (str(r.id), str(r.dataset))))
@@ -162,6 +166,7 @@ class Engine:
     modules: dict = field(default_factory=dict)  # module path -> collected whole, without an error
     out_of_scope_ids: dict = field(default_factory=dict)  # registry path -> {id: why}
     retired_now: dict = field(default_factory=dict)  # registry path -> {key: why} this run retired
+    sections: dict = field(default_factory=dict)  # report section name -> (ReportSection, module path)
 
     def __post_init__(self) -> None:
         from .datasets import default_datasets_dir
@@ -190,10 +195,32 @@ class Engine:
         for ds in datasets:
             self.members.setdefault(family, {})[f"{spec.id}::{ds}"] = (spec, ds, Path(module_path))
 
-    def collected(self, module_path: str | os.PathLike, *, ok: bool = True) -> None:
+    def collected(self, module_path: str | os.PathLike, *, ok: bool = True, sections: Any = None) -> None:
         """Record a hypothesis module this run collected whole (every declaration of it
-        declared; ``ok`` False: it, or one of its declarations, failed to collect)."""
+        declared; ``ok`` False: it, or one of its declarations, failed to collect), and the
+        report sections it declares (its ``REPORT_SECTIONS``).
+
+        Raises
+        ------
+        SpecError
+            ``sections`` is not a list or tuple of :class:`lie_stats.report.ReportSection`, or
+            names a section another module of the run declares (the module is then recorded
+            as not collected whole).
+        """
+        from .report.sections import SECTIONS_ATTR, sections_of
+
         path = Path(module_path).resolve()
+        try:
+            declared = sections_of(sections, path)
+            for section in declared:
+                other = self.sections.get(section.name)
+                if other is not None and other[1] != path:
+                    raise SpecError(f"{path}: {SECTIONS_ATTR}: the report section {section.name!r} is "
+                                    f"declared by {other[1]} too; give one of them another name.")
+        except SpecError:
+            self.modules[path] = False
+            raise
+        self.sections.update({section.name: (section, path) for section in declared})
         self.modules[path] = self.modules.get(path, True) and ok
 
     def declare_out_of_scope(self, record: Any, module_path: str | os.PathLike) -> None:
@@ -346,7 +373,8 @@ class Engine:
         self.write_pins()
         if outcomes is not None:
             results = [r.evolve(outcome=outcomes.get(r.key, "")) for r in results]
-        return ResultsTable(tuple(results), tuple(failures), tuple(errors), self.retired_pins())
+        return ResultsTable(tuple(results), tuple(failures), tuple(errors), self.retired_pins(),
+                            tuple(section for section, _ in self.sections.values()))
 
 
 def check_paths(paths: Sequence[str | os.PathLike]) -> None:
@@ -412,7 +440,10 @@ def run(paths: Sequence[str | os.PathLike] = ("hypotheses",), *,
     errors = [str(e) for e in found.errors]
     failed = {e.path for e in found.errors}
     for module_path in found.modules:
-        engine.collected(module_path, ok=module_path not in failed)
+        try:
+            engine.collected(module_path, ok=module_path not in failed, sections=found.sections.get(module_path))
+        except SpecError as e:
+            errors.append(str(e))
     if strict and errors:  # evaluate nothing: a partial run would look complete
         raise SpecError("hypothesis module(s) could not be collected:\n" + "\n".join(errors))
     results: list[Any] = []

@@ -633,7 +633,8 @@ def export_hypotheses(paths: Sequence[str | os.PathLike] = ("hypotheses",),
         raise SpecError(f"no hypothesis was evaluated under {', '.join(map(str, paths))}; "
                         f"expected modules declaring HypothesisSpec objects.")
     if reports_dir is not None:
-        report.write_reports(results, reports_dir, datasets_dir=datasets, retired=table.retired)
+        report.write_reports(results, reports_dir, datasets_dir=datasets, retired=table.retired,
+                             sections=table.sections)
         base = Path(reports_dir).resolve().parent
     else:
         base = Path.cwd().resolve()

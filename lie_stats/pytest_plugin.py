@@ -55,6 +55,7 @@ import pytest
 
 from . import collect
 from ._stop import raise_if_stopped
+from .errors import SpecError
 from .gates import REGISTRY_FILE
 
 __all__ = ["run", "SpecItem", "OutOfScopeItem", "HypothesisModule", "ModuleErrorItem", "REGISTRY_FILE"]
@@ -246,8 +247,13 @@ class HypothesisModule(pytest.Module):
             raise_if_stopped()
             engine.collected(self.path, ok=False)
             return [ModuleErrorItem.from_parent(self, name="<import>", text=_describe(e))]
-        # collected whole (the engine retires a removed declaration's pin only then)
-        engine.collected(self.path, ok=not any(isinstance(i, ModuleErrorItem) for i in items))
+        # collected whole (the engine retires a removed declaration's pin only then), with
+        # the report sections the module declares
+        try:
+            engine.collected(self.path, ok=not any(isinstance(i, ModuleErrorItem) for i in items),
+                             sections=getattr(self.obj, "REPORT_SECTIONS", None))
+        except SpecError as e:
+            return [*items, ModuleErrorItem.from_parent(self, name="<REPORT_SECTIONS>", text=str(e))]
         return items
 
 
@@ -440,7 +446,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # pins re-read under the lock: a concurrent run's pins are kept
     table = state.engine.finish(state.results, outcomes=state.outcomes)
     report.write_reports(table.results, state.reports, figures=state.figures, datasets_dir=state.datasets,
-                         retired=table.retired)
+                         retired=table.retired, sections=table.sections)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -313,7 +313,7 @@ def test_run_entry_point_returns_pytest_status_and_writes_reports(pytester, data
 
 
 SECTION = '''
-from lie_stats.report import register_section
+from lie_stats.report import ReportSection
 
 
 def write_s9(results, reports_dir, datasets_dir):
@@ -321,7 +321,7 @@ def write_s9(results, reports_dir, datasets_dir):
     return f"## S9, read together\\n\\n{ids}\\n"
 
 
-register_section("S9", write_s9)
+REPORT_SECTIONS = (ReportSection("S9", write_s9),)
 '''
 
 
@@ -329,10 +329,16 @@ def test_a_section_module_without_specs_is_collected_and_adds_its_section(pytest
     write_module(pytester, "claims", pinned(gate="report", ident="S9-a"), pinned(gate="report", name="B",
                                                                               ident="S9-b"))
     write_module(pytester, "S9_report", SECTION, header=False)
-    try:
-        res = run(pytester, datasets, figures=True)
-        res.assert_outcomes(passed=2)
-        md = (pytester.path / "reports" / "report.md").read_text()
-        assert "## S9, read together\n\nS9-a, S9-b\n" in md and md.index("## S9, read together") > md.index("## Claim S9")
-    finally:
-        report.unregister_section("S9")
+    res = run(pytester, datasets, figures=True)
+    res.assert_outcomes(passed=2)
+    md = (pytester.path / "reports" / "report.md").read_text()
+    assert "## S9, read together\n\nS9-a, S9-b\n" in md and md.index("## S9, read together") > md.index("## Claim S9")
+
+
+def test_a_malformed_report_sections_is_its_modules_error_and_the_rest_runs(pytester, datasets):
+    write_module(pytester, "claims", pinned(gate="report", ident="S9-a"))
+    write_module(pytester, "S8_report", 'REPORT_SECTIONS = "S8"\n', header=False)
+    res = run(pytester, datasets, figures=True)
+    res.assert_outcomes(passed=1, failed=1)
+    out = res.stdout.str()
+    assert "S8_report.py: REPORT_SECTIONS: expected a list or tuple of lie_stats.report.ReportSection, got str" in out

@@ -4,9 +4,9 @@ The only package that formats or rounds numbers: ``results.json`` keeps
 12 significant digits (:data:`lie_stats.report.writing.RESULT_DIGITS`: stable across CPUs
 and BLAS kernels; NaN as ``null``); the Markdown, HTML and terminal tables round
 (:mod:`lie_stats.report.text`). Each result's figure is drawn by
-:mod:`lie_stats.report.figures`; sections that read several results together are added by
-hook (:func:`register_section`, :mod:`lie_stats.report.sections`) from the claims' own
-modules.
+:mod:`lie_stats.report.figures`; sections that read several results together are
+declared by the claims' own modules (:class:`ReportSection` in ``REPORT_SECTIONS``,
+:mod:`lie_stats.report.sections`) and passed in by the run's engine.
 
 ``results.json`` is a list with one object per hypothesis and dataset holding the fields of
 :data:`lie_stats.schema.RESULT_FIELDS` (DESIGN.md, "Results") and also ``source``,
@@ -40,7 +40,7 @@ from .. import schema
 from .._io import file_sha256, inside, write_text_atomic
 from .._text import html_link_target, html_text, md_link_target, terminal_cell, terminal_line
 from .figures import draw_figure
-from .sections import linked_images, register_section, report_sections, unregister_section, write_sections
+from .sections import SECTIONS_ATTR, ReportSection, linked_images, sections_of, write_sections
 from .figures import draw_magnitude_figure
 from .render import render_html, render_markdown
 from .retired import retired_section
@@ -61,9 +61,9 @@ __all__ = [
     "relative_path",
     "check_reports_dir",
     "stable_numbers",
-    "register_section",
-    "unregister_section",
-    "report_sections",
+    "ReportSection",
+    "SECTIONS_ATTR",
+    "sections_of",
     "RESULTS_JSON",
     "REPORT_MD",
     "REPORT_HTML",
@@ -362,7 +362,8 @@ def dataset_records(names: Sequence[str], datasets_dir: str | os.PathLike, *, ba
 
 def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "reports", *,
                   figures: bool = True, datasets_dir: str | os.PathLike | None = None,
-                  retired: Sequence[Mapping[str, Any]] = ()) -> dict[str, Path]:
+                  retired: Sequence[Mapping[str, Any]] = (),
+                  sections: Sequence[ReportSection] = ()) -> dict[str, Path]:
     """Write ``results.json``, ``report.md``, ``report.html`` and the figures.
 
     Parameters
@@ -381,11 +382,14 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
         Without figures the earlier ``figures/`` is kept as it was.
     datasets_dir : path, optional
         The dataset cards' folder: the reports then list the cube files used, with sha256,
-        and (with ``figures``) add the sections of :func:`register_section`.
+        and (with ``figures``) add the ``sections``.
     retired : sequence of mapping
         The run's retired pins (:attr:`lie_stats.engine.ResultsTable.retired`): listed in
         the section "Retired pins" after the findings (:mod:`lie_stats.report.retired`);
         they are not rows.
+    sections : sequence of ReportSection
+        The sections that read several results together, in order
+        (:attr:`lie_stats.engine.ResultsTable.sections`: those the run's modules declare).
 
     Returns
     -------
@@ -419,7 +423,7 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
                     drawn[f"{rec['id']}::{rec['dataset']}"] = rel
         extra = []
         if figures and datasets_dir is not None:
-            for name, section in write_sections(results, stage, datasets_dir):
+            for name, section in write_sections(results, stage, datasets_dir, sections):
                 section = _inert_link_targets(section)
                 extra.append(section)
                 images = [rel for rel in linked_images(section) if not rel.startswith(("#", "http:", "https:"))]

@@ -283,21 +283,18 @@ def test_a_report_section_cannot_draw_outside_the_reports_folder(tmp_path):
     def section(results, reports_dir, datasets_dir):
         return "## S\n\n![S](../outside.png)\n[x](javascript:alert(1))\n"
 
-    report.register_section("S", section)
     r = Result(id="S1", claim="c", source="s", dataset="toy", verdict="skipped", reason="r",
                gate="report", test="correlation", spec_hash="0" * 64, reference={})
-    try:
-        with pytest.raises(LieStatsError, match="outside.png' leaves its folder"):
-            report.write_reports([r], tmp_path / "rep", datasets_dir=tmp_path)
-        assert not (tmp_path / "rep").exists()  # nothing half-written
+    with pytest.raises(LieStatsError, match="outside.png' leaves its folder"):
+        report.write_reports([r], tmp_path / "rep", datasets_dir=tmp_path,
+                             sections=[report.ReportSection("S", section)])
+    assert not (tmp_path / "rep").exists()  # nothing half-written
 
-        def inert(results, reports_dir, datasets_dir):
-            return "## S\n\n[x](javascript:alert(1)) ![y](data:image/png;base64,AAAA)\n"
+    def inert(results, reports_dir, datasets_dir):
+        return "## S\n\n[x](javascript:alert(1)) ![y](data:image/png;base64,AAAA)\n"
 
-        report.register_section("S", inert)
-        out = report.write_reports([r], tmp_path / "rep", datasets_dir=tmp_path)
-        md, html = out["markdown"].read_text(), out["html"].read_text()
-        assert "[x](#) ![y](#)" in md and "javascript:" not in md and "data:" not in md
-        assert "javascript:" not in html
-    finally:
-        report.unregister_section("S")
+    out = report.write_reports([r], tmp_path / "rep", datasets_dir=tmp_path,
+                               sections=[report.ReportSection("S", inert)])
+    md, html = out["markdown"].read_text(), out["html"].read_text()
+    assert "[x](#) ![y](#)" in md and "javascript:" not in md and "data:" not in md
+    assert "javascript:" not in html

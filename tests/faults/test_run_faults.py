@@ -47,7 +47,7 @@ def test_waits_for_the_signal():  # a plain test item after the specs: the run i
 """
 
 WAIT_IN_REPORT = """
-from lie_stats.report import register_section
+from lie_stats.report import ReportSection
 
 
 def _slow_section(results, reports_dir, datasets_dir):  # the report is being written
@@ -58,7 +58,7 @@ def _slow_section(results, reports_dir, datasets_dir):  # the report is being wr
     time.sleep(600)
 
 
-register_section("S", _slow_section, name="slow-section")
+REPORT_SECTIONS = [ReportSection("S", _slow_section, name="slow-section")]
 """
 
 

@@ -1,13 +1,15 @@
-"""Report sections by hook (lie_stats.report.sections): a registered section follows the
+"""Report sections (lie_stats.report.sections): a section passed to write_reports follows the
 results in report.md and report.html, is called only when a result matches and figures and
-datasets are given, can be replaced or decline; and the section that hypotheses/A10_report.py
-registers (compression agreement, read together) from real agreement results."""
+datasets are given, and may decline; a module's REPORT_SECTIONS is checked; importing a module
+registers nothing; and the section that hypotheses/A10_report.py declares (compression
+agreement, read together) from real agreement results."""
 
 from __future__ import annotations
 
 import pytest
 
 from lie_stats import report
+from lie_stats.errors import SpecError
 from lie_stats.spec import compression_agreement, evaluate_cube
 from lie_stats.stats import columns as C
 from tests._spec_cubes import COMPRESSIONS, enrichment_target
@@ -15,7 +17,7 @@ from tests._spec_cubes import COMPRESSIONS, enrichment_target
 
 @pytest.fixture
 def section():
-    """Register a section writer for the test; it records its calls and draws one figure."""
+    """A section writer for the test (``section.calls`` records its calls); it draws one figure."""
     calls = []
 
     def writer(results, reports_dir, datasets_dir):
@@ -24,16 +26,15 @@ def section():
         (reports_dir / "figures" / "C__together.png").write_bytes(b"\x89PNG drawn by the section")
         return "## C, read together\n\n| claim | n |\n|---|---|\n| C | 2 |\n\n![C](figures/C__together.png)\n"
 
-    name = report.register_section("C", writer)
-    yield calls
-    report.unregister_section(name)
+    return report.ReportSection("C", writer), calls
 
 
-def test_a_registered_section_follows_the_results_in_md_and_html(results, planted_root, section, tmp_path):
+def test_a_section_follows_the_results_in_md_and_html(results, planted_root, section, tmp_path):
     root = planted_root
-    out = report.write_reports(results, tmp_path, datasets_dir=root)
-    assert len(section) == 1
-    ids, reports_dir, datasets_dir = section[0]
+    sec, calls = section
+    out = report.write_reports(results, tmp_path, datasets_dir=root, sections=[sec])
+    assert len(calls) == 1
+    ids, reports_dir, datasets_dir = calls[0]
     assert ids == sorted(ids) and ("C1", "synth") in ids and ("B5", "absent") in ids  # every result
     # the writer draws into the staging folder that becomes tmp_path (report.writing)
     assert reports_dir.parent == tmp_path.parent and reports_dir.name.startswith(f".{tmp_path.name}.new-")
@@ -50,32 +51,49 @@ def test_a_registered_section_follows_the_results_in_md_and_html(results, plante
 
 def test_sections_need_a_matching_result_figures_and_datasets(results, planted_root, section, tmp_path):
     root = planted_root
+    sec, calls = section
     others = [r for r in results if not r.id.startswith("C")]
-    md = report.write_reports(others, tmp_path / "a", datasets_dir=root)["markdown"].read_text()
-    assert "read together" not in md and section == []  # no result matches: not called
-    report.write_reports(results, tmp_path / "b", figures=False, datasets_dir=root)
-    report.write_reports(results, tmp_path / "c")
-    assert section == []
+    md = report.write_reports(others, tmp_path / "a", datasets_dir=root, sections=[sec])["markdown"].read_text()
+    assert "read together" not in md and calls == []  # no result matches: not called
+    report.write_reports(results, tmp_path / "b", figures=False, datasets_dir=root, sections=[sec])
+    report.write_reports(results, tmp_path / "c", sections=[sec])
+    assert calls == []
+    md = report.write_reports(results, tmp_path / "d", datasets_dir=root)["markdown"].read_text()
+    assert "read together" not in md and calls == []  # not passed: not written (no global registry)
 
 
-def test_sections_by_predicate_replace_by_name_and_may_decline(results, planted_root, tmp_path):
+def test_sections_by_predicate_may_decline_and_a_modules_sections_are_checked(results, planted_root, tmp_path):
     seen = []
-    name = report.register_section(lambda r: r.verdict == "skipped",
-                                   lambda rs, d, ds: seen.append("first") or "## First\n", name="skips")
-    try:
-        assert name == "skips" and "skips" in report.report_sections()
-        report.register_section(lambda r: r.verdict == "skipped",
-                                lambda rs, d, ds: seen.append("second"), name="skips")  # returns None
-        assert report.report_sections().count("skips") == 1
-        md = report.write_reports(results, tmp_path, datasets_dir=planted_root)["markdown"].read_text()
-        assert seen == ["second"] and "## First" not in md
-    finally:
-        report.unregister_section("skips")
-    assert "skips" not in report.report_sections()
+    first = report.ReportSection(lambda r: r.verdict == "skipped",
+                                 lambda rs, d, ds: seen.append("first") or "## First\n", name="skips")
+    declines = report.ReportSection(lambda r: r.verdict == "skipped",
+                                    lambda rs, d, ds: seen.append("second"), name="declines")  # returns None
+    assert first.name == "skips"
+    md = report.write_reports(results, tmp_path, datasets_dir=planted_root,
+                              sections=[first, declines])["markdown"].read_text()
+    assert seen == ["first", "second"] and "## First" in md
     with pytest.raises(TypeError, match="expected an id prefix"):
-        report.register_section(3, lambda *a: None)
+        report.ReportSection(3, lambda *a: None)
     with pytest.raises(TypeError, match="is not callable"):
-        report.register_section("X", "not a writer")
+        report.ReportSection("X", "not a writer")
+    assert report.sections_of((first,), "m.py") == (first,) and report.sections_of(None, "m.py") == ()
+    for bad, got in ((first, "ReportSection"), ([first, "A10"], "str"), ({"A10": first}, "dict")):
+        with pytest.raises(SpecError, match=f"m.py: REPORT_SECTIONS: expected a list or tuple of "
+                                            f"lie_stats.report.ReportSection, got {got}"):
+            report.sections_of(bad, "m.py")
+
+
+def test_two_modules_may_not_declare_one_section_name(tmp_path):
+    from lie_stats.engine import Engine
+
+    engine = Engine(tmp_path)
+    sec = report.ReportSection("C", lambda *a: None)
+    engine.collected(tmp_path / "a.py", sections=(sec,))
+    engine.collected(tmp_path / "a.py", sections=(sec,))  # the same module again: one section
+    with pytest.raises(SpecError, match="the report section 'C' is declared by .*a.py too"):
+        engine.collected(tmp_path / "b.py", sections=[report.ReportSection("C", lambda *a: "## C\n")])
+    assert engine.modules[(tmp_path / "b.py").resolve()] is False  # not collected whole
+    assert engine.finish([]).sections == (sec,)
 
 
 A10_AGREEMENT = {
@@ -88,17 +106,18 @@ A10_AGREEMENT = {
 }
 
 
-def test_the_a10_module_registers_its_section_when_imported(tmp_path):
+def test_the_a10_module_declares_its_section(tmp_path):
     import doctest
 
     from hypotheses import A10_report
 
-    assert "A10" in report.report_sections()
+    (a10,) = report.sections_of(A10_report.REPORT_SECTIONS, A10_report.__file__)
+    assert a10.name == "A10"
     got = doctest.testmod(A10_report, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert got.attempted > 0 and got.failed == 0
     empty = tmp_path / "datasets"
     empty.mkdir()
-    out = report.write_reports([A10_AGREEMENT], tmp_path / "r", datasets_dir=empty)
+    out = report.write_reports([A10_AGREEMENT], tmp_path / "r", datasets_dir=empty, sections=[a10])
     md, page = out["markdown"].read_text(), out["html"].read_text()
     assert "## A10: the projection-artifact control, read together" in md
     assert "| A3 | toy | supported (5) | supported (4.5) | refuted (0.2) | refuted |" in md
@@ -107,7 +126,8 @@ def test_the_a10_module_registers_its_section_when_imported(tmp_path):
     assert out["A10"] == tmp_path / "r" / "figures" / "A10.png"
     assert out["A10"].read_bytes()[:4] == b"\x89PNG"
     other = dict(A10_AGREEMENT, id="B1")
-    assert "A10" not in report.write_reports([other], tmp_path / "r2", datasets_dir=empty)["markdown"].read_text()
+    assert "A10" not in report.write_reports([other], tmp_path / "r2", datasets_dir=empty,
+                                             sections=[a10])["markdown"].read_text()
 
 
 def test_a10_table_and_figure_from_agreement_results(compressed, tmp_path):
@@ -133,6 +153,8 @@ def test_a10_table_and_figure_from_agreement_results(compressed, tmp_path):
 def test_write_reports_adds_the_a10_section_to_md_and_html(compressed, tmp_path):
     """write_reports runs the A10 section: an A10 result gives the read-together section and its
     figure in report.md and report.html; without one, neither appears."""
+    from hypotheses.A10_report import REPORT_SECTIONS
+
     from lie_stats.report import write_reports
 
     spec = compression_agreement(enrichment_target(), id="A10-verdicts-T", claim="same", source="s",
@@ -140,7 +162,7 @@ def test_write_reports_adds_the_a10_section_to_md_and_html(compressed, tmp_path)
     res = evaluate_cube(spec, compressed, dataset="synth")
     empty = tmp_path / "datasets"
     empty.mkdir()
-    out = write_reports([res], tmp_path / "r", datasets_dir=empty)
+    out = write_reports([res], tmp_path / "r", datasets_dir=empty, sections=REPORT_SECTIONS)
     md, page = out["markdown"].read_text(), out["html"].read_text()
     assert "## A10: the projection-artifact control, read together" in md
     assert "| T-commutator_var | synth | supported" in md and "![A10](figures/A10.png)" in md
@@ -149,7 +171,7 @@ def test_write_reports_adds_the_a10_section_to_md_and_html(compressed, tmp_path)
     assert (tmp_path / "r" / "figures" / "A10.png").read_bytes()[:4] == b"\x89PNG"
     row = res.row()
     other = row | {"id": "B1", "multiplicity": row["multiplicity"] | {"family": "B1"}}
-    out = write_reports([other], tmp_path / "r2", datasets_dir=empty)
+    out = write_reports([other], tmp_path / "r2", datasets_dir=empty, sections=REPORT_SECTIONS)
     assert "A10" not in out["markdown"].read_text()
 
 
