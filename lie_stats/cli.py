@@ -24,7 +24,6 @@ __all__ = ["main", "build_parser"]
 
 EXIT_OK, EXIT_USAGE, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 2, 3, 130
 
-_FAMILIES = ("Q", "K", "V", "O", "QK", "OV")  # extract's default operator families
 _WHERE = "./{0} when the current folder has one, else {0}/ of the checkout lie_stats runs from"
 
 
@@ -54,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "--force, --threads")
     e.add_argument("--revisions", default=None,
                    help="hub revisions, comma-separated, or 'all' (every step* branch). Default: main")
-    e.add_argument("--families", type=_csv, default=_FAMILIES,
+    e.add_argument("--families", type=_csv, default=("Q", "K", "V", "O", "QK", "OV"),
                    help="operator families (METRICS.md §2). Default: Q,K,V,O,QK,OV")
     e.add_argument("--projection", dest="projections", action="append", default=None,
                    help="none | adaptive | fixed:K; repeat for several. Default: none")
@@ -198,13 +197,12 @@ def _probe_arg(values: list[str] | None) -> str | dict[str, str] | None:
     return mapping
 
 
-#: extract's options that a parameter-delta cube (--delta) does not take, with their defaults.
-_NOT_FOR_DELTA = {"--revisions": ("revisions", None), "--families": ("families", _FAMILIES),
-                  "--projection": ("projections", None), "--null-draws": ("null_draws", 64),
-                  "--seed": ("seed", 0), "--probe": ("probe", None), "--fold-ln": ("fold_ln", False),
-                  "--device": ("device", "auto"), "--store-dtype": ("store_dtype", "float64"),
-                  "--resume": ("resume", False), "--keep-shards": ("keep_shards", False),
-                  "--workers": ("workers", 1), "--scheduler": ("scheduler", None)}
+#: extract's options that a parameter-delta cube (--delta) does not take: flag -> destination
+#: (compared with the parser's own defaults, so a default changed there is followed here).
+_NOT_FOR_DELTA = {"--revisions": "revisions", "--families": "families", "--projection": "projections",
+                  "--null-draws": "null_draws", "--seed": "seed", "--probe": "probe", "--fold-ln": "fold_ln",
+                  "--device": "device", "--store-dtype": "store_dtype", "--resume": "resume",
+                  "--keep-shards": "keep_shards", "--workers": "workers", "--scheduler": "scheduler"}
 
 
 def _cmd_extract_delta(args: argparse.Namespace) -> int:
@@ -212,7 +210,8 @@ def _cmd_extract_delta(args: argparse.Namespace) -> int:
     from .cube import check_output, is_cube_file, provenance_of, write_cube
     from .delta import delta_cube
 
-    given = [flag for flag, (dest, default) in _NOT_FOR_DELTA.items() if getattr(args, dest) != default]
+    defaults = vars(build_parser().parse_args(["extract", "SOURCE", "-o", "OUT.nc"]))
+    given = [flag for flag, dest in _NOT_FOR_DELTA.items() if getattr(args, dest) != defaults[dest]]
     if given:
         raise LieStatsError(f"{' '.join(given)}: not options of extract --delta, which writes the "
                             f"parameter-delta cube (METRICS.md §6.4) from the weights alone; it "

@@ -363,6 +363,11 @@ def test_extract_delta_bad_input_exits_2_naming_the_file(neox, tmp_path, capsys)
     assert code == 2 and "at least two checkpoints" in err and not out.exists()
     code, err = run(neox, a, "-o", out, "--probe", tmp_path / "p.npz", "--families", "Q")
     assert code == 2 and "--families --probe: not options of extract --delta" in err
+    for flag, value in (("--null-draws", "32"), ("--seed", "1"), ("--workers", "2"), ("--resume", None),
+                        ("--store-dtype", "float32"), ("--projection", "none")):  # each refused alone
+        code, err = run(neox, a, "-o", out, flag, *([value] if value else []))
+        assert code == 2 and f"{flag}: not options of extract --delta" in err, (flag, err)
+    assert not out.exists()
     notes = tmp_path / "notes.nc"
     notes.write_text("my notes")
     code, err = run(neox, a, "-o", notes)
