@@ -292,11 +292,15 @@ def retired_entry(pin: Mapping[str, Any], reason: str, on: str | None = None) ->
     >>> retired_entry({"verdict": "refuted", "spec_hash": "ab", "gate": "pinned"}, "why", "2026-12-05")
     {'verdict': 'refuted', 'spec_hash': 'ab', 'gate': 'pinned', 'retired_on': '2026-12-05', 'retired_reason': 'why'}
     """
+    return {**{k: v for k, v in pin.items() if k not in ("retired_on", "retired_reason")},
+            "retired_on": on or _today(), "retired_reason": str(reason)}
+
+
+def _today() -> str:
+    """Today's UTC date, ``YYYY-MM-DD`` (a retirement's and a history entry's date)."""
     import datetime as dt
 
-    on = on or dt.datetime.now(dt.timezone.utc).date().isoformat()
-    return {**{k: v for k, v in pin.items() if k not in ("retired_on", "retired_reason")},
-            "retired_on": on, "retired_reason": str(reason)}
+    return dt.datetime.now(dt.timezone.utc).date().isoformat()
 
 
 def with_previous(old: Mapping[str, Any] | None, pin: Mapping[str, Any], on: str | None = None) -> dict[str, Any]:
@@ -321,8 +325,6 @@ def with_previous(old: Mapping[str, Any] | None, pin: Mapping[str, Any], on: str
     ...               on="2026-12-05")["history"][-1]
     {'on': '2026-12-05', 'change': 'n_boot 30'}
     """
-    import datetime as dt
-
     out = {k: v for k, v in pin.items() if k not in ("previous", "reason", "history")}
     if old is None:
         return out
@@ -331,8 +333,7 @@ def with_previous(old: Mapping[str, Any] | None, pin: Mapping[str, Any], on: str
         out["previous"] = {"verdict": old.get("verdict"), "spec_hash": old.get("spec_hash")}
         if pin.get("reason"):  # why this re-pinning changed it (--pin-reason)
             out["previous"]["reason"] = str(pin["reason"])
-            history.append({"on": on or dt.datetime.now(dt.timezone.utc).date().isoformat(),
-                            "change": str(pin["reason"])})
+            history.append({"on": on or _today(), "change": str(pin["reason"])})
     elif old.get("previous"):
         out["previous"] = dict(old["previous"])
     if history:
@@ -459,9 +460,9 @@ def check(result: Any, pinned: Mapping[str, Any] | None, *, update: bool = False
     key = result_key(result)
     spec_hash = result.spec_hash
     changed = declaration_changed(pinned, spec_hash)
-    previous = _previous_pin(pinned, result, update, reason)
-    history = (with_previous(pinned, {**pin_entry(result), "reason": reason}) if update and pinned
-               else pinned or {}).get("history")
+    now = _pin_now(pinned, result, update, reason)
+    previous = dict(now["previous"]) if now.get("previous") else None
+    history = now.get("history")
     fields = dict(pinned_verdict=pinned.get("verdict") if pinned else None,
                   pinned_hash=pinned.get("spec_hash") if pinned else None,
                   # against the pin, or, once re-pinned, against the pin it replaced
@@ -498,13 +499,10 @@ def check(result: Any, pinned: Mapping[str, Any] | None, *, update: bool = False
     return GateOutcome("passed", **fields)
 
 
-def _previous_pin(pinned: Mapping[str, Any] | None, result: Any, update: bool,
-                  reason: str = "") -> dict[str, Any] | None:
-    """The pin this version replaced: the registry's ``previous``, or, while re-pinning, the
-    pin being replaced when the verdict or the hash changes (what :func:`with_previous` writes)."""
+def _pin_now(pinned: Mapping[str, Any] | None, result: Any, update: bool, reason: str = "") -> Mapping[str, Any]:
+    """The result's pin as it stands after this check: the registry's, or, while re-pinning,
+    the one :func:`update_registry` will write (its ``previous`` and ``history`` included);
+    empty when there is none."""
     if not pinned:
-        return None
-    if update:
-        return with_previous(pinned, {**pin_entry(result), "reason": reason}).get("previous")
-    return dict(pinned["previous"]) if pinned.get("previous") else None
-
+        return {}
+    return with_previous(pinned, {**pin_entry(result), "reason": reason}) if update else pinned
