@@ -677,17 +677,19 @@ def sink_table(metrics: dict[str, np.ndarray]):
     return df
 
 
-def sink_report(folder: str | os.PathLike, probe: ProbeSet, metrics: dict[str, np.ndarray]) -> list[str]:
+def sink_report(folder: str | os.PathLike, probe: ProbeSet, metrics: dict[str, np.ndarray], *,
+                loaded: tuple[dict, Any] | None = None) -> list[str]:
     """The lines ``lie-stats sinks`` prints: a header naming the model (``config.json``'s
     ``model_type``), the probe's sha256 and size and the token at position 0 (the folder's
     ``tokenizer.json``), the Markdown table of :func:`sink_table` with an ``all`` row, and the
     counts of the §8 and §9.2 labels. The model type and the token are text read from files
     (a newline or an escape sequence among them): show each line through
-    :func:`lie_stats._text.terminal_line`.
+    :func:`lie_stats._text.terminal_line`. ``loaded``: the folder's
+    :func:`lie_stats.probe.folder_tokenizer`, when the caller has read it already.
     """
     from .probe import folder_tokenizer
 
-    cfg, tok = folder_tokenizer(folder)
+    cfg, tok = loaded if loaded is not None else folder_tokenizer(folder)
     first = tok.id_to_token(int(probe.tokens[0, 0]))
     lines = [f"model: {folder} ({cfg.get('model_type')}), probe sha256 {probe.sha256}, "
              f"{probe.n_seq} x {probe.seq_len} tokens, position 0 = {probe.first_token} ({first!r})", "",

@@ -369,10 +369,11 @@ def _cmd_datasets(args: argparse.Namespace) -> int:
 def _cmd_sinks(args: argparse.Namespace) -> int:
     from ._text import terminal_line
     from .activations import activation_metrics, sink_report
-    from .probe import ProbeError, load_probe, save_probe, text_probe
+    from .probe import ProbeError, folder_tokenizer, load_probe, save_probe, text_probe
 
+    loaded = folder_tokenizer(args.folder)  # read once: the probe is cut with it, the report names from it
     probe = text_probe(args.folder, args.text, first_token=args.first_token, n_seq=args.n_seq,
-                       seq_len=args.seq_len, seed=args.seed)
+                       seq_len=args.seq_len, seed=args.seed, loaded=loaded)
     if args.save_probe is not None:  # before the forward passes, and never over another file
         target = Path(args.save_probe)
         if target.exists() or target.is_symlink():
@@ -387,7 +388,7 @@ def _cmd_sinks(args: argparse.Namespace) -> int:
             save_probe(probe, target)
     out = activation_metrics(args.folder, probe, batch_size=args.batch_size, grad=False)
     # the model type and the token at position 0 are read from the folder's files
-    for line in sink_report(args.folder, probe, out):
+    for line in sink_report(args.folder, probe, out, loaded=loaded):
         print(terminal_line(line))
     return EXIT_OK
 

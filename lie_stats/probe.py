@@ -377,7 +377,8 @@ def folder_tokenizer(folder: str | os.PathLike) -> tuple[dict, Any]:
 
 
 def text_probe(folder: str | os.PathLike, text: str | os.PathLike, *, first_token: str = "bos",
-               n_seq: int = 64, seq_len: int = 128, seed: int = 0) -> ProbeSet:
+               n_seq: int = 64, seq_len: int = 128, seed: int = 0,
+               loaded: tuple[dict, Any] | None = None) -> ProbeSet:
     """A probe set cut from a text file with a checkpoint folder's own tokenizer (METRICS.md §7).
 
     The text is read as UTF-8 and its lines starting with ``===`` (source headers) are dropped,
@@ -385,7 +386,8 @@ def text_probe(folder: str | os.PathLike, text: str | os.PathLike, *, first_toke
     ``first_token="bos"`` position 0 is ``config.json``'s ``bos_token_id`` when it has one;
     otherwise (and for ``"cls"``) the special token is looked up by name. ``text_source``
     records the file's name and the first 16 hex digits of its sha256. What ``lie-stats
-    sinks`` runs before :func:`lie_stats.activations.activation_metrics`.
+    sinks`` runs before :func:`lie_stats.activations.activation_metrics`. ``loaded``: the
+    folder's :func:`folder_tokenizer`, when the caller has read it already.
 
     Raises
     ------
@@ -411,7 +413,7 @@ def text_probe(folder: str | os.PathLike, text: str | os.PathLike, *, first_toke
     """
     from ._io import path_problem
 
-    cfg, tok = folder_tokenizer(folder)
+    cfg, tok = loaded if loaded is not None else folder_tokenizer(folder)
     text_path = pathlib.Path(text)
     expected = "expected a UTF-8 text file (--text)"
     problem = path_problem(text_path)
