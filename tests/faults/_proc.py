@@ -22,10 +22,19 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 HOOK = pathlib.Path(__file__).resolve().parent / "pidhook"
 
 
+def _with_hook(env: dict[str, str]) -> dict[str, str]:
+    """A copy of ``env`` with the hook's folder first on ``PYTHONPATH`` (once)."""
+    env = dict(env)
+    if str(HOOK) not in env.get("PYTHONPATH", "").split(os.pathsep):
+        env["PYTHONPATH"] = os.pathsep.join([str(HOOK), env.get("PYTHONPATH", "")])
+    return env
+
+
 def tracked_env(pid_dir: pathlib.Path, base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a run whose processes record themselves in ``pid_dir``."""
     env = dict(os.environ if base is None else base)
-    env["PYTHONPATH"] = os.pathsep.join([str(HOOK), str(REPO), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    env = _with_hook(env)
     env.setdefault("OMP_NUM_THREADS", "1")
     env["LIE_STATS_PID_DIR"] = str(pid_dir)
     pathlib.Path(pid_dir).mkdir(parents=True, exist_ok=True)
@@ -37,9 +46,7 @@ def holding_env(env: dict[str, str], *, where: str, folder: str, markers: pathli
     ``task`` or ``read``, ``pidhook/sitecustomize.py``) until a signal; the holding process
     writes ``markers/<pid>.held``."""
     assert where in ("task", "read"), where
-    env = dict(env)
-    if str(HOOK) not in env.get("PYTHONPATH", "").split(os.pathsep):
-        env["PYTHONPATH"] = os.pathsep.join([str(HOOK), env.get("PYTHONPATH", "")])
+    env = _with_hook(env)
     pathlib.Path(markers).mkdir(parents=True, exist_ok=True)
     env["LIE_STATS_HOLD"] = json.dumps({"where": where, "folder": folder, "markers": str(markers)})
     return env

@@ -56,10 +56,11 @@ def lie(*args: str, cwd: pathlib.Path, timeout: float = 600) -> subprocess.Compl
                           capture_output=True, text=True, timeout=timeout)
 
 
-def start(*args: str, cwd: pathlib.Path, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "lie_stats", *map(str, args)], cwd=cwd, env=env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_default_signals, **kwargs)
+def start(*args: str, cwd: pathlib.Path, run_env: dict[str, str] | None = None, **kwargs) -> subprocess.Popen:
+    """``lie-stats ARGS`` as a background process (``run_env``: its environment, default :func:`env`)."""
+    return subprocess.Popen([sys.executable, "-m", "lie_stats", *map(str, args)], cwd=cwd,
+                            env=env() if run_env is None else run_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_signals, **kwargs)
 
 
 def wait_for(predicate, proc: subprocess.Popen, what: str, limit: float = 600.0) -> None:
@@ -85,9 +86,7 @@ def start_held(args: list[str], *, where: str, folder: str, cwd: pathlib.Path,
     markers = cwd / f"held-{os.urandom(4).hex()}"
     held_env = _proc.holding_env(env() if base_env is None else base_env, where=where, folder=folder,
                                  markers=markers)
-    proc = subprocess.Popen([sys.executable, "-m", "lie_stats", *map(str, args)], cwd=cwd, env=held_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_default_signals, **popen)
+    proc = start(*args, cwd=cwd, run_env=held_env, **popen)
     proc.markers = markers
     return proc
 

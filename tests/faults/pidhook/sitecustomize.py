@@ -28,10 +28,15 @@ def _record(forked: bool) -> None:
     with open("/proc/self/stat") as fh:
         start = int(fh.read().rsplit(")", 1)[1].split()[19])
     record = {"pid": pid, "ppid": os.getppid(), "start": start, "cmdline": cmdline, "forked": forked}
-    tmp = os.path.join(_DIR, f".{pid}.tmp")
+    _write_whole(_DIR, f"{pid}.json", json.dumps(record))
+
+
+def _write_whole(folder: str, name: str, text: str) -> None:
+    """Write ``folder/name`` so that a reader sees it whole or not at all."""
+    tmp = os.path.join(folder, f".{os.getpid()}.tmp")
     with open(tmp, "w") as fh:
-        json.dump(record, fh)
-    os.replace(tmp, os.path.join(_DIR, f"{pid}.json"))  # whole or absent
+        fh.write(text)
+    os.replace(tmp, os.path.join(folder, name))
 
 
 def _record_fork() -> None:
@@ -70,10 +75,7 @@ def _hold(markers: str) -> None:
     import time
 
     pid, parent = os.getpid(), os.getppid()
-    tmp = os.path.join(markers, f".{pid}.tmp")
-    with open(tmp, "w") as fh:
-        fh.write(str(pid))
-    os.replace(tmp, os.path.join(markers, f"{pid}.held"))
+    _write_whole(markers, f"{pid}.held", str(pid))  # the event the test signals on
     deadline = time.monotonic() + 300  # guards a lost signal only
     while time.monotonic() < deadline and os.getppid() == parent:
         time.sleep(0.01)
