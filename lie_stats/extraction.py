@@ -31,7 +31,8 @@ from ._io import inside, resolve_device, text_sha256
 from ._text import log_text, terminal_line
 from .cube import check_output, checkpoint_shard, merge_shards, open_cube, write_cube
 from .errors import CheckpointError, LieStatsError
-from .executors import raise_if_stopped, run_tasks
+from ._stop import raise_if_stopped
+from .executors import run_tasks
 from .store import SHARD_KEY_SCHEME, check_replace, lock_store, notice, prepare_store, shard_problems
 
 __all__ = [
