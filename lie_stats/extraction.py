@@ -28,10 +28,10 @@ import xarray as xr
 
 from . import schema
 from ._io import inside, resolve_device, text_sha256
+from ._stop import raise_if_stopped
 from ._text import log_text, terminal_line
 from .cube import check_output, checkpoint_shard, merge_shards, open_cube, write_cube
 from .errors import CheckpointError, LieStatsError
-from ._stop import raise_if_stopped
 from .executors import run_tasks
 from .store import SHARD_KEY_SCHEME, check_replace, lock_store, notice, prepare_store, shard_problems
 
