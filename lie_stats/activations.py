@@ -50,7 +50,7 @@ from ._stop import raise_if_stopped
 from .architectures import Adapter, LayerWeights, adapter_for
 from .errors import CheckpointError, MetricError, did_you_mean
 from .forms import functional_killing
-from .operators import family_factors
+from .operators import family_factors, killing_cv, killing_form, normalized_killing
 from .probe import ProbeSet
 from .schema import FAMILIES, LABEL_CODES, variable_info
 
@@ -107,7 +107,10 @@ def killing_cv_torch(F: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
 
     ``K[i,j] = 2k tr(A_i A_j) - 2 tr(A_i) tr(A_j)`` (§3.4, ``k = d_model``, no compression),
     ``Khat = K / sqrt(|K_ii K_jj|)``, and ``std / mean |.|`` (population std) of ``Khat`` over
-    pairs ``i < j``. Traces come from ``d_head x d_head`` products only.
+    pairs ``i < j``: the traces come from ``d_head x d_head`` products only, and the rest is
+    the one implementation, :func:`lie_stats.operators.killing_form`,
+    :func:`~lie_stats.operators.normalized_killing` and :func:`~lie_stats.operators.killing_cv`,
+    that the weight metrics use too.
 
     Parameters
     ----------
@@ -133,13 +136,7 @@ def killing_cv_torch(F: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
     M = torch.einsum("idr,jds->ijrs", G, F)  # G_i^T F_j
     trAA = torch.einsum("ijrs,jisr->ij", M, M)  # tr(F_i G_i^T F_j G_j^T)
     trA = torch.diagonal(torch.diagonal(M, dim1=0, dim2=1), dim1=0, dim2=1).sum(-1)
-    K = 2.0 * k * trAA - 2.0 * trA[:, None] * trA[None, :]
-    K = 0.5 * (K + K.T)
-    d = torch.diagonal(K)
-    Khat = K / torch.sqrt(torch.abs(d[:, None] * d[None, :]))
-    iu = torch.triu_indices(H, H, 1, device=F.device)
-    p = Khat[iu[0], iu[1]]
-    return torch.sqrt(torch.mean((p - p.mean()) ** 2)) / torch.mean(torch.abs(p))
+    return killing_cv(normalized_killing(killing_form(trAA, trA, k)))
 
 
 def layer_objective(w: Any, *, objective: str = "killing_cv", family: str = "Q") -> torch.Tensor:

@@ -28,7 +28,10 @@ from .operators import (
     family_factors,
     haar_blocks,
     is_symmetric_family,
+    killing_cv,
+    killing_form,
     normalized_commutator,
+    normalized_killing,
     null_block_size,
     null_commutators,
     null_seed_sequence,
@@ -255,11 +258,8 @@ def _family_metrics(ch: CanonicalHeads, B: torch.Tensor, *, alpha: float, tau: f
     C, c = normalized_commutator(a, b, t, norm[:, None], norm[None, :])
     m = ch.rank
     trA = torch.diagonal(om[torch.arange(H), torch.arange(H)][:, m:, :m], dim1=-2, dim2=-1).sum(-1)  # tr(Gh^T Fh)
-    K = 2.0 * k * trAA - 2.0 * trA[:, None] * trA[None, :]
-    K = 0.5 * (K + K.T)  # exact symmetry (tr(A_i A_j) = tr(A_j A_i)); removes rounding asymmetry
-    Kd = torch.diagonal(K)
-    Kden = torch.sqrt(torch.abs(Kd[:, None] * Kd[None, :]))
-    Khat = torch.where(Kden > 0, K / torch.where(Kden > 0, Kden, torch.ones_like(Kden)), torch.full_like(K, float("nan")))
+    K = killing_form(trAA, trA, k)
+    Khat = normalized_killing(K)
 
     iu = torch.triu_indices(H, H, 1, device=om.device)
     I, J = iu[0], iu[1]
@@ -300,9 +300,7 @@ def _family_metrics(ch: CanonicalHeads, B: torch.Tensor, *, alpha: float, tau: f
         abelian_tau = float(np.mean(c_pairs < tau))
         c_var = float(np.var(c_pairs))
         C_var = float(np.var(C_pairs))
-        kp = Khat_np[iu_np]
-        kabs = np.mean(np.abs(kp))
-        k_cv = float(np.std(kp) / kabs) if kabs > 0 else np.nan
+        k_cv = float(killing_cv(torch.from_numpy(Khat_np)))  # float64 on the CPU, whatever the device
         z_mean = float(np.mean(zp))
     else:
         abelian = abelian_tau = c_var = C_var = k_cv = z_mean = np.nan

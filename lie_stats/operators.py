@@ -67,6 +67,9 @@ __all__ = [
     "pair_terms_blocks",
     "null_commutators",
     "normalized_commutator",
+    "killing_form",
+    "normalized_killing",
+    "killing_cv",
 ]
 
 #: Relative floor of METRICS.md §3.2: ``c = 0`` when ``||A_i A_j|| + ||A_j A_i||`` is below
@@ -429,6 +432,63 @@ def normalized_commutator(
     ok = den > DENOMINATOR_FLOOR * norm_i * norm_j
     c = torch.where(ok, C / torch.where(ok, den, torch.ones_like(den)), torch.zeros_like(C))
     return C, torch.clamp(c, max=1.0)
+
+
+# ----------------------------------------------------------------------------- Killing form
+def killing_form(trAA: torch.Tensor, trA: torch.Tensor, k: int) -> torch.Tensor:
+    """The Killing form of METRICS.md §3.4, ``K[i, j] = 2k tr(A_i A_j) - 2 tr(A_i) tr(A_j)``.
+
+    ``trAA`` is ``[H, H]`` (``tr(A_i A_j)``), ``trA`` is ``[H]`` and ``k`` the operator size
+    (``d_model``, or the compression's ``K``). The result is symmetrised exactly
+    (``tr(A_i A_j) = tr(A_j A_i)``; this removes rounding asymmetry).
+
+    Examples
+    --------
+    >>> trAA = torch.tensor([[2.0, 1.0], [1.0, 3.0]], dtype=torch.float64)
+    >>> killing_form(trAA, torch.tensor([1.0, 0.0], dtype=torch.float64), 2)
+    tensor([[ 6.,  4.],
+            [ 4., 12.]], dtype=torch.float64)
+    """
+    K = 2.0 * k * trAA - 2.0 * trA[:, None] * trA[None, :]
+    return 0.5 * (K + K.T)
+
+
+def normalized_killing(K: torch.Tensor) -> torch.Tensor:
+    """``Khat[i, j] = K[i, j] / sqrt(|K[i, i] K[j, j]|)`` (METRICS.md §3.4); NaN where that is 0.
+
+    Differentiable where the denominator is positive (the NaN branch carries no gradient).
+
+    Examples
+    --------
+    >>> normalized_killing(torch.tensor([[4.0, 2.0], [2.0, 0.0]], dtype=torch.float64))
+    tensor([[1., nan],
+            [nan, nan]], dtype=torch.float64)
+    """
+    d = torch.diagonal(K)
+    den = torch.sqrt(torch.abs(d[:, None] * d[None, :]))
+    ok = den > 0
+    return torch.where(ok, K / torch.where(ok, den, torch.ones_like(den)), torch.full_like(K, float("nan")))
+
+
+def killing_cv(Khat: torch.Tensor) -> torch.Tensor:
+    """``killing_cv`` (METRICS.md §4.4): population std over mean ``|.|`` of ``Khat`` over pairs ``i < j``.
+
+    The one implementation, differentiable: the weight metrics (:mod:`lie_stats.metrics`, on
+    the float64 ``Khat`` of the CPU) and the activation objective
+    (:func:`lie_stats.activations.killing_cv_torch`, on factors that require grad) both call
+    it. NaN with fewer than two heads, where mean ``|.|`` is 0, or where ``Khat`` has a NaN.
+
+    Examples
+    --------
+    >>> killing_cv(torch.tensor([[1.0, 0.5, 1.0], [0.5, 1.0, 1.5], [1.0, 1.5, 1.0]], dtype=torch.float64))
+    tensor(0.4082, dtype=torch.float64)
+    """
+    H = Khat.shape[0]
+    iu = torch.triu_indices(H, H, 1, device=Khat.device)
+    p = Khat[iu[0], iu[1]]
+    if p.numel() == 0:
+        return torch.full((), float("nan"), dtype=Khat.dtype, device=Khat.device)
+    return torch.sqrt(torch.mean((p - p.mean()) ** 2)) / torch.mean(torch.abs(p))
 
 
 # ----------------------------------------------------------------------------- null sampling

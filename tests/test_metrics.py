@@ -573,3 +573,43 @@ def test_trained_minilm_reproduces_the_metrics_md_figures() -> None:
     assert min(af[:3]) >= 0.93
     twin = compute_layer(make_layer(12, 384, 32, 0, std=0.02), families=("K",), alpha=0.05)
     assert twin[V["abelian_fraction"]][0, 0] <= 0.15 and twin[V["abelian_fraction_tau"]][0, 0] == 0.0
+
+
+# ------------------------------------------------------------------------- one killing_cv
+def test_killing_cv_has_one_implementation_and_it_keeps_the_stored_float32_values():
+    """The weight metrics' ``killing_cv`` is :func:`lie_stats.operators.killing_cv` (the function
+    the activation objective calls too). It was the numpy ``std / mean|.|`` before; both agree
+    in float32 (the cubes' storage type) on every layer and compression here."""
+    from lie_stats.operators import killing_cv
+    checked = 0
+    for seed, H in enumerate((2, 3, 4, 8, 12, 16) * 4):
+        out = compute_layer(make_layer(H, 24, 3, seed), projections=("none", "fixed:8"), null_draws=64)
+        for fi in range(len(FAMILIES)):
+            for pi in range(2):
+                khat = out[V["killing_norm"]][fi, pi]
+                pairs = khat[np.triu_indices(H, 1)]
+                numpy_cv = np.std(pairs) / np.mean(np.abs(pairs))
+                ours = out[V["killing_cv"]][fi, pi]
+                assert ours == float(killing_cv(torch.from_numpy(khat)))
+                assert np.float32(ours) == np.float32(numpy_cv), (seed, H, fi, pi)
+                checked += 1
+    assert checked == 24 * len(FAMILIES) * 2
+
+
+def test_committed_cube_killing_cv_is_the_cv_of_its_killing_norm():
+    """Each stored ``killing_cv`` of a committed cube is reproduced by the one implementation
+    from the same cube's stored ``killing_norm`` (float32 input, hence the tolerance)."""
+    from pathlib import Path
+
+    import xarray as xr
+
+    from lie_stats.operators import killing_cv
+    path = Path(__file__).resolve().parents[1] / "datasets" / "pico_pythia" / "pico_pythia.nc"
+    with xr.open_dataset(path) as ds:
+        khat = ds[V["killing_norm"]].isel(model=0, step=[0, -1]).load()
+        stored = ds[V["killing_cv"]].isel(model=0, step=[0, -1]).load()
+    Kh = khat.transpose(..., "head", "head_j").values.astype(np.float64)
+    flat, want = Kh.reshape(-1, *Kh.shape[-2:]), stored.transpose(*khat.dims[:-2]).values.reshape(-1)
+    got = np.array([float(killing_cv(torch.from_numpy(k))) for k in flat])
+    assert np.isfinite(want).all() and want.size == flat.shape[0] > 100
+    np.testing.assert_allclose(got, want, rtol=1e-4)
