@@ -450,6 +450,7 @@ def _cmd_redesign(args: argparse.Namespace) -> int:
     from ._text import terminal_line, terminal_lines
     from .collect import collect
     from .diagnosis import DIAGNOSIS_FILE, Settings
+    from .datasets import CubeCache
     from .diagnosis.redesign import parse_redesign, plot_redesign, redesign_spec, redesign_table
 
     axis, sizes = parse_redesign(args.redesign)
@@ -472,8 +473,9 @@ def _cmd_redesign(args: argparse.Namespace) -> int:
                 bar.total = bar.n + n
             bar.update(n)
 
+    cubes = CubeCache()  # each dataset's cube opened once for all its specs
     try:
-        done = [redesign_spec(d.obj, ds, axis, sizes, args.datasets, settings, progress=tick)
+        done = [redesign_spec(d.obj, ds, axis, sizes, args.datasets, settings, progress=tick, cubes=cubes)
                 for d, ds in work]
     finally:
         if bar is not None:

@@ -50,6 +50,7 @@ __all__ = [
     "list_datasets",
     "find_dataset",
     "load_dataset",
+    "CubeCache",
     "card_cubes",
     "cube_contents",
     "describe_contents",
@@ -379,23 +380,45 @@ def load_dataset(name: str, root: str | Path | None = None, *, chunks: Any = Non
     return _open_cubes(card.cubes, chunks=chunks)
 
 
-_CUBE_CACHE: dict[tuple, "xr.Dataset"] = {}
+class CubeCache:
+    """The cubes of dataset cards, each opened once and reused: an explicit object, held by
+    whoever runs several evaluations on the same data (one :class:`lie_stats.engine.Engine`
+    holds one for its run, so its evaluation and its export read the very same cube).
 
+    A card's cubes are keyed by each file's path, mtime and size, so a rebuilt file is
+    reopened; at most ``size`` cubes are held (the oldest opened is dropped first).
 
-def card_cubes(card: DatasetCard) -> "xr.Dataset":
-    """The cube of a present dataset card, opened once per process and reused.
-
-    The cache is keyed by each cube file's path, mtime and size, so a rebuilt file is
-    reopened; it holds at most nine cubes. :func:`lie_stats.spec.evaluate` and
-    :mod:`lie_stats.export` read the same object, so an export holds exactly the values
-    its result was computed from.
+    >>> cache = CubeCache(size=2)
+    >>> len(cache)
+    0
     """
-    key = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in card.cubes)
-    if key not in _CUBE_CACHE:
-        if len(_CUBE_CACHE) > 8:
-            _CUBE_CACHE.clear()
-        _CUBE_CACHE[key] = _open_cubes(card.cubes)
-    return _CUBE_CACHE[key]
+
+    def __init__(self, size: int = 9) -> None:
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"CubeCache size: expected a positive int, got {size!r}")
+        self.size = size
+        self._cubes: dict[tuple, "xr.Dataset"] = {}
+
+    def __len__(self) -> int:
+        return len(self._cubes)
+
+    def cube(self, card: DatasetCard) -> "xr.Dataset":
+        """The cube of the present card ``card``, opened now or reused."""
+        key = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in card.cubes)
+        if key not in self._cubes:
+            while len(self._cubes) >= self.size:
+                del self._cubes[next(iter(self._cubes))]
+            self._cubes[key] = _open_cubes(card.cubes)
+        return self._cubes[key]
+
+
+def card_cubes(card: DatasetCard, cache: CubeCache | None = None) -> "xr.Dataset":
+    """The cube of a present dataset card: from ``cache`` (:class:`CubeCache`) when given,
+    else opened now. :func:`lie_stats.spec.evaluate` and :mod:`lie_stats.export` take the
+    same cache from the engine, so an export holds exactly the values its result was
+    computed from.
+    """
+    return _open_cubes(card.cubes) if cache is None else cache.cube(card)
 
 
 def _open_cubes(paths: Sequence[Path], *, chunks: Any = None) -> "xr.Dataset":

@@ -68,6 +68,8 @@ class ResultsTable:
     sections : tuple of lie_stats.report.ReportSection
         The report sections the run's modules declare (``REPORT_SECTIONS``), in collection
         order: what :func:`lie_stats.report.write_reports` adds after the results.
+    cubes : lie_stats.datasets.CubeCache, optional
+        The cubes the results were computed from (the engine's cache), for their export.
 
     :meth:`records` are the rows of ``results.json`` (multiplicity within each family
     computed there, the one place); :meth:`to_dataframe` has one row per result with those
@@ -79,6 +81,7 @@ class ResultsTable:
     errors: tuple = ()
     retired: tuple = ()
     sections: tuple = ()
+    cubes: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         ordered = tuple(sorted(self.results, key=lambda r: (str(r.id), str(r.dataset))))
@@ -152,6 +155,9 @@ class Engine:
         beside each hypothesis module.
     pin_reason : str
         Re-pinning: why, recorded with each pin whose verdict or declaration it changes.
+    cubes : lie_stats.datasets.CubeCache, optional
+        The datasets' cubes, each opened once for the run (a new cache by default); the
+        export of the run reads its cubes from here too.
     """
 
     datasets_dir: Path | None = None
@@ -167,11 +173,15 @@ class Engine:
     out_of_scope_ids: dict = field(default_factory=dict)  # registry path -> {id: why}
     retired_now: dict = field(default_factory=dict)  # registry path -> {key: why} this run retired
     sections: dict = field(default_factory=dict)  # report section name -> (ReportSection, module path)
+    cubes: Any = None  # the run's CubeCache
+
 
     def __post_init__(self) -> None:
-        from .datasets import default_datasets_dir
+        from .datasets import CubeCache, default_datasets_dir
 
         self.datasets_dir = Path(self.datasets_dir or default_datasets_dir()).resolve()
+        if self.cubes is None:
+            self.cubes = CubeCache()
         if self.registry is not None:
             self.registry = Path(self.registry).resolve()
 
@@ -272,7 +282,7 @@ class Engine:
         raw: dict[str, tuple[Any, Any]] = {}
         for key, (spec, ds, _) in self.members[family].items():
             try:
-                raw[key] = (spec, evaluate(spec, self.datasets_dir, datasets=[ds])[0])
+                raw[key] = (spec, evaluate(spec, self.datasets_dir, datasets=[ds], cubes=self.cubes)[0])
             except Exception as e:  # noqa: BLE001 - this member fails alone; the family goes on without it
                 raise_if_stopped()  # an interrupt wrapped in a library's own error stops the run
                 self.decided[key] = e
@@ -374,7 +384,7 @@ class Engine:
         if outcomes is not None:
             results = [r.evolve(outcome=outcomes.get(r.key, "")) for r in results]
         return ResultsTable(tuple(results), tuple(failures), tuple(errors), self.retired_pins(),
-                            tuple(section for section, _ in self.sections.values()))
+                            tuple(section for section, _ in self.sections.values()), cubes=self.cubes)
 
 
 def check_paths(paths: Sequence[str | os.PathLike]) -> None:

@@ -388,7 +388,8 @@ def _prepare_outdir(outdir: Path) -> bool:
 def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
                    records: Sequence[Mapping[str, Any]] | None = None,
                    cubes: Mapping[str, Any] | None = None,
-                   datasets_dir: str | os.PathLike | None = None) -> list[dict[str, Any]]:
+                   datasets_dir: str | os.PathLike | None = None,
+                   cache: Any = None) -> list[dict[str, Any]]:
     """Write one NetCDF per non-skipped result, and the index, into ``outdir``.
 
     Parameters
@@ -409,6 +410,10 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
     datasets_dir : path, optional
         The dataset cards' folder: cubes not in ``cubes`` are opened from it and the files'
         sha256 recorded (``dataset_cubes``).
+    cache : lie_stats.datasets.CubeCache, optional
+        Where the cubes from ``datasets_dir`` are read: the evaluation's own cache
+        (:class:`lie_stats.engine.ResultsTable` ``.cubes``), so the export holds exactly the
+        values its results were computed from; by default they are opened now.
 
     Returns
     -------
@@ -467,7 +472,7 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
                 files = (dataset_records([rec["dataset"]], datasets_dir,
                                          base=Path(datasets_dir).resolve().parent)
                          if datasets_dir is not None else [])
-                ds = result_dataset(res, record=rec, cube=_cube_for(rec["dataset"], cubes, datasets_dir),
+                ds = result_dataset(res, record=rec, cube=_cube_for(rec["dataset"], cubes, datasets_dir, cache),
                                     dataset_cubes=files)
                 path = inside(stage, name, what="export")
                 try:
@@ -513,15 +518,15 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
     return entries
 
 
-def _cube_for(dataset: str, cubes: Mapping[str, Any], datasets_dir: Any) -> Any:
+def _cube_for(dataset: str, cubes: Mapping[str, Any], datasets_dir: Any, cache: Any) -> Any:
     if dataset in cubes:
         return cubes[dataset]
     if datasets_dir is None:
         raise LieStatsError(f"export of dataset {dataset!r}: its cube is needed for provenance; "
                             f"pass cubes={{{dataset!r}: cube}} or datasets_dir.")
-    from .datasets import card_cubes, find_dataset  # the evaluation's own cache: the very cube the result came from
+    from .datasets import card_cubes, find_dataset  # with the run's cache: the very cube the result came from
 
-    return card_cubes(find_dataset(dataset, datasets_dir))
+    return card_cubes(find_dataset(dataset, datasets_dir), cache)
 
 
 # ----------------------------------------------------------------------------- the CLI's path
@@ -643,6 +648,7 @@ def export_hypotheses(paths: Sequence[str | os.PathLike] = ("hypotheses",),
         rec["module"] = report.relative_path(rec.get("module") or "", base)
     # the rows exactly as results.json holds them (key order, JSON types)
     records = json.loads(json.dumps(records, sort_keys=True, allow_nan=False))
-    entries = export_results(results, outdir, records=records, datasets_dir=datasets_dir)
+    entries = export_results(results, outdir, records=records, datasets_dir=datasets_dir,
+                             cache=table.cubes)
     return ExportRun(status=table.status, entries=entries, outdir=outdir, results=results,
                      failures=list(table.failures), errors=list(table.errors))

@@ -135,3 +135,44 @@ def test_the_public_api_lists_only_its_names():
     assert {"run", "ResultsTable", "Magnitude", "extract", "evaluate"} <= set(names)
     assert not {"annotations", "importlib", "Any"} & set(names)
     assert ls.Magnitude is ls.spec.Magnitude
+
+
+def test_a_run_opens_each_cube_once_in_its_own_cache_and_its_export_reads_the_same_cube(project, monkeypatch):
+    from lie_stats import datasets
+
+    opened = []
+    real = datasets._open_cubes
+    monkeypatch.setattr(datasets, "_open_cubes", lambda paths, **kw: opened.append(tuple(paths)) or real(paths, **kw))
+    table = ls.run([project / "hyp"], datasets_dir=project / "datasets")
+    assert len(opened) == 1 and len(table.cubes) == 1  # two specs on "synth": one open, kept
+    card = datasets.find_dataset("synth", project / "datasets")
+    assert datasets.card_cubes(card, table.cubes) is table.cubes.cube(card)  # what the export reads
+    assert len(opened) == 1
+    again = ls.run([project / "hyp"], datasets_dir=project / "datasets")
+    assert len(opened) == 2 and again.cubes is not table.cubes  # no state shared between runs
+
+
+def test_the_cube_cache_reopens_a_rebuilt_file_and_holds_at_most_its_size(tmp_path):
+    import numpy as np
+    import xarray as xr
+
+    from lie_stats import datasets
+
+    root = tmp_path / "datasets"
+    make_datasets(root)
+    card = datasets.find_dataset("synth", root)
+    cache = datasets.CubeCache(size=1)
+    first = cache.cube(card)
+    assert cache.cube(card) is first
+    path = card.cubes[0]
+    ds = xr.load_dataset(path)
+    ds.to_netcdf(tmp_path / "copy.nc")
+    later = path.stat().st_mtime_ns + 10**9
+    os.replace(tmp_path / "copy.nc", path)  # rebuilt
+    os.utime(path, ns=(later, later))  # a later mtime even on a coarse clock
+    rebuilt = cache.cube(card)
+    assert rebuilt is not first and len(cache) == 1  # the old entry dropped: size 1
+    np.testing.assert_array_equal(rebuilt[list(rebuilt.data_vars)[0]].values,
+                                  first[list(first.data_vars)[0]].values)
+    with pytest.raises(ValueError, match="CubeCache size"):
+        datasets.CubeCache(size=0)

@@ -467,9 +467,10 @@ def redesign_arrays(spec: Any, arrays: Arrays, axis: str, sizes: Sequence[float]
 def redesign_spec(spec: Any, dataset: str, axis: str, sizes: Sequence[float],
                   datasets_dir: str | os.PathLike = "datasets",
                   settings: Settings = Settings(n_sims=100), *,
-                  progress: Callable[[int], None] | None = None) -> Redesign:
+                  progress: Callable[[int], None] | None = None, cubes: Any = None) -> Redesign:
     """:func:`redesign_arrays` on the spec's selection from ``dataset``'s cube (a reason
-    instead of rows when the data are absent or the selection skips)."""
+    instead of rows when the data are absent or the selection skips); the cube is read
+    from ``cubes`` (a :class:`lie_stats.datasets.CubeCache`) when given."""
     from ..datasets import card_cubes, find_dataset
     from ..spec import Skip, select
 
@@ -478,7 +479,7 @@ def redesign_spec(spec: Any, dataset: str, axis: str, sizes: Sequence[float],
     if card.missing:
         return Redesign(key, spec.test, axis, None,
                         reason=f"dataset {dataset!r}: {card.state}, nothing to resample")
-    cube = card_cubes(card)
+    cube = card_cubes(card, cubes)
     try:
         arrays = {role: select(sel, cube, where=f"{spec.id} selection[{role!r}]")
                   for role, sel in spec.selection.items()}

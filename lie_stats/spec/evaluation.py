@@ -290,7 +290,8 @@ def _without_controls(cube: Any, controls: Sequence[str]) -> Any:
 
 
 def evaluate(spec: HypothesisSpec, datasets_dir: str | Path | None = None, *,
-             datasets: Sequence[str] | None = None, cube: Any = None) -> list[Result]:
+             datasets: Sequence[str] | None = None, cube: Any = None,
+             cubes: Any = None) -> list[Result]:
     """Evaluate a spec on each of its datasets (one :class:`Result` per dataset).
 
     A dataset whose cubes are absent gives a ``skipped`` result whose ``reason`` says what
@@ -308,6 +309,9 @@ def evaluate(spec: HypothesisSpec, datasets_dir: str | Path | None = None, *,
     cube : xarray.Dataset, optional
         Evaluate on this cube in hand instead of the spec's datasets (one result, dataset
         ``"<cube>"``; :func:`evaluate_cube`).
+    cubes : lie_stats.datasets.CubeCache, optional
+        Where the datasets' cubes are opened and kept for the caller's next evaluations
+        (the engine passes its own); by default each is opened for this call.
 
     Raises
     ------
@@ -350,6 +354,6 @@ def evaluate(spec: HypothesisSpec, datasets_dir: str | Path | None = None, *,
                                f"{', '.join(p.name for p in card.missing)}{need}")
             out.append(res.evolve(build=card.build))
             continue
-        out.append(evaluate_cube(spec, card_cubes(card), dataset=name, controls=card.controls,
+        out.append(evaluate_cube(spec, card_cubes(card, cubes), dataset=name, controls=card.controls,
                                  cube_name=", ".join(map(str, card.cubes))))
     return out
