@@ -207,8 +207,9 @@ _NOT_FOR_DELTA = {"--revisions": "revisions", "--families": "families", "--proje
 
 def _cmd_extract_delta(args: argparse.Namespace) -> int:
     """``extract --delta``: the cube of :func:`lie_stats.delta.delta_cube`, written like any cube."""
-    from .cube import check_output, is_cube_file, provenance_of, write_cube
+    from .cube import check_output, provenance_of, write_cube
     from .delta import delta_cube
+    from .store import check_replace
 
     defaults = vars(build_parser().parse_args(["extract", "SOURCE", "-o", "OUT.nc"]))
     given = [flag for flag, dest in _NOT_FOR_DELTA.items() if getattr(args, dest) != defaults[dest]]
@@ -220,9 +221,7 @@ def _cmd_extract_delta(args: argparse.Namespace) -> int:
         raise LieStatsError(f"--name given {len(args.names)} times: extract --delta writes one model "
                             f"(the base and its tuned checkpoints); give one --name or none.")
     out = check_output(args.output, force=args.force)  # the folder, the name, a file not a cube
-    if out.exists() and is_cube_file(out) and not args.force:
-        raise LieStatsError(f"{out}: a cube is already there; extract never replaces an existing "
-                            f"cube. Give --force to replace it, or another -o.")
+    check_replace(out, [], {}, resume=False, force=args.force, resumable=False)  # extract's refusal
     run = args.sources[0] if len(args.sources) == 1 else list(args.sources)
     cube = delta_cube(run, model=args.names[0] if args.names else None)
     write_cube(cube, out)

@@ -8,7 +8,9 @@ with NaN; their shapes are coordinates along ``model``. Provenance is a JSON str
 checkpoint, in the global attribute :data:`lie_stats.schema.ATTR_PROVENANCE`.
 
 One checkpoint's metrics form a *shard* (a cube with one model and one step); a cube is the
-merge of its shards (:func:`merge_shards`).
+merge of its shards (:func:`merge_shards`). :func:`assemble_shard` is the one assembly of a
+shard, for the metric cubes of extraction (:func:`checkpoint_shard`) and the parameter-delta
+cubes (:func:`lie_stats.delta.delta_cube`) alike.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from .cube_attrs import check_global_attrs, describe_provenance, json_list_attr
 from .errors import CubeError, did_you_mean
 
 __all__ = [
+    "assemble_shard",
     "checkpoint_shard",
     "merge_shards",
     "validate_cube",
@@ -119,19 +122,85 @@ def checkpoint_shard(
     {'model': 1, 'step': 1, 'layer': 1, 'head': 2}
     """
     n_layers, n_heads = int(shape["n_layers"]), int(shape["n_heads"])
-    sizes = {
-        schema.FAMILY: len(families),
-        schema.PROJECTION: len(projections),
-        schema.MATRIX: len(schema.MATRICES),
-        schema.LAYER: n_layers,
-        schema.HEAD: n_heads,
-        schema.HEAD_J: n_heads,
+    axes = {
+        schema.FAMILY: families,
+        schema.PROJECTION: projections,
+        schema.MATRIX: schema.MATRICES,
+        schema.LAYER: range(n_layers),
+        schema.HEAD: range(n_heads),
+        schema.HEAD_J: range(n_heads),
     }
+    return assemble_shard(arrays, model=model, step=step, shape=shape, axes=axes, provenance=provenance)
+
+
+def _axis_labels(dim: str, labels: Sequence[Any]) -> np.ndarray:
+    """An axis' coordinate in the dtype NetCDF gives back (so that round trips are exact)."""
+    if dim in _STRING_DIMS:
+        return _str_array(labels)
+    if dim in _INT_DIMS:
+        return np.array(list(labels), dtype=np.int64)
+    return np.array([str(v) for v in labels], dtype=str)  # ``category``: fixed-width strings
+
+
+def assemble_shard(
+    arrays: Mapping[str, np.ndarray],
+    *,
+    model: str,
+    step: int,
+    shape: Mapping[str, Any],
+    axes: Mapping[str, Sequence[Any]],
+    provenance: Mapping[str, Any],
+) -> xr.Dataset:
+    """The one assembly of a one-checkpoint cube: coordinates, variable attributes, provenance.
+
+    Every cube the library builds goes through here and then :func:`merge_shards`: the
+    metric shards of extraction (:func:`checkpoint_shard`, axes ``family``, ``projection``,
+    ``matrix``, ``layer``, ``head``, ``head_j``) and the parameter-delta trajectory
+    (:func:`lie_stats.delta.delta_cube`, axes ``category`` and ``layer``).
+
+    Parameters
+    ----------
+    arrays
+        Variable name (:data:`lie_stats.schema.VARIABLES`) -> array whose dimensions are the
+        variable's ``dims`` (no ``model``, ``step``); each of them must be one of ``axes``.
+    model, step
+        Labels of the checkpoint.
+    shape
+        The model's shape: every name of :data:`lie_stats.schema.MODEL_COORDS`.
+    axes
+        Dimension -> its labels, in order: the shard's coordinates besides ``model``, ``step``
+        and the model's shape.
+    provenance
+        JSON-serializable description of the checkpoint (source, revision, hashes, ...).
+
+    Raises
+    ------
+    CubeError
+        An unknown variable, a dimension that is not among ``axes``, an array whose shape
+        does not match its dimensions, or a shape that lacks a model coordinate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> shape = dict(n_layers=2, n_heads=2, n_kv_heads=2, d_head=4, d_model=8,
+    ...              architecture="gpt2", rotary_fraction=0.0, attention_extras="", init_step=0)
+    >>> ds = assemble_shard({"param_delta": np.zeros(1)}, model="m", step=3, shape=shape,
+    ...                     axes={"category": ["embedding"], "layer": range(2)}, provenance={})
+    >>> dict(ds["param_delta"].sizes), ds["category"].values.tolist()
+    ({'model': 1, 'step': 1, 'category': 1}, ['embedding'])
+    """
+    labels = {dim: list(values) for dim, values in axes.items()}
     data_vars = {}
     for name, arr in arrays.items():
         info = _info_or_error(name, where=f"shard of {model!r} step {step}")
         arr = np.asarray(arr)
-        expected = tuple(sizes[d] for d in info.dims)
+        absent = [d for d in info.dims if d not in labels]
+        if absent:
+            raise CubeError(
+                f"Variable {name!r} of {model!r} step {step} has dims {info.dims}; the shard has no "
+                f"axis {absent} (its axes: {list(labels)})."
+            )
+        expected = tuple(len(labels[d]) for d in info.dims)
         if arr.shape != expected:
             raise CubeError(
                 f"Variable {name!r} of {model!r} step {step}: expected shape {expected} for "
@@ -148,12 +217,7 @@ def checkpoint_shard(
     coords: dict[str, Any] = {
         schema.MODEL: _str_array([model]),
         schema.STEP: np.array([step], dtype=np.int64),
-        schema.FAMILY: _str_array(families),
-        schema.PROJECTION: _str_array(projections),
-        schema.MATRIX: _str_array(schema.MATRICES),
-        schema.LAYER: np.arange(n_layers, dtype=np.int64),
-        schema.HEAD: np.arange(n_heads, dtype=np.int64),
-        schema.HEAD_J: np.arange(n_heads, dtype=np.int64),
+        **{dim: _axis_labels(dim, values) for dim, values in labels.items()},
     }
     for name in schema.MODEL_COORDS:
         value = _model_coord_value(name, shape[name])

@@ -16,9 +16,10 @@ place that knows tensor names; fused QKV tensors are split by the adapter's own 
 
 :func:`delta_cube` builds the trajectory of a run: every checkpoint against the run's first,
 as a cube with a ``category`` dimension (variables ``param_delta``, ``param_delta_layer``,
-``param_base_norm_layer``) that validates and merges with the metric cubes. It is the one
-assembly of that cube: ``lie-stats extract --delta BASE TUNED... -o OUT.nc`` (or ``RUN_DIR``)
-calls it and writes what it returns.
+``param_base_norm_layer``) that validates and merges with the metric cubes. Its shards are
+assembled by the function that assembles extraction's (:func:`lie_stats.cube.assemble_shard`,
+then :func:`~lie_stats.cube.merge_shards`). ``lie-stats extract --delta BASE TUNED... -o
+OUT.nc`` (or ``RUN_DIR``) calls it and writes what it returns.
 """
 
 from __future__ import annotations
@@ -28,12 +29,11 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import schema
-from ._io import cf_global_attrs
 from .architectures import parameter_parts
 from .errors import CheckpointError, did_you_mean
 from .checkpoint import Checkpoint
@@ -278,9 +278,7 @@ def delta_cube(run: str | os.PathLike | Sequence[Checkpoint], *, model: str | No
     >>> ds["param_delta"].sel(model="run", step=10, category="attn_q").item()
     1.0
     """
-    import xarray as xr
-
-    from .cube import merge_shards
+    from .cube import assemble_shard, merge_shards
 
     if isinstance(run, (str, os.PathLike)):
         ckpts = open_source(str(run))
@@ -316,23 +314,8 @@ def delta_cube(run: str | os.PathLike | Sequence[Checkpoint], *, model: str | No
                 "base": {"path": os.path.abspath(base.path), "step": init_step,
                          "files": base.file_hashes()},
                 "architecture": shape.architecture, "n_tensors": m.n_tensors}
-        dims1 = (schema.MODEL, schema.STEP, schema.CATEGORY)
-        dims2 = (*dims1, schema.LAYER)
-        data = {PARAM_DELTA: (dims1, rel[None, None]),
-                PARAM_DELTA_LAYER: (dims2, rel_l[None, None]),
-                PARAM_BASE_NORM_LAYER: (dims2, norm_l[None, None])}
-        coords: dict[str, Any] = {
-            schema.MODEL: np.array([name], dtype=object), schema.STEP: np.array([step], dtype=np.int64),
-            schema.CATEGORY: np.array(cats, dtype=str),  # the dtype NetCDF gives back
-            schema.LAYER: np.arange(shape.n_layers, dtype=np.int64),
-        }
-        for k in schema.MODEL_COORDS:
-            v = coords_model[k]
-            coords[k] = (schema.MODEL, np.array([v], dtype=object if isinstance(v, str) else None))
-        ds = xr.Dataset(data, coords=coords)
-        for v in ds.data_vars:
-            info = schema.VARIABLES[v]
-            ds[v].attrs = {"units": info.units, "long_name": info.long_name, "definition": info.definition}
-        ds.attrs = cf_global_attrs([prov])
-        shards.append(ds)
+        shards.append(assemble_shard(
+            {PARAM_DELTA: rel, PARAM_DELTA_LAYER: rel_l, PARAM_BASE_NORM_LAYER: norm_l},
+            model=name, step=step, shape=coords_model,
+            axes={schema.CATEGORY: cats, schema.LAYER: range(shape.n_layers)}, provenance=prov))
     return merge_shards(shards)

@@ -232,11 +232,15 @@ def _records_of(path: Path) -> list[dict] | None:
 
 
 def check_replace(out: Path, checkpoints: Sequence[tuple[str, int]], wanted: Mapping[str, Any], *,
-                  resume: bool, force: bool) -> None:
+                  resume: bool, force: bool, resumable: bool = True) -> None:
     """Refuse to replace an existing cube at ``out`` unless ``force``, or unless ``resume``
     continues the run that wrote it: every checkpoint it holds is one this run extracts (so
     the new cube holds them all again). With ``resume`` and other options than the cube's,
     the run goes on and says which options changed (its checkpoints are computed anew).
+
+    Every command that writes a cube (``extract``, ``extract --delta``) refuses through here,
+    with one message; ``resumable=False`` (a cube computed in one piece, like the
+    parameter-delta cube) leaves ``--resume`` out of the advice.
 
     Raises
     ------
@@ -255,10 +259,11 @@ def check_replace(out: Path, checkpoints: Sequence[tuple[str, int]], wanted: Map
     held = [(str(r.get("model")), r.get("step")) for r in records]
     shown = ", ".join(f"{m}@{s}" for m, s in held[:6]) + (" ..." if len(held) > 6 else "")
     if not resume:
+        resume_hint = " --resume to continue the run that wrote it," if resumable else ""
         raise LieStatsError(
             f"{out}: a cube is already there ({len(held)} checkpoint(s): {shown or 'none listed'}); "
-            f"extract never replaces an existing cube. Give --force to replace it, --resume to "
-            f"continue the run that wrote it, or another -o."
+            f"extract never replaces an existing cube. Give --force to replace it,{resume_hint} "
+            f"or another -o."
         )
     ours = set(checkpoints)
     lost = [f"{m}@{s}" for m, s in held if (m, s) not in ours]

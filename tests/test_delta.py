@@ -338,7 +338,9 @@ def test_extract_delta_writes_the_python_calls_cube(neox, tmp_path, capsys):
     # an existing cube is not replaced without --force; with it, it is
     before = pair.read_bytes()
     assert main(["extract", "--delta", str(base), str(tuned), "-o", str(pair)]) == 2
-    assert "a cube is already there" in capsys.readouterr().err and pair.read_bytes() == before
+    said = capsys.readouterr().err  # extract's own refusal (lie_stats.store.check_replace), naming what it holds
+    assert f"{pair}: a cube is already there (2 checkpoint(s): ft@0, ft@20); extract never replaces" in said
+    assert "--resume" not in said and pair.read_bytes() == before
     assert main(["extract", "--delta", str(base), str(tuned), "-o", str(pair), "--force"]) == 0
     assert open_cube(pair)[schema.MODEL].values.tolist() == ["run"]  # the base checkpoint's model
 
@@ -372,3 +374,18 @@ def test_extract_delta_bad_input_exits_2_naming_the_file(neox, tmp_path, capsys)
     notes.write_text("my notes")
     code, err = run(neox, a, "-o", notes)
     assert code == 2 and "is not a lie_stats cube" in err and notes.read_text() == "my notes"
+
+
+@pytest.mark.parametrize("dataset", sorted(PAIR_CUBES))
+def test_committed_pair_cube_has_the_format_the_one_assembly_writes(dataset, run_cube, tmp_path):
+    """The committed delta variables carry what :func:`lie_stats.cube.assemble_shard` (the
+    assembly shared with extraction) gives a delta cube today: dims, attributes, coordinate
+    dtypes, as written and read back."""
+    committed = open_cube(PAIR_CUBES[dataset][0])
+    ours = open_cube(write_cube(run_cube, tmp_path / "d.nc"))
+    for name in ours.data_vars:
+        assert committed[name].dims == ours[name].dims, name
+        assert committed[name].attrs == ours[name].attrs, name
+        assert committed[name].dtype == ours[name].dtype, name
+    for name in ours.coords:
+        assert committed[name].dtype.kind == ours[name].dtype.kind, name
