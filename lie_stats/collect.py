@@ -402,6 +402,9 @@ class Declarations:
             ``None`` when ``obj`` is not a declaration (or the spec module was never
             imported, so nothing can be one), or is a declaration already collected.
         """
+        # read from sys.modules, not imported: the plugin runs this on every attribute of
+        # every test module, and a session that declares nothing must not load the spec
+        # layer (its classes exist only once a module that declares has imported it)
         spec_mod = sys.modules.get(_SPEC_MODULE)
         if spec_mod is None or not isinstance(obj, (spec_mod.HypothesisSpec, spec_mod.OutOfScope)):
             return None

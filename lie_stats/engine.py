@@ -208,30 +208,41 @@ class Engine:
     def collected(self, module_path: str | os.PathLike, *, ok: bool = True, sections: Any = None) -> None:
         """Record a hypothesis module this run collected whole (every declaration of it
         declared; ``ok`` False: it, or one of its declarations, failed to collect), and the
-        report sections it declares (its ``REPORT_SECTIONS``).
+        report sections it declares (:meth:`add_sections`).
+
+        Raises
+        ------
+        SpecError
+            As :meth:`add_sections` (the module is then recorded as not collected whole).
+        """
+        path = Path(module_path).resolve()
+        try:
+            self.add_sections(path, sections)
+        except SpecError:
+            self.modules[path] = False
+            raise
+        self.modules[path] = self.modules.get(path, True) and ok
+
+    def add_sections(self, module_path: str | os.PathLike, sections: Any) -> None:
+        """Add the report sections a module of this run declares (its ``REPORT_SECTIONS``),
+        whether the run takes all of its declarations or some.
 
         Raises
         ------
         SpecError
             ``sections`` is not a list or tuple of :class:`lie_stats.report.ReportSection`, or
-            names a section another module of the run declares (the module is then recorded
-            as not collected whole).
+            names a section another module of the run declares.
         """
         from .report.sections import SECTIONS_ATTR, sections_of
 
         path = Path(module_path).resolve()
-        try:
-            declared = sections_of(sections, path)
-            for section in declared:
-                other = self.sections.get(section.name)
-                if other is not None and other[1] != path:
-                    raise SpecError(f"{path}: {SECTIONS_ATTR}: the report section {section.name!r} is "
-                                    f"declared by {other[1]} too; give one of them another name.")
-        except SpecError:
-            self.modules[path] = False
-            raise
+        declared = sections_of(sections, path)
+        for section in declared:
+            other = self.sections.get(section.name)
+            if other is not None and other[1] != path:
+                raise SpecError(f"{path}: {SECTIONS_ATTR}: the report section {section.name!r} is "
+                                f"declared by {other[1]} too; give one of them another name.")
         self.sections.update({section.name: (section, path) for section in declared})
-        self.modules[path] = self.modules.get(path, True) and ok
 
     def declare_out_of_scope(self, record: Any, module_path: str | os.PathLike) -> None:
         """Register an out-of-scope record of this run: re-pinning retires its id's pins."""
@@ -449,9 +460,12 @@ def run(paths: Sequence[str | os.PathLike] = ("hypotheses",), *,
     found = collect.collect(paths, datasets_dir=engine.datasets_dir, dirs=None)
     errors = [str(e) for e in found.errors]
     failed = {e.path for e in found.errors}
-    for module_path in found.modules:
-        try:
-            engine.collected(module_path, ok=module_path not in failed, sections=found.sections.get(module_path))
+    for module_path in [*found.modules, *(p for p in found.sections if p not in found.modules)]:
+        try:  # a module the paths select part of gives its sections, but is not collected whole
+            if module_path in found.modules:
+                engine.collected(module_path, ok=module_path not in failed, sections=found.sections.get(module_path))
+            else:
+                engine.add_sections(module_path, found.sections[module_path])
         except SpecError as e:
             errors.append(str(e))
     if strict and errors:  # evaluate nothing: a partial run would look complete

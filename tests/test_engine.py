@@ -176,3 +176,21 @@ def test_the_cube_cache_reopens_a_rebuilt_file_and_holds_at_most_its_size(tmp_pa
                                   first[list(first.data_vars)[0]].values)
     with pytest.raises(ValueError, match="CubeCache size"):
         datasets.CubeCache(size=0)
+
+
+def test_a_run_of_part_of_a_module_takes_its_report_sections_as_the_pytest_shell_does(project, tmp_path):
+    import shutil
+
+    hyp = tmp_path / "hyp_sections"
+    hyp.mkdir()
+    shutil.copy(project / "hyp" / "engine_claims.py", hyp / "engine_sections.py")
+    with open(hyp / "engine_sections.py", "a") as f:
+        f.write(textwrap.dedent('''
+            from lie_stats.report import ReportSection
+
+            REPORT_SECTIONS = (ReportSection("E1", lambda results, *a: "## E1\\n"),)
+        '''))
+    whole = ls.run([hyp], datasets_dir=project / "datasets")
+    part = ls.run([f"{hyp / 'engine_sections.py'}::B5"], datasets_dir=project / "datasets")
+    assert [r.id for r in part] == ["B5"] and len(whole) == 3
+    assert [s.name for s in part.sections] == [s.name for s in whole.sections] == ["E1"]

@@ -343,7 +343,15 @@ _SPEC_PACKAGE = "lie_stats.spec"
 
 def caller_module() -> str:
     """File (or module name) of the code that declared a spec: the first frame outside
-    lie_stats.spec (a spec built by a function of this package is its caller's)."""
+    lie_stats.spec (a spec built by a function of this package is its caller's).
+
+    This is how :func:`collections.namedtuple` and :class:`enum.Enum`'s functional API find
+    the module that defines them, and for the same reason: the declaring file is where a
+    reader goes to fix a declaration, and it is known only to the code that builds it. It
+    reads the stack once, at construction, and nothing else depends on it: a spec's
+    ``module`` is an ordinary field (``module=`` sets it; it is not hashed and not compared).
+    Collection cannot supply it instead, since a module imported by another module builds
+    its specs during the importer's collection."""
     frame = sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__", "").startswith(_SPEC_PACKAGE):
         frame = frame.f_back
