@@ -19,7 +19,7 @@ Every training window is the model's ``bos_token_id`` followed by ``seq_len - 1`
 text of neither arm (Jane Austen, DATA.md), ``bos`` at position 0.
 
 At each grid step it measures, in memory, per head, with
-:func:`lie_stats.activations.activation_metrics` on the probe: ``sink_score``,
+:func:`lie_stats.extraction.activations.activation_metrics` on the probe: ``sink_score``,
 ``sink_argmax_fraction``, ``value_norm``, ``head_label`` (and ``written_norm`` /
 ``head_label_written`` when the library computes them), plus the held-out loss on the arm's
 own text. Resumable: at every grid step the state (weights, optimizer, RNG, step, curves) is
@@ -172,7 +172,7 @@ def prepare(build: Path = BUILD, log=print) -> None:
     """Base weights, the two arms' token streams and the probe, under ``build`` (idempotent)."""
     from tokenizers import Tokenizer
 
-    from lie_stats.probe import build_probe, save_probe
+    from lie_stats.extraction.probe import build_probe, save_probe
 
     pb = T.load_pico_build()
     corpus = pb.corpus
@@ -331,8 +331,8 @@ def _train(cfg: Config, stop: dict, *, build: Path, out: Path, state_root: Path 
     import transformers
     from transformers import AutoModelForCausalLM
 
-    from lie_stats.activations import activation_metrics
-    from lie_stats.probe import load_probe
+    from lie_stats.extraction.activations import activation_metrics
+    from lie_stats.extraction.probe import load_probe
     from lie_stats.schema import LABEL_CODES
 
     if cfg.arm not in ARMS:
@@ -368,7 +368,7 @@ def _train(cfg: Config, stop: dict, *, build: Path, out: Path, state_root: Path 
             "bos_id": bos, "data": prep[cfg.arm], "probe": probe.metadata(), "grid": grid,
             "params": sum(p.numel() for p in model.parameters()), "label_codes": dict(LABEL_CODES),
             "base": json.loads((base / "dequantize.json").read_text()),
-            "labels": "METRICS.md §8 with lie_stats.activations defaults: anchor = sink_score >= 0.5 and "
+            "labels": "METRICS.md §8 with lie_stats.extraction.activations defaults: anchor = sink_score >= 0.5 and "
                       "value_norm in the lowest third of its layer"}
     if timing:
         cache: dict = {}

@@ -9,7 +9,7 @@ sequence is ``<bos>`` followed by ``seq_len - 1`` text tokens.
 
 At a log-then-linear grid of steps (0, 1, 2, 4, ..., up to ``--log-until``, then every
 ``--every`` steps, and the last) it measures, per head, with
-:func:`lie_stats.activations.activation_metrics` on a held-out probe (``<bos>`` + text):
+:func:`lie_stats.extraction.activations.activation_metrics` on a held-out probe (``<bos>`` + text):
 ``sink_score``, ``sink_argmax_fraction``, ``value_norm`` and the METRICS.md §8 label
 (``head_label``, the library's default thresholds: sink_score >= 0.5, lowest third of the
 layer's value_norm), plus the held-out loss.
@@ -325,8 +325,8 @@ def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_ST
     import transformers
     from transformers import GPTNeoXForCausalLM
 
-    from lie_stats.activations import activation_metrics
-    from lie_stats.probe import build_probe, save_probe
+    from lie_stats.extraction.activations import activation_metrics
+    from lie_stats.extraction.probe import build_probe, save_probe
     from lie_stats.schema import LABEL_CODES
 
     build = T.load_pico_build()
@@ -375,7 +375,7 @@ def train(cfg: Config, *, out: Path = DEFAULT_OUT, state_root: Path = DEFAULT_ST
                 "tokenizer_sha256": tok_sha, "data": info, "probe": probe.metadata(), "grid": grid,
                 "warmup_steps": warmup, "params": sum(p.numel() for p in model.parameters()), **init_info,
                 "label_codes": dict(LABEL_CODES),
-                "labels": "METRICS.md §8 with lie_stats.activations defaults: anchor = sink_score >= 0.5 and "
+                "labels": "METRICS.md §8 with lie_stats.extraction.activations defaults: anchor = sink_score >= 0.5 and "
                           "value_norm in the lowest third of its layer"}
         st = T.resume(state_path, dataclasses.asdict(cfg), model, opt, name, log)
         if st is None:

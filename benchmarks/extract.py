@@ -4,7 +4,7 @@ For each Pythia shape (random init, GPT-NeoX, safetensors in ~2 GB shards with a
   * ours     : `lie-stats extract CKPT -o out.nc --families Q,O,QK,OV` (reads attention
                tensors lazily, one layer at a time);
   * baseline : `GPTNeoXForCausalLM.from_pretrained(CKPT)` (the whole model in memory), then
-               the same metric code (`lie_stats.metrics.compute_layer`) on its attention weights.
+               the same metric code (`lie_stats.extraction.metrics.compute_layer`) on its attention weights.
 Each runs in its own fresh subprocess, `repeats` times; we report the medians of wall time
 and of peak resident memory (ru_maxrss of the child), and their ratios measured in the same
 run, plus our read-vs-compute breakdown from the cube's provenance.
@@ -92,8 +92,8 @@ BASELINE = r"""
 import sys, time, json, torch
 t0 = time.perf_counter()
 from transformers import GPTNeoXForCausalLM
-from lie_stats.metrics import compute_layer
-from lie_stats.architectures import adapter_for
+from lie_stats.extraction.metrics import compute_layer
+from lie_stats.extraction.architectures import adapter_for
 path = sys.argv[1]
 model = GPTNeoXForCausalLM.from_pretrained(path, torch_dtype=torch.float32)
 sd = model.state_dict()

@@ -2,7 +2,7 @@
 
 For each shape (random-init GPT-NeoX, safetensors; ``_bench.pythia_checkpoint``), extracts
 the whole cube (all six families, exact and both compressions, 64 null draws: the defaults)
-with ``lie_stats.extraction.extract`` on the CPU (all cores of the machine) and on CUDA (twice:
+with ``lie_stats.extraction.pipeline.extract`` on the CPU (all cores of the machine) and on CUDA (twice:
 the first call pays CUDA's start-up), in this process, and records
 
 * wall time of each extraction and the read / compute split from the cube's provenance;
@@ -41,7 +41,7 @@ def _extract(ckpt: Path, out: Path, device: str):
     import torch
 
     from lie_stats import schema
-    from lie_stats.extraction import ExtractOptions, extract
+    from lie_stats.extraction.pipeline import ExtractOptions, extract
 
     if out.exists():
         out.unlink()

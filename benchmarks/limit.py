@@ -4,7 +4,7 @@ For each Pythia shape (random init, as in ``transformerlens.py``):
 
 1. **Read**: time to read every layer's attention tensors (``Checkpoint.iter_layers``, what
    ``lie-stats extract`` reads) from a warm page cache, in this process; median of repeats.
-2. **FLOPs**: one layer of ``lie_stats.metrics.compute_layer`` (default families
+2. **FLOPs**: one layer of ``lie_stats.extraction.metrics.compute_layer`` (default families
    Q,K,V,O,QK,OV, projection none, 64 null draws, float64; every layer of a checkpoint has
    the same shapes) runs under a ``TorchDispatchMode`` that records every ``mm``/``bmm``
    (einsum and matmul lower to them) with its shapes, and every LAPACK call (``geqrf``,
@@ -90,7 +90,7 @@ class OpTimer(TorchDispatchMode):
 
 def time_layer_ops(size: str) -> dict:
     """Where one layer's ``compute_layer`` CPU time goes: matmul, LAPACK, other aten ops, the rest (Python, numpy)."""
-    from lie_stats.metrics import compute_layer
+    from lie_stats.extraction.metrics import compute_layer
 
     w = random_layer(size)
     compute_layer(w)
@@ -145,7 +145,7 @@ def count_layer(size: str) -> dict:
     """Record the ops of one layer's ``compute_layer`` (default options); FLOPs and a cross-check."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from lie_stats.metrics import compute_layer
+    from lie_stats.extraction.metrics import compute_layer
 
     w = random_layer(size)
     rec = OpRecorder()
@@ -202,7 +202,7 @@ def replay_matmuls(calls: Counter, reps: int = 3) -> dict:
 
 def read_time(ckpt: Path, reps: int) -> float:
     """Seconds to read every layer's attention tensors (warm page cache), median of reps."""
-    from lie_stats.sources import open_source
+    from lie_stats.extraction.sources import open_source
 
     (c,) = open_source(str(ckpt))
     ts = []
@@ -215,8 +215,8 @@ def read_time(ckpt: Path, reps: int) -> float:
 
 
 def api_extract(ckpt: Path) -> dict:
-    """``lie_stats.extraction.extract_checkpoint`` in this process: CPU and wall seconds of read + compute."""
-    from lie_stats.extraction import ExtractOptions, extract_checkpoint, plan_tasks
+    """``lie_stats.extraction.pipeline.extract_checkpoint`` in this process: CPU and wall seconds of read + compute."""
+    from lie_stats.extraction.pipeline import ExtractOptions, extract_checkpoint, plan_tasks
 
     (task,) = plan_tasks([str(ckpt)])
     opts = ExtractOptions(device="cpu")
@@ -229,8 +229,8 @@ def api_extract(ckpt: Path) -> dict:
 
 def import_overhead() -> dict:
     """CPU/wall seconds of a child that only imports what ``lie-stats extract`` imports."""
-    r = B.run_measured([sys.executable, "-c", "import lie_stats.cli, lie_stats.extraction, lie_stats.cube, "
-                        "lie_stats.metrics, lie_stats.sources, transformers"], env={"OMP_NUM_THREADS": "1"})
+    r = B.run_measured([sys.executable, "-c", "import lie_stats.cli, lie_stats.extraction.pipeline, lie_stats.cube, "
+                        "lie_stats.extraction.metrics, lie_stats.extraction.sources, transformers"], env={"OMP_NUM_THREADS": "1"})
     return dict(imp_cpu_s=r["cpu_s"], imp_wall_s=r["wall_s"])
 
 
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     B.PYTHIA.update(B.DEV_SHAPES)
-    import lie_stats.extraction  # noqa: F401  (imports outside the timed regions)
+    import lie_stats.extraction.pipeline  # noqa: F401  (imports outside the timed regions)
     work = Path(args.work)
     rows = []
     log = []
@@ -329,7 +329,7 @@ def write_report(data: dict, out: Path) -> None:
         f"- date: {data['date']}",
         "- extraction: `lie-stats extract CKPT -o OUT.nc --device cpu --quiet` (families Q,K,V,O,QK,OV, projection none, "
         "64 null draws, float64), fresh child, OMP_NUM_THREADS=1, once per shape (command CPU s, wall s); core = "
-        "`lie_stats.extraction.extract_checkpoint` (read + compute, the python API) in the benchmark process, CPU time "
+        "`lie_stats.extraction.pipeline.extract_checkpoint` (read + compute, the python API) in the benchmark process, CPU time "
         "(`time.process_time`; no imports, no cube writing), median of the repeats; imports = CPU time of a child "
         "that only imports",
         "- limit = read (attention tensors, warm page cache) + FLOPs of the extraction / float64 one-thread "

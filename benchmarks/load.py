@@ -365,7 +365,7 @@ def spot_check(run: Path, out: Path, work: Path, steps: tuple[int, ...]) -> list
     """
     from lie_stats import schema
     from lie_stats.cube import open_cube
-    from lie_stats.extraction import extract
+    from lie_stats.extraction.pipeline import extract
 
     sub = work / "spot" / run.name  # same folder name, same model name
     shutil.rmtree(sub.parent, ignore_errors=True)

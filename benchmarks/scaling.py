@@ -10,7 +10,7 @@ Parts (``--parts workers,grid,suite``):
     interleave the W values; medians; speed-up = wall(1) / wall(W). All with
     OMP_NUM_THREADS=1, so W = 1 uses one core; the machine has 2 (shared with other jobs).
 ``grid``
-    CPU time of ``lie_stats.extraction.extract_checkpoint`` (the python API, in this process,
+    CPU time of ``lie_stats.extraction.pipeline.extract_checkpoint`` (the python API, in this process,
     ``time.process_time``; default options: families Q,K,V,O,QK,OV, 64 null draws, float64)
     on random-init GPT-NeoX checkpoints of one layer over d_model x n_heads in
     {256, 512, 1024} x {4, 8, 16}; medians of repeats. Fitted: log t = a + b log d_model +
@@ -56,7 +56,7 @@ HOST_CORES_PER_GPU = 8  # host cores per GPU worker that draw the null (haar_blo
 def flops_per_layer(H: int, d: int, r: int, n: int = NULL_DRAWS) -> float:
     """Matmul FLOPs of ``compute_layer`` for one layer, default families Q,K,V,O,QK,OV, projection none.
 
-    Counted from ``lie_stats/operators.py`` and ``metrics.py`` (valid for d_model >= 2 d_head;
+    Counted from ``lie_stats/extraction/operators.py`` and ``metrics.py`` (valid for d_model >= 2 d_head;
     equal to the recorded ``mm``/``bmm`` FLOPs of every grid point, checked in part ``grid``):
     per Gram family (Q, K, V, O) the canonical form ``2 H d r^2``, the pairwise blocks
     ``2 (H r)^2 d``, the pair traces ``4 H^2 r^3``, the null ``2 n H r^3 + 2 n H^2 r^2 + 2 n H r^2
@@ -120,7 +120,7 @@ def part_workers(work: Path, n: int, workers: list[int], repeats: int, log: list
 
 # ----------------------------------------------------------------------------- grid
 def _api_cpu(ckpt: Path) -> float:
-    from lie_stats.extraction import ExtractOptions, extract_checkpoint, plan_tasks
+    from lie_stats.extraction.pipeline import ExtractOptions, extract_checkpoint, plan_tasks
 
     (task,) = plan_tasks([str(ckpt)])
     c0 = time.process_time()
@@ -136,7 +136,7 @@ def part_grid(work: Path, repeats: int, log: list[str], grid_d=GRID_D, grid_h=GR
     import limit as LM
 
     torch.set_num_threads(1)
-    import lie_stats.extraction  # noqa: F401  (imports outside the timed region)
+    import lie_stats.extraction.pipeline  # noqa: F401  (imports outside the timed region)
 
     _api_cpu(B.make_neox_checkpoint(work / "grid-warm", num_hidden_layers=1, hidden_size=64,
                                     num_attention_heads=2, vocab_size=256))
@@ -180,7 +180,7 @@ def haar_cpu_seconds(k: int, s: int, reps: int = 2) -> float:
     import numpy as np
     import torch
 
-    from lie_stats.operators import haar_blocks
+    from lie_stats.extraction.operators import haar_blocks
 
     torch.set_num_threads(1)
     ts = []

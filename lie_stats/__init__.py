@@ -7,7 +7,8 @@ The public API, in the style of xarray (``import lie_stats as ls``):
 
 * :func:`extract`: checkpoints (folders, ``hf:`` ids, or model objects in memory) -> a metric
   cube (an ``xarray.Dataset``; a NetCDF file only with ``out=``); :func:`open_cube` reads one,
-  :func:`load_dataset` opens a dataset card's cube;
+  :func:`load_dataset` opens a dataset card's cube; :func:`delta_cube`: a run's checkpoints
+  -> the cube of their parameter deltas against the first (``lie-stats extract --delta``);
 * :class:`HypothesisSpec` (with :class:`Select`, :class:`Prediction`) declares a hypothesis,
   :class:`OutOfScope` a claim not testable here;
 * :func:`evaluate` (on a spec's datasets) and :func:`evaluate_cube` (on a cube in hand)
@@ -62,9 +63,10 @@ _LAZY = {
     "test_kinds": "lie_stats.spec",
     "open_cube": "lie_stats.cube",
     "load_dataset": "lie_stats.datasets",
-    "extract": "lie_stats.extract_api",
+    "extract": "lie_stats.extraction.api",
+    "delta_cube": "lie_stats.extraction.delta",
     "DatasetError": "lie_stats.datasets",
-    "ProbeError": "lie_stats.probe",
+    "ProbeError": "lie_stats.extraction.probe",
 }
 
 __all__ = [
@@ -82,6 +84,7 @@ __all__ = [
     "open_cube",
     "load_dataset",
     "extract",
+    "delta_cube",
     "test_kinds",
     "LieStatsError",
     "CheckpointError",

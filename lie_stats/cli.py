@@ -206,10 +206,10 @@ _NOT_FOR_DELTA = {"--revisions": "revisions", "--families": "families", "--proje
 
 
 def _cmd_extract_delta(args: argparse.Namespace) -> int:
-    """``extract --delta``: the cube of :func:`lie_stats.delta.delta_cube`, written like any cube."""
-    from .cube import check_output, provenance_of, write_cube
-    from .delta import delta_cube
-    from .store import check_replace
+    """``extract --delta``: the cube of :func:`lie_stats.extraction.delta.delta_cube`, written like any cube."""
+    from .cube import provenance_of, write_cube
+    from .extraction.delta import delta_cube
+    from .extraction.store import check_output, check_replace
 
     defaults = vars(build_parser().parse_args(["extract", "SOURCE", "-o", "OUT.nc"]))
     given = [flag for flag, dest in _NOT_FOR_DELTA.items() if getattr(args, dest) != defaults[dest]]
@@ -236,7 +236,7 @@ def _cmd_extract_delta(args: argparse.Namespace) -> int:
 
 def _cmd_extract(args: argparse.Namespace) -> int:
     from .cube import provenance_of
-    from .extraction import ExtractOptions, extract, set_threads
+    from .extraction.pipeline import ExtractOptions, extract, set_threads
 
     set_threads(args.threads)
     if args.delta:
@@ -259,7 +259,7 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     print(f"wrote {args.output}: {n} checkpoints, {cube.sizes['model']} model(s)")
     if failed:
         from ._text import terminal_line
-        from .extraction import shard_dir
+        from .extraction.pipeline import shard_dir
 
         for f in failed:
             print(terminal_line(f"FAILED {f['source']}: {f['error']}"), file=sys.stderr)
@@ -367,8 +367,8 @@ def _cmd_datasets(args: argparse.Namespace) -> int:
 
 def _cmd_sinks(args: argparse.Namespace) -> int:
     from ._text import terminal_line
-    from .activations import activation_metrics, sink_report
-    from .probe import ProbeError, folder_tokenizer, load_probe, save_probe, text_probe
+    from .extraction.activations import activation_metrics, sink_report
+    from .extraction.probe import ProbeError, folder_tokenizer, load_probe, save_probe, text_probe
 
     loaded = folder_tokenizer(args.folder)  # read once: the probe is cut with it, the report names from it
     probe = text_probe(args.folder, args.text, first_token=args.first_token, n_seq=args.n_seq,

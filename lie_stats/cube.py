@@ -10,7 +10,7 @@ checkpoint, in the global attribute :data:`lie_stats.schema.ATTR_PROVENANCE`.
 One checkpoint's metrics form a *shard* (a cube with one model and one step); a cube is the
 merge of its shards (:func:`merge_shards`). :func:`assemble_shard` is the one assembly of a
 shard, for the metric cubes of extraction (:func:`checkpoint_shard`) and the parameter-delta
-cubes (:func:`lie_stats.delta.delta_cube`) alike.
+cubes (:func:`lie_stats.extraction.delta.delta_cube`) alike.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ __all__ = [
     "read_global_attrs",
     "is_cube_file",
     "write_failure_advice",
-    "check_output",
     "MAX_CUBE_BYTES",
 ]
 
@@ -90,7 +89,7 @@ def checkpoint_shard(
     ----------
     arrays
         Variable name -> array whose dimensions are ``VARIABLES[name].dims`` (no ``model``,
-        ``step``), as returned by :func:`lie_stats.metrics.compute_checkpoint`.
+        ``step``), as returned by :func:`lie_stats.extraction.metrics.compute_checkpoint`.
     model, step
         Labels of the checkpoint.
     shape
@@ -156,7 +155,7 @@ def assemble_shard(
     Every cube the library builds goes through here and then :func:`merge_shards`: the
     metric shards of extraction (:func:`checkpoint_shard`, axes ``family``, ``projection``,
     ``matrix``, ``layer``, ``head``, ``head_j``) and the parameter-delta trajectory
-    (:func:`lie_stats.delta.delta_cube`, axes ``category`` and ``layer``).
+    (:func:`lie_stats.extraction.delta.delta_cube`, axes ``category`` and ``layer``).
 
     Parameters
     ----------
@@ -609,7 +608,7 @@ def open_cube(path: str | os.PathLike, *, max_bytes: int = MAX_CUBE_BYTES,
     no such cube file.
 
     A cube round-trips exactly through :func:`write_cube` (see
-    :func:`lie_stats.extraction.extract` for one made from checkpoints).
+    :func:`lie_stats.extraction.pipeline.extract` for one made from checkpoints).
     """
     path = Path(path)
     problem = path_problem(path)
@@ -689,79 +688,6 @@ def write_cube(ds: xr.Dataset, path: str | os.PathLike) -> Path:
         raise CubeError(f"{path}: could not write the cube ({type(e).__name__}: {e}); "
                         f"{write_failure_advice(path, e)}") from e
     return path
-
-
-#: Characters :func:`lie_stats._io.atomic_write` adds to a name for its temporary file
-#: (``.NAME.XXXXXXXX.tmp``), and the shard store's suffix.
-_TMP_EXTRA = len(".") + len(".") + 8 + len(".tmp")
-
-
-def check_output(out: str | os.PathLike, *, force: bool = False, store_suffix: str = "") -> Path:
-    """Check where a cube is to be written, before any work, and return the path.
-
-    The folder must exist and be writable (it is not created: a typo in ``-o`` would
-    otherwise scatter cubes); the file name must fit the file system with the temporary name
-    (and ``store_suffix``, an extraction's shard store) added; and an existing file is
-    replaced only when it is a lie_stats cube (read from its header alone,
-    :func:`is_cube_file`) or ``force`` is given.
-
-    Raises
-    ------
-    CubeError
-        Naming the path and what was expected.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "notes.txt").write_text("my notes")
-    >>> check_output(d / "notes.txt")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    lie_stats.errors.CubeError: ...notes.txt exists and is not a lie_stats cube ...
-    >>> check_output(d / "new.nc") == d / "new.nc"
-    True
-    """
-    import errno
-
-    out = Path(out)
-    parent = out.parent
-    for where, expected in ((parent, "a folder"), (out, "a regular file")):
-        problem = path_problem(where, expected)  # too long for the file system, a FIFO, a loop
-        if problem is not None and not problem.startswith(("a folder", "a regular file")):
-            raise CubeError(f"{out}: {'it' if where == out else 'its folder ' + str(where)} is "
-                            f"{problem} (-o).")
-    if not parent.is_dir():
-        raise CubeError(
-            f"{out}: the output folder {parent} does not exist{' (it is a file)' if parent.exists() else ''}; "
-            f"expected an existing folder (create it first: it is not created for you, so that a "
-            f"typo in -o cannot scatter cubes)."
-        )
-    if out.is_dir():
-        raise CubeError(f"{out}: is a folder; expected a cube file name (e.g. {out / 'cube.nc'}).")
-    try:
-        name_max = os.pathconf(parent, "PC_NAME_MAX")
-    except (OSError, ValueError):
-        name_max = 255
-    longest = len(os.fsencode(out.name)) + max(_TMP_EXTRA, len(store_suffix))
-    if longest > name_max:
-        raise CubeError(
-            f"{out}: the file name is {len(os.fsencode(out.name))} bytes; with the temporary and "
-            f"shard-store names lie_stats adds ({longest} bytes) it exceeds the {name_max} bytes the "
-            f"file system allows per name. Expected a shorter -o."
-        )
-    if not os.access(parent, os.W_OK):
-        ro = bool(os.statvfs(parent).f_flag & os.ST_RDONLY)
-        code = errno.EROFS if ro else errno.EACCES
-        raise CubeError(f"{out}: cannot write in {parent}: "
-                            f"{write_failure_advice(out, OSError(code, os.strerror(code)))}")
-    if out.exists() and not force and not is_cube_file(out):
-        raise CubeError(
-            f"{out} exists and is not a lie_stats cube (its header lacks the cube's global "
-            f"attributes); extract does not overwrite it. Expected a new file name or an earlier "
-            f"cube; give --force to replace it anyway."
-        )
-    return out
 
 
 def write_failure_advice(path: str | os.PathLike, error: BaseException) -> str:

@@ -2,8 +2,8 @@
 
 Extraction is a map of one task function over (model, checkpoint) tasks (DESIGN.md, scale).
 This module runs such a map and yields each task's :class:`Outcome` as it completes. It knows
-nothing of what a task computes: :func:`lie_stats.extraction.extract` passes its task function
-(:func:`lie_stats.extraction.extract_checkpoint`) and writes the shards the outcomes carry.
+nothing of what a task computes: :func:`lie_stats.extraction.pipeline.extract` passes its task function
+(:func:`lie_stats.extraction.pipeline.extract_checkpoint`) and writes the shards the outcomes carry.
 The task function travels to Dask workers by reference (a module-level function, which each
 worker imports), so it must be importable there under the same name.
 
@@ -121,7 +121,7 @@ class Outcome:
     Attributes
     ----------
     task
-        The task that ran (a :class:`lie_stats.extraction.Task` in an extraction).
+        The task that ran (a :class:`lie_stats.extraction.pipeline.Task` in an extraction).
     shard
         What the task function returned: in an extraction, the one-checkpoint cube
         (``None`` when the task failed).
@@ -147,9 +147,9 @@ def run_task(compute: TaskFunction, task: Any, options: Any) -> Outcome:
     Parameters
     ----------
     compute
-        The task function (in an extraction, :func:`lie_stats.extraction.extract_checkpoint`).
+        The task function (in an extraction, :func:`lie_stats.extraction.pipeline.extract_checkpoint`).
     task
-        The task (in an extraction, a :class:`lie_stats.extraction.Task`).
+        The task (in an extraction, a :class:`lie_stats.extraction.pipeline.Task`).
     options
         The options of the run, passed to ``compute`` unchanged.
 
@@ -188,16 +188,16 @@ def run_tasks(
     ----------
     compute
         The task function, ``compute(task, options)`` (in an extraction,
-        :func:`lie_stats.extraction.extract_checkpoint`). The parallel executors send it to
+        :func:`lie_stats.extraction.pipeline.extract_checkpoint`). The parallel executors send it to
         the workers by reference: it must be a module-level function that the workers can
         import.
     tasks
-        The tasks (in an extraction, :class:`lie_stats.extraction.Task` objects). For the
+        The tasks (in an extraction, :class:`lie_stats.extraction.pipeline.Task` objects). For the
         parallel executors they must be picklable and carry a ``key`` (a string unique
         within the run).
     options
         The options of the run (in an extraction, its
-        :class:`lie_stats.extraction.ExtractOptions`), picklable for the parallel executors.
+        :class:`lie_stats.extraction.pipeline.ExtractOptions`), picklable for the parallel executors.
     workers
         1: in-process, in task order. N > 1: a local Dask ``LocalCluster`` of N
         single-threaded worker processes, outcomes in completion order.

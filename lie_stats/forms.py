@@ -4,7 +4,7 @@ The cube variable ``killing_functional`` is computed from two other cube variabl
 Killing form ``killing`` and the activation metric ``value_norm``. Its definition lives here,
 once, in plain numpy and without torch, so that the numeric layer (:mod:`lie_stats.stats`,
 which must not import torch) computes exactly the numbers the extraction stores:
-:mod:`lie_stats.activations` re-exports it, :func:`lie_stats.extraction.extract_checkpoint`
+:mod:`lie_stats.extraction.activations` re-exports it, :func:`lie_stats.extraction.pipeline.extract_checkpoint`
 stores it, and :func:`lie_stats.stats.pairwise.functional_boundary_shift` recomputes
 it under permutations and resamples of the value norms.
 

@@ -160,7 +160,7 @@ _VARS = [
     # §9 what a head writes after attention, and the label on it
     VariableInfo("written_norm", _HEAD, "1", "mean norm of the head's attention output sum_s a[t,s] x_s W_V W_O", "METRICS.md §9.1", "activation"),
     VariableInfo("head_label_written", _HEAD, "1", "anchor / worker / mixed label on written_norm (flag values)", "METRICS.md §9.2", "activation"),
-    # §6.4 parameter-delta map (against the run's first checkpoint; built by lie_stats.delta,
+    # §6.4 parameter-delta map (against the run's first checkpoint; built by lie_stats.extraction.delta,
     # not by the per-head metric engine: kind "delta")
     VariableInfo("param_delta", (CATEGORY,), "1", "relative Frobenius change of a parameter category since the first checkpoint", "METRICS.md §6.4", "delta"),
     VariableInfo("param_delta_layer", (CATEGORY, LAYER), "1", "relative Frobenius change of a parameter category in one layer since the first checkpoint", "METRICS.md §6.4", "delta"),
@@ -168,7 +168,7 @@ _VARS = [
 ]
 
 #: Parameter categories of the parameter-delta map (METRICS.md §6.4), in canonical order;
-#: tensor names -> category live in lie_stats.architectures (param_category). Biases belong
+#: tensor names -> category live in lie_stats.extraction.architectures (param_category). Biases belong
 #: to their layer's category; "other" holds any tensor no adapter pattern claims.
 PARAM_CATEGORIES = (
     "embedding", "attn_q", "attn_k", "attn_v", "attn_o", "mlp_in", "mlp_out",

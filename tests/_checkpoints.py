@@ -7,7 +7,7 @@ Main helpers
 ------------
 ``make_checkpoint(arch, path, *, seed=0, n_layers=2, ...)``
     Build a random-init model of ``arch`` (a ``model_type`` of
-    ``lie_stats.architectures.SUPPORTED_ARCHITECTURES``), randomize *every* parameter (biases
+    ``lie_stats.extraction.architectures.SUPPORTED_ARCHITECTURES``), randomize *every* parameter (biases
     and norm gains too, so that a test that ignored them would fail; weights scaled so that
     attention is far from uniform), and ``save_pretrained`` it (safetensors) into ``path``.
 ``make_run(root, arch, steps, *, naming="step_{}")``

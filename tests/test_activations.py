@@ -1,4 +1,4 @@
-"""Activation metrics (METRICS.md §7) and anchor / worker labels (§8): lie_stats.activations.
+"""Activation metrics (METRICS.md §7) and anchor / worker labels (§8): lie_stats.extraction.activations.
 
 What would fail if the code were wrong:
 
@@ -8,7 +8,7 @@ What would fail if the code were wrong:
 * the per-head writes rebuilt from the hooks' captures and the adapter's canonical weights sum
   (plus biases) to the attention block's own output, for every architecture family;
 * ``grad_alignment`` equals the cosine of central finite-difference gradients, the objective's
-  taken through :func:`lie_stats.metrics.compute_layer` (an independent implementation) and
+  taken through :func:`lie_stats.extraction.metrics.compute_layer` (an independent implementation) and
   the loss's through the model's logits and a float64 cross-entropy written in the test;
 * results do not depend on the batch size;
 * the differentiable ``killing_cv`` equals ``compute_layer``'s for every family.
@@ -23,14 +23,14 @@ import numpy as np
 import pytest
 import torch
 
-from lie_stats.activations import (
+from lie_stats.extraction.activations import (
     activation_metrics, capture, functional_killing, head_labels, head_writes, killing_cv_torch,
     layer_objective, load_eager_model, sink_table,
 )
-from lie_stats.architectures import LayerWeights, adapter_for
+from lie_stats.extraction.architectures import LayerWeights, adapter_for
 from lie_stats.errors import MetricError
-from lie_stats.metrics import compute_layer
-from lie_stats.probe import ProbeSet, build_probe
+from lie_stats.extraction.metrics import compute_layer
+from lie_stats.extraction.probe import ProbeSet, build_probe
 from lie_stats.schema import FAMILIES, LABEL_CODES
 
 from ._checkpoints import make_model
@@ -368,7 +368,7 @@ def test_sinks_verb_prints_the_table(sink_folder, tmp_path, capsys):
     """``lie-stats sinks`` (the command of datasets/panel/SINKS.md): the probe it saves is the
     one its header names, and its rows are :func:`sink_table` of that probe's metrics."""
     from lie_stats.cli import main
-    from lie_stats.probe import load_probe
+    from lie_stats.extraction.probe import load_probe
 
     saved = tmp_path / "p.npz"
     assert main(["sinks", str(sink_folder), "--text", str(DATA), "--n-seq", "4", "--seq-len", "16",
@@ -437,8 +437,8 @@ def test_sinks_verb_escapes_what_it_reads_from_files(sink_folder, capsys):
     cfg = json.loads((sink_folder / "config.json").read_text())
     cfg["model_type"] = "gpt2\x1b[31m\n| 9 | 1.000 | 100% | 1.000 |"
     (sink_folder / "config.json").write_text(json.dumps(cfg))
-    from lie_stats.activations import sink_report
-    from lie_stats.probe import text_probe
+    from lie_stats.extraction.activations import sink_report
+    from lie_stats.extraction.probe import text_probe
 
     probe = text_probe(sink_folder, DATA, n_seq=2, seq_len=8)
     header = sink_report(sink_folder, probe, activation_metrics(make_model("gpt2", seed=4, n_layers=2), probe,

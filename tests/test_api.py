@@ -10,7 +10,7 @@ import pytest
 import lie_stats as ls
 
 DOCUMENTED = ("HypothesisSpec", "Select", "Prediction", "OutOfScope", "evaluate", "evaluate_cube",
-              "open_cube", "load_dataset", "extract", "test_kinds")
+              "open_cube", "load_dataset", "extract", "delta_cube", "test_kinds")
 
 
 def test_all_holds_the_documented_names_and_the_errors():
@@ -19,7 +19,8 @@ def test_all_holds_the_documented_names_and_the_errors():
         value = getattr(ls, name)
         if name.endswith("Error"):
             assert issubclass(value, ls.LieStatsError), name
-    assert ls.extract.__module__ == "lie_stats.extract_api" and callable(ls.extract)
+    assert ls.extract.__module__ == "lie_stats.extraction.api" and callable(ls.extract)
+    assert ls.delta_cube.__module__ == "lie_stats.extraction.delta"
     assert ls.open_cube.__module__ == "lie_stats.cube"
     assert ls.HypothesisSpec.__module__ == "lie_stats.spec.declaration"
 

@@ -48,7 +48,7 @@ def build(tmp_path_factory):
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from lie_stats.probe import ProbeSet, save_probe
+    from lie_stats.extraction.probe import ProbeSet, save_probe
 
     b = tmp_path_factory.mktemp("build")
     torch.manual_seed(0)

@@ -75,7 +75,7 @@ def test_committed_cube_matches_its_card(rel):
 
 
 def test_the_96_head_runs_carry_activation_metrics_of_the_committed_probe():
-    from lie_stats.probe import load_probe
+    from lie_stats.extraction.probe import load_probe
 
     ds = open_cube(ROOT / "pico_pythia/pico_pythia.nc")
     probe = load_probe(ROOT / "pico_pythia/probe.npz")
@@ -89,12 +89,12 @@ ACTIVATION_VARS = ("sink_score", "sink_argmax_fraction", "value_norm", "sink_val
                    "grad_alignment", "head_label", "killing_functional")
 #: models whose checkpoints are encoders saved without an LM head (BertModel, MPNetModel, both
 #: steps): grad_alignment needs the LM loss (METRICS.md §7.5) and is NaN there by definition
-#: (lie_stats.activations: "has no language-model head"); every other value is finite.
+#: (lie_stats.extraction.activations: "has no language-model head"); every other value is finite.
 NO_LM_HEAD = {"minilm_l6", "minilm_l3", "mpnet", "minilm_l6_q4_1", "minilm_l6_q4_k"}
 
 
 def _per_model_probes(card_dir: pathlib.Path, models) -> dict[str, str]:
-    from lie_stats.probe import load_probe
+    from lie_stats.extraction.probe import load_probe
 
     return {m: load_probe(card_dir / "probes" / f"{m}.npz").sha256 for m in models}
 
@@ -104,7 +104,7 @@ def _per_model_probes(card_dir: pathlib.Path, models) -> dict[str, str]:
 def test_panel_and_post_training_cubes_carry_activation_metrics_at_every_checkpoint(rel):
     """The activation metrics (METRICS.md §7-§8) at every checkpoint of every model,
     each model probed with its own tokenizer's probe (panel) or the suite's probe (ft, sweep)."""
-    from lie_stats.probe import load_probe
+    from lie_stats.extraction.probe import load_probe
 
     models, steps, _ = EXPECTED[rel]
     ds = open_cube(ROOT / rel)
@@ -143,7 +143,7 @@ SUDOKU_STEPS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 761, 1010, 1258, 1507,
 def test_pico_sudoku_cube_holds_the_three_trained_runs_with_their_probe_metrics():
     """The card's three pre-LN runs at its 21 checkpoints, every family the card extracts, exact
     operators, and the activation metrics of the committed probe at every checkpoint."""
-    from lie_stats.probe import load_probe
+    from lie_stats.extraction.probe import load_probe
 
     ds = open_cube(ROOT / "pico_sudoku/pico_sudoku.nc")
     models = ["sudoku_s0", "sudoku_s1", "sudoku_s2"]
@@ -211,7 +211,7 @@ def test_panel_carries_the_written_label_and_its_card_counts_both_labels():
     labels' counts is the cube's."""
     import re
 
-    from lie_stats.activations import head_labels
+    from lie_stats.extraction.activations import head_labels
 
     models, steps, _ = EXPECTED["panel/panel.nc"]
     ds = open_cube(ROOT / "panel/panel.nc")

@@ -1,4 +1,4 @@
-"""Parameter-delta map (METRICS.md §6.4): lie_stats.delta on real tiny checkpoints.
+"""Parameter-delta map (METRICS.md §6.4): lie_stats.extraction.delta on real tiny checkpoints.
 
 Each known perturbation is applied to the *stored* tensors with an independent slicing of
 the architecture's layout (written here, not taken from the adapters), so a wrong QKV split,
@@ -19,7 +19,7 @@ from safetensors.torch import load_file
 
 from lie_stats import schema
 from lie_stats.cube import merge_shards, open_cube, validate_cube, write_cube
-from lie_stats.delta import delta_cube, delta_map
+from lie_stats.extraction.delta import delta_cube, delta_map
 from lie_stats.errors import CheckpointError
 
 from ._checkpoints import delta_run, edit_checkpoint, make_checkpoint
@@ -338,7 +338,7 @@ def test_extract_delta_writes_the_python_calls_cube(neox, tmp_path, capsys):
     # an existing cube is not replaced without --force; with it, it is
     before = pair.read_bytes()
     assert main(["extract", "--delta", str(base), str(tuned), "-o", str(pair)]) == 2
-    said = capsys.readouterr().err  # extract's own refusal (lie_stats.store.check_replace), naming what it holds
+    said = capsys.readouterr().err  # extract's own refusal (lie_stats.extraction.store.check_replace), naming what it holds
     assert f"{pair}: a cube is already there (2 checkpoint(s): ft@0, ft@20); extract never replaces" in said
     assert "--resume" not in said and pair.read_bytes() == before
     assert main(["extract", "--delta", str(base), str(tuned), "-o", str(pair), "--force"]) == 0

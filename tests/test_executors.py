@@ -18,7 +18,7 @@ import pytest
 from lie_stats import cli, schema
 from lie_stats.cube import open_cube, provenance_of
 from lie_stats.errors import LieStatsError
-from lie_stats.extraction import ExtractOptions, extract, lock_store, shard_dir
+from lie_stats.extraction.pipeline import ExtractOptions, extract, lock_store, shard_dir
 
 from ._checkpoints import make_run
 
@@ -129,7 +129,7 @@ HOLDER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from lie_stats.extraction import lock_store
+    from lie_stats.extraction.pipeline import lock_store
     with lock_store(Path(sys.argv[1])):
         print("locked", flush=True)
         sys.stdin.read()  # hold until the test closes our stdin

@@ -12,10 +12,10 @@ from safetensors.torch import load_file, save_file
 from lie_stats import cli, schema
 from lie_stats.cube import open_cube, provenance_of
 from lie_stats.errors import LieStatsError
-from lie_stats.extraction import ExtractOptions, extract, shard_dir
-from lie_stats.metrics import change_from_init, compute_layer
-from lie_stats.sources import open_source
-from lie_stats.probe import load_probe
+from lie_stats.extraction.pipeline import ExtractOptions, extract, shard_dir
+from lie_stats.extraction.metrics import change_from_init, compute_layer
+from lie_stats.extraction.sources import open_source
+from lie_stats.extraction.probe import load_probe
 
 from ._checkpoints import make_run
 
@@ -157,7 +157,7 @@ def test_real_minilm_reproduces_the_metrics_md_reference_figures(minilm_path):
 
     torch.manual_seed(0)
     twin = AutoModel.from_config(AutoConfig.from_pretrained(minilm_path))
-    from lie_stats.architectures import adapter_for
+    from lie_stats.extraction.architectures import adapter_for
 
     sd = twin.state_dict()
     ad = adapter_for(twin.config.to_dict(), list(sd), source="random twin")
@@ -167,8 +167,8 @@ def test_real_minilm_reproduces_the_metrics_md_reference_figures(minilm_path):
 
 
 def test_extract_with_probe_adds_activation_metrics_at_every_checkpoint(neox_run, tmp_path):
-    from lie_stats.activations import activation_metrics, functional_killing
-    from lie_stats.probe import ProbeSet, probe_hash, save_probe
+    from lie_stats.extraction.activations import activation_metrics, functional_killing
+    from lie_stats.extraction.probe import ProbeSet, probe_hash, save_probe
 
     tokens = np.random.default_rng(0).integers(1, 96, size=(4, 12)).astype(np.int64)
     probe = ProbeSet(tokens=tokens, tokenizer="random ids < 96", text_source="test",
@@ -222,7 +222,7 @@ def twin_runs(tmp_path_factory):
 
 
 def _probe_file(path, seed):
-    from lie_stats.probe import ProbeSet, probe_hash, save_probe
+    from lie_stats.extraction.probe import ProbeSet, probe_hash, save_probe
 
     tokens = np.random.default_rng(seed).integers(1, 96, size=(3, 10)).astype(np.int64)
     probe = ProbeSet(tokens=tokens, tokenizer=f"random ids < 96, seed {seed}", text_source="test",
@@ -233,7 +233,7 @@ def _probe_file(path, seed):
 def test_per_model_probes_each_model_gets_its_own(twin_runs, tmp_path):
     """``--probe MODEL=FILE``: each model's activation metrics come from its own probe. The two
     runs have identical weights, so a single probe for both would give equal numbers."""
-    from lie_stats.activations import activation_metrics
+    from lie_stats.extraction.activations import activation_metrics
 
     fa, pa = _probe_file(tmp_path / "a.npz", 1)
     fb, pb = _probe_file(tmp_path / "b.npz", 2)
@@ -309,7 +309,7 @@ def test_cli_extract_records_the_threads_it_ran_with(neox_run, tmp_path, monkeyp
     otherwise; each checkpoint's provenance says which setting made the cube."""
     import torch
 
-    from lie_stats.extraction import DEFAULT_THREADS
+    from lie_stats.extraction.pipeline import DEFAULT_THREADS
 
     before = torch.get_num_threads()
     try:

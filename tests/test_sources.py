@@ -14,8 +14,8 @@ from hypothesis import given, settings, strategies as st
 from safetensors.torch import load_file, save_file
 
 from lie_stats.errors import ArchitectureError, CheckpointError
-from lie_stats.checkpoint import Checkpoint
-from lie_stats.sources import open_source, parse_step
+from lie_stats.extraction.checkpoint import Checkpoint
+from lie_stats.extraction.sources import open_source, parse_step
 
 from ._checkpoints import (
     make_checkpoint, make_run, reshard, to_pytorch_bin, write_hub_cache,
@@ -174,7 +174,7 @@ def test_unknown_tensor_suggests(tiny_checkpoint):
 
 # ------------------------------------------------------------------ architecture errors via sources
 def test_unknown_architecture_names_config_and_lists_supported(tiny_checkpoint, tmp_path):
-    from lie_stats.architectures import SUPPORTED_ARCHITECTURES
+    from lie_stats.extraction.architectures import SUPPORTED_ARCHITECTURES
 
     folder = shutil.copytree(tiny_checkpoint("gpt2"), tmp_path / "t5ish")
     cfg = json.loads((folder / "config.json").read_text())

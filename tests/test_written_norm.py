@@ -9,7 +9,7 @@ What would fail if the code were wrong:
 * on that model ``value_norm`` ranks the sink head first in its layer and ``written_norm`` last,
   so ``head_label`` calls it *mixed* and ``head_label_written`` *anchor*;
 * for every architecture family (GQA, rotary, post-LN encoders, Gemma's q/k norms),
-  ``written_norm`` is the mean norm of :func:`lie_stats.activations.head_writes` without
+  ``written_norm`` is the mean norm of :func:`lie_stats.extraction.activations.head_writes` without
   biases, whose sum over heads is checked against the attention block's own output in
   ``tests/test_activations.py``;
 * the label on ``written_norm`` follows §8's rule exactly (same thresholds, ties, NaN).
@@ -22,8 +22,8 @@ import pytest
 import torch
 
 from lie_stats import schema
-from lie_stats.activations import activation_metrics, capture, head_labels, head_writes, load_eager_model
-from lie_stats.architectures import LayerWeights, adapter_for
+from lie_stats.extraction.activations import activation_metrics, capture, head_labels, head_writes, load_eager_model
+from lie_stats.extraction.architectures import LayerWeights, adapter_for
 
 from ._checkpoints import make_model
 from .test_activations import _probe, _set_sink_head

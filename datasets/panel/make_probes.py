@@ -5,7 +5,7 @@
 
 The probe of SINKS.md: 64 sequences x 128 tokens of ``tests/data/pico_corpus_sample.txt`` (its
 ``=== source ===`` lines dropped), cut at word starts into non-overlapping windows, 64 drawn with
-seed 0 (:func:`lie_stats.probe.build_probe`). Position 0 is the encoder's own ``cls_token``
+seed 0 (:func:`lie_stats.extraction.probe.build_probe`). Position 0 is the encoder's own ``cls_token``
 (``special_tokens_map.json``: ``[CLS]`` for MiniLM, ``<s>`` for mpnet) and each sequence ends
 with its ``sep_token`` (``[SEP]``, ``</s>``); for the decoders it is the config's
 ``bos_token_id``.
@@ -25,7 +25,7 @@ import sys
 
 from tokenizers import Tokenizer
 
-from lie_stats.probe import ProbeSet, build_probe, load_probe, save_probe
+from lie_stats.extraction.probe import ProbeSet, build_probe, load_probe, save_probe
 
 HERE = pathlib.Path(__file__).resolve().parent
 SAMPLE = HERE.parents[1] / "tests" / "data" / "pico_corpus_sample.txt"

@@ -31,7 +31,7 @@ distribution as the paper's per-sequence loop, not its random stream).
 
 Measured at a grid of steps on a probe of held-out BB sequences (256 tokens, ``<s_0>`` at position
 0, drawn from ``default_rng([PROBE_SEED])``): every head's METRICS.md §7-§9 activation metrics
-(:func:`lie_stats.activations.activation_metrics`: sink_score, value_norm, written_norm, both anchor
+(:func:`lie_stats.extraction.activations.activation_metrics`: sink_score, value_norm, written_norm, both anchor
 labels), the predictors of emergence (90th percentile of sink_score, share of heads above 0.3, the
 ``<s_0>`` residual norm over the median position's, per layer, the spread of written_norm within
 layers) and the held-out loss split as the paper splits it (trigger positions: the copy; the others:
@@ -383,8 +383,8 @@ def _train(cfg, out, state_root, checkpoints, cpu_budget, deadline, extend, log)
     import torch.nn.functional as F
     import transformers
 
-    from lie_stats.activations import activation_metrics
-    from lie_stats.probe import ProbeSet, save_probe
+    from lie_stats.extraction.activations import activation_metrics
+    from lie_stats.extraction.probe import ProbeSet, save_probe
     from lie_stats.schema import LABEL_CODES
 
     pico = load_pico_build()

@@ -17,7 +17,7 @@ import pathlib
 
 from tokenizers import Tokenizer
 
-from lie_stats.probe import build_probe, save_probe
+from lie_stats.extraction.probe import build_probe, save_probe
 
 HERE = pathlib.Path(__file__).resolve().parent
 SAMPLE = HERE.parents[1] / "tests" / "data" / "pico_corpus_sample.txt"

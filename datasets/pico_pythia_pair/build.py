@@ -4,7 +4,7 @@ The cube holds, for the two 96-head runs of ``pico_pythia`` (``p96_s0``, ``p96_s
 0 .. 512) and their fine-tunes (``p96_s0_ft``, ``p96_s1_ft``, steps 0 .. 128, step 0 = the
 parent's step 512):
 
-* the parameter-delta trajectory (METRICS.md §6.4; ``lie_stats.delta.delta_cube``): every
+* the parameter-delta trajectory (METRICS.md §6.4; ``lie_stats.extraction.delta.delta_cube``): every
   checkpoint against the run's first (variables ``param_delta``, ``param_delta_layer``,
   ``param_base_norm_layer``; dimension ``category``), computed from the checkpoints in
   ``datasets/pico_pythia/build/`` (local, not in git);
@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from lie_stats import schema  # noqa: E402
 from lie_stats.cube import merge_shards, open_cube, provenance_of, write_cube  # noqa: E402
-from lie_stats.delta import delta_cube  # noqa: E402
+from lie_stats.extraction.delta import delta_cube  # noqa: E402
 
 BUILD = ROOT / "datasets" / "pico_pythia" / "build"
 RUNS = ("p96_s0", "p96_s1", "p96_s0_ft", "p96_s1_ft")

@@ -378,7 +378,7 @@ def write_probe(data: dict, run: RunConfig, path: Path):
 
     Disjoint from the ``n_eval`` held-out puzzles of the accuracy curves when ``n_val`` allows.
     """
-    from lie_stats.probe import ProbeSet, save_probe
+    from lie_stats.extraction.probe import ProbeSet, save_probe
 
     puz = data["val_puzzle"][-run.probe_seqs:]
     probe = ProbeSet.from_tokens(

@@ -11,7 +11,7 @@ hub, or, offline (``HF_HUB_OFFLINE=1``), from the local hub cache only; nothing 
 The probe is the panel's (``datasets/panel/make_probes.py``): 64 sequences x 128 tokens of
 ``tests/data/pico_corpus_sample.txt`` (its ``=== source ===`` lines dropped: public-domain
 Austen, Shakespeare and the World English Bible), cut at word starts into non-overlapping
-windows, 64 drawn with seed 0 (:func:`lie_stats.probe.build_probe`), position 0 the config's
+windows, 64 drawn with seed 0 (:func:`lie_stats.extraction.probe.build_probe`), position 0 the config's
 ``bos_token_id`` (``<|endoftext|>``, id 0, for Pythia).
 """
 
@@ -24,7 +24,7 @@ import json
 import pathlib
 import sys
 
-from lie_stats.probe import build_probe, load_probe, save_probe
+from lie_stats.extraction.probe import build_probe, load_probe, save_probe
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO, REVISION = "EleutherAI/pythia-70m", "step143000"

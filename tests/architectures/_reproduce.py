@@ -31,8 +31,8 @@ import sys
 import pytest
 import torch
 
-from lie_stats.architectures import Adapter, LayerWeights
-from lie_stats.sources import open_source
+from lie_stats.extraction.architectures import Adapter, LayerWeights
+from lie_stats.extraction.sources import open_source
 
 from .._checkpoints import load_model
 

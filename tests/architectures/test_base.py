@@ -7,9 +7,9 @@ import os
 import pytest
 import torch
 
-from lie_stats.architectures import ATTENTION_EXTRAS, ModelShape, adapter_for
+from lie_stats.extraction.architectures import ATTENTION_EXTRAS, ModelShape, adapter_for
 from lie_stats.errors import ArchitectureError
-from lie_stats.sources import open_source
+from lie_stats.extraction.sources import open_source
 
 from .._checkpoints import TINY_ARCHITECTURES
 from ._reproduce import TOL, recompute

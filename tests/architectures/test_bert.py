@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from lie_stats.architectures import adapter_for
-from lie_stats.sources import open_source
+from lie_stats.extraction.architectures import adapter_for
+from lie_stats.extraction.sources import open_source
 
 from ._reproduce import TOL, recompute, reproduction_tests
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lie_stats.architectures import (
+from lie_stats.extraction.architectures import (
     SUPPORTED_ARCHITECTURES, Adapter, GPT2Adapter, LayerWeights, ModelShape, adapter_for,
     parameter_parts, register, registered, supported_architectures, unregister,
 )
-from lie_stats.architectures.base import LAYER_GROUP, heads_from_linear_in, heads_from_linear_out
+from lie_stats.extraction.architectures.base import LAYER_GROUP, heads_from_linear_in, heads_from_linear_out
 from lie_stats.errors import ArchitectureError
 
 
@@ -124,7 +124,7 @@ def test_registering_a_taken_model_type_is_refused():
     with pytest.raises(ArchitectureError) as e:
         register(AnotherGPT2)
     msg = str(e.value)
-    assert "model_type 'gpt2' is already registered to lie_stats.architectures.gpt2.GPT2Adapter" in msg
+    assert "model_type 'gpt2' is already registered to lie_stats.extraction.architectures.gpt2.GPT2Adapter" in msg
     assert "AnotherGPT2" in msg
     assert registered()["gpt2"] is GPT2Adapter  # the registry is unchanged
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from hypothesis import given, settings, strategies as st
 
-from lie_stats.architectures import adapter_for
+from lie_stats.extraction.architectures import adapter_for
 
 from ._reproduce import reproduction_tests
 

@@ -7,8 +7,8 @@ import json
 import torch
 from hypothesis import given, settings, strategies as st
 
-from lie_stats.architectures import adapter_for
-from lie_stats.sources import open_source
+from lie_stats.extraction.architectures import adapter_for
+from lie_stats.extraction.sources import open_source
 
 from ._reproduce import TOL, recompute, reproduction_tests
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from lie_stats.architectures import adapter_for
-from lie_stats.sources import open_source
+from lie_stats.extraction.architectures import adapter_for
+from lie_stats.extraction.sources import open_source
 
 from ._reproduce import assert_gqa_repeat_interleave, reproduction_tests
 

@@ -7,7 +7,7 @@ import pkgutil
 
 import pytest
 
-from lie_stats.architectures import FAMILIES, SUPPORTED_ARCHITECTURES, adapter_for, registered
+from lie_stats.extraction.architectures import FAMILIES, SUPPORTED_ARCHITECTURES, adapter_for, registered
 from lie_stats.errors import ArchitectureError, CheckpointError
 
 from .._checkpoints import TINY_ARCHITECTURES
@@ -54,5 +54,5 @@ def test_every_family_module_registers_and_in_the_fixed_order():
     """The package imports each family module; each registers its adapters, and only those."""
     assert FAMILIES[:5] == ("gpt_neox", "gpt2", "llama", "bert", "gemma3")
     modules = {cls.__module__ for t, cls in registered().items() if t in SUPPORTED_ARCHITECTURES}
-    assert modules == {f"lie_stats.architectures.{f}" for f in FAMILIES}
+    assert modules == {f"lie_stats.extraction.architectures.{f}" for f in FAMILIES}
     assert SUPPORTED_ARCHITECTURES[:3] == ("gpt_neox", "gpt2", "llama")

@@ -1,6 +1,6 @@
 """TransformerLens ``HookedTransformer`` adapter: attention reproduced from the canonical weights.
 
-The adapter is not registered for a ``config.json`` model type; :mod:`lie_stats.memory` builds it
+The adapter is not registered for a ``config.json`` model type; :mod:`lie_stats.extraction.memory` builds it
 from a live ``HookedTransformer`` (TransformerLens 3.x; 4.0 removed the class). The test builds
 models from a ``HookedTransformerConfig`` (no ``from_pretrained``, so no weight processing),
 randomizes every parameter (biases and norm gains too), and recomputes each layer's attention
@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lie_stats.memory import open_objects
+from lie_stats.extraction.memory import open_objects
 
 from ._reproduce import TOL
 

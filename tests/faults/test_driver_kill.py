@@ -33,7 +33,7 @@ import xarray as xr
 
 from lie_stats import cli, schema
 from lie_stats.cube import open_cube, provenance_of
-from lie_stats.extraction import lock_store, shard_dir
+from lie_stats.extraction.pipeline import lock_store, shard_dir
 
 from .._checkpoints import make_run
 from . import _proc

@@ -25,7 +25,7 @@ from safetensors.torch import load_file
 
 from lie_stats import cli, schema
 from lie_stats.cube import open_cube, provenance_of
-from lie_stats.extraction import shard_dir
+from lie_stats.extraction.pipeline import shard_dir
 
 from .._checkpoints import make_checkpoint, make_run
 

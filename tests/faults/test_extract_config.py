@@ -20,7 +20,7 @@ from safetensors.torch import load_file, save_file
 from lie_stats import cli, schema
 from lie_stats.cube import open_cube
 from lie_stats.errors import ArchitectureError, CheckpointError
-from lie_stats.sources import open_source
+from lie_stats.extraction.sources import open_source
 
 from .._checkpoints import make_checkpoint
 

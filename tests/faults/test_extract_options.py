@@ -19,7 +19,7 @@ import torch
 
 from lie_stats import cli, schema
 from lie_stats.cube import is_cube_file, open_cube
-from lie_stats.extraction import shard_dir
+from lie_stats.extraction.pipeline import shard_dir
 
 from .._checkpoints import make_checkpoint, make_run
 

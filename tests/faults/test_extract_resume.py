@@ -20,7 +20,7 @@ import xarray as xr
 from lie_stats import cli, schema
 from lie_stats._io import file_sha256
 from lie_stats.cube import open_cube, provenance_of
-from lie_stats.extraction import ExtractOptions, extract, plan_tasks, shard_dir
+from lie_stats.extraction.pipeline import ExtractOptions, extract, plan_tasks, shard_dir
 
 from .._checkpoints import make_checkpoint, make_run
 

@@ -17,7 +17,7 @@ import pytest
 
 from lie_stats import cli
 from lie_stats.cube import write_failure_advice
-from lie_stats.extraction import shard_dir
+from lie_stats.extraction.pipeline import shard_dir
 
 from .._checkpoints import make_checkpoint, make_run
 from ._run_helpers import signal_when_held, start_held

@@ -21,7 +21,7 @@ import pytest
 
 from lie_stats import cli
 from lie_stats.errors import CheckpointError
-from lie_stats.sources import open_source
+from lie_stats.extraction.sources import open_source
 
 from .._checkpoints import commit_hash, make_checkpoint, write_hub_cache
 

@@ -23,7 +23,7 @@ import xarray as xr
 
 from lie_stats import cli, schema
 from lie_stats.cube import open_cube, provenance_of
-from lie_stats.extraction import shard_dir
+from lie_stats.extraction.pipeline import shard_dir
 
 from .._checkpoints import make_run
 from ._run_helpers import env, signal_when_held, start_held

@@ -129,8 +129,8 @@ def test_the_driver_writes_shards_without_the_cluster_as_default_scheduler(loade
     object per checkpoint in the driver. Each shard write must see no default Dask scheduler."""
     import dask.base
 
-    from lie_stats import extraction as extract_module
-    from lie_stats.extraction import ExtractOptions, extract
+    from lie_stats.extraction import pipeline as extract_module
+    from lie_stats.extraction.pipeline import ExtractOptions, extract
 
     run_dir, _, _ = loaded_run
     seen: list[object] = []

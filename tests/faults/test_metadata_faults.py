@@ -26,7 +26,7 @@ from lie_stats.cube import checkpoint_shard, open_cube, write_cube
 from lie_stats.errors import CheckpointError, CubeError, LieStatsError, SpecError
 from lie_stats.export import export_results
 from lie_stats.gates import read_registry
-from lie_stats.sources import open_source
+from lie_stats.extraction.sources import open_source
 
 from .._checkpoints import make_checkpoint, make_run, reshard
 

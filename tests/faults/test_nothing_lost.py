@@ -19,7 +19,7 @@ import pytest
 
 from lie_stats import cli, schema
 from lie_stats.cube import open_cube, provenance_of
-from lie_stats.extraction import shard_dir
+from lie_stats.extraction.pipeline import shard_dir
 
 from tests._spec_cubes import make_datasets
 

@@ -38,9 +38,10 @@ from types import SimpleNamespace
 import pytest
 import xarray as xr
 
-from lie_stats import cli, extraction, schema
+from lie_stats import cli, schema
 from lie_stats.cube import open_cube, provenance_of
-from lie_stats.extraction import shard_dir
+from lie_stats.extraction import pipeline as extraction
+from lie_stats.extraction.pipeline import shard_dir
 from tests._spec_cubes import make_datasets
 
 from .._checkpoints import make_run

@@ -11,7 +11,7 @@ import pytest
 import scipy.stats as sps
 import torch
 
-from lie_stats.activations import killing_cv_torch
+from lie_stats.extraction.activations import killing_cv_torch
 from lie_stats.errors import StatsInputError
 from lie_stats.forms import functional_killing
 from lie_stats.stats import pairwise as kp

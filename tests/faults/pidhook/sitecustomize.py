@@ -122,7 +122,7 @@ def _install_hold(how: dict) -> None:
 
         module.safe_open = safe_open
 
-    patches = {"lie_stats.extraction": patch_extraction, "safetensors": patch_safetensors}
+    patches = {"lie_stats.extraction.pipeline": patch_extraction, "safetensors": patch_safetensors}
 
     class PatchOnImport(importlib.abc.MetaPathFinder):
         def find_spec(self, fullname, path, target=None):

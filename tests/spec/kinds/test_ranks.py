@@ -8,7 +8,7 @@ import math
 import pytest
 
 from lie_stats.cube import merge_shards
-from lie_stats.delta import delta_cube
+from lie_stats.extraction.delta import delta_cube
 from lie_stats.spec import HypothesisSpec, Prediction, Select, evaluate_cube
 from tests._checkpoints import delta_run
 from tests._cubes import random_shard

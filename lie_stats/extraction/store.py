@@ -2,11 +2,13 @@
 redone, what must not be replaced.
 
 An extraction writes each finished checkpoint as a shard in ``OUT.nc.shards/``
-(:mod:`lie_stats.extraction`). This module holds the store's lock (:func:`lock_store`), its
+(:mod:`lie_stats.extraction.pipeline`). This module holds the store's lock (:func:`lock_store`), its
 preparation for a run (:func:`prepare_store`), the check of each shard a ``--resume`` would
 keep (:func:`shard_problems`: unreadable, of another checkpoint, made with other options, or
-lacking a variable it recorded, each said by name), and the check that an extraction never
-replaces an existing cube it did not write in the same run (:func:`check_replace`).
+lacking a variable it recorded, each said by name), and the two checks of the output every
+command that writes a cube makes before any work: where it goes (:func:`check_output`: the
+folder, the name, a file that is not a cube) and that an existing cube is never replaced
+unless the same run wrote it (:func:`check_replace`).
 Notices (what was redone, what was left out) go to stderr through :func:`notice`, whatever
 the progress setting, so that nothing is resolved silently.
 """
@@ -21,12 +23,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._io import read_json, write_text_atomic
-from ._text import terminal_line
-from .cube import is_cube_file, open_cube, provenance_of, read_global_attrs
-from .errors import CubeError, LieStatsError
+from .._io import path_problem, read_json, write_text_atomic
+from .._text import terminal_line
+from ..cube import is_cube_file, open_cube, provenance_of, read_global_attrs, write_failure_advice
+from ..errors import CubeError, LieStatsError
 
-__all__ = ["lock_store", "prepare_store", "shard_problems", "check_replace", "notice",
+__all__ = ["lock_store", "prepare_store", "shard_problems", "check_output", "check_replace", "notice",
            "options_diff", "SHARD_KEY_SCHEME"]
 
 #: How shard names are derived; written into each shard store (``shard_keys.json``) so that a
@@ -278,3 +280,76 @@ def check_replace(out: Path, checkpoints: Sequence[tuple[str, int]], wanted: Map
     if diffs:
         notice(f"{out} was made with other options ({' | '.join(diffs)}); --resume extracts "
                f"with this run's options, redoing what they change, and replaces it.")
+
+
+#: Characters :func:`lie_stats._io.atomic_write` adds to a name for its temporary file
+#: (``.NAME.XXXXXXXX.tmp``), and the shard store's suffix.
+_TMP_EXTRA = len(".") + len(".") + 8 + len(".tmp")
+
+
+def check_output(out: str | os.PathLike, *, force: bool = False, store_suffix: str = "") -> Path:
+    """Check where a cube is to be written, before any work, and return the path.
+
+    The folder must exist and be writable (it is not created: a typo in ``-o`` would
+    otherwise scatter cubes); the file name must fit the file system with the temporary name
+    (and ``store_suffix``, an extraction's shard store) added; and an existing file is
+    replaced only when it is a lie_stats cube (read from its header alone,
+    :func:`lie_stats.cube.is_cube_file`) or ``force`` is given.
+
+    Raises
+    ------
+    CubeError
+        Naming the path and what was expected.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "notes.txt").write_text("my notes")
+    >>> check_output(d / "notes.txt")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lie_stats.errors.CubeError: ...notes.txt exists and is not a lie_stats cube ...
+    >>> check_output(d / "new.nc") == d / "new.nc"
+    True
+    """
+    import errno
+
+    out = Path(out)
+    parent = out.parent
+    for where, expected in ((parent, "a folder"), (out, "a regular file")):
+        problem = path_problem(where, expected)  # too long for the file system, a FIFO, a loop
+        if problem is not None and not problem.startswith(("a folder", "a regular file")):
+            raise CubeError(f"{out}: {'it' if where == out else 'its folder ' + str(where)} is "
+                            f"{problem} (-o).")
+    if not parent.is_dir():
+        raise CubeError(
+            f"{out}: the output folder {parent} does not exist{' (it is a file)' if parent.exists() else ''}; "
+            f"expected an existing folder (create it first: it is not created for you, so that a "
+            f"typo in -o cannot scatter cubes)."
+        )
+    if out.is_dir():
+        raise CubeError(f"{out}: is a folder; expected a cube file name (e.g. {out / 'cube.nc'}).")
+    try:
+        name_max = os.pathconf(parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    longest = len(os.fsencode(out.name)) + max(_TMP_EXTRA, len(store_suffix))
+    if longest > name_max:
+        raise CubeError(
+            f"{out}: the file name is {len(os.fsencode(out.name))} bytes; with the temporary and "
+            f"shard-store names lie_stats adds ({longest} bytes) it exceeds the {name_max} bytes the "
+            f"file system allows per name. Expected a shorter -o."
+        )
+    if not os.access(parent, os.W_OK):
+        ro = bool(os.statvfs(parent).f_flag & os.ST_RDONLY)
+        code = errno.EROFS if ro else errno.EACCES
+        raise CubeError(f"{out}: cannot write in {parent}: "
+                            f"{write_failure_advice(out, OSError(code, os.strerror(code)))}")
+    if out.exists() and not force and not is_cube_file(out):
+        raise CubeError(
+            f"{out} exists and is not a lie_stats cube (its header lacks the cube's global "
+            f"attributes); extract does not overwrite it. Expected a new file name or an earlier "
+            f"cube; give --force to replace it anyway."
+        )
+    return out

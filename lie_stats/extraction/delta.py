@@ -10,8 +10,8 @@ every tensor of the category (weights and biases alike) and the norm is that of 
 Per-layer categories are also reported layer by layer, with the base norm of each layer, so
 that a bootstrap over layers can recompute the pooled value (``lie_stats.stats.ranks``).
 
-Tensors are read through :mod:`lie_stats.checkpoint` (safetensors, or ``weights_only`` pickles);
-which tensor is which category is :func:`lie_stats.architectures.parameter_parts` (the only
+Tensors are read through :mod:`lie_stats.extraction.checkpoint` (safetensors, or ``weights_only`` pickles);
+which tensor is which category is :func:`lie_stats.extraction.architectures.parameter_parts` (the only
 place that knows tensor names; fused QKV tensors are split by the adapter's own layout).
 
 :func:`delta_cube` builds the trajectory of a run: every checkpoint against the run's first,
@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import schema
+from .. import schema
 from .architectures import parameter_parts
-from .errors import CheckpointError, did_you_mean
+from ..errors import CheckpointError, did_you_mean
 from .checkpoint import Checkpoint
 from .sources import open_source
 
@@ -278,7 +278,7 @@ def delta_cube(run: str | os.PathLike | Sequence[Checkpoint], *, model: str | No
     >>> ds["param_delta"].sel(model="run", step=10, category="attn_q").item()
     1.0
     """
-    from .cube import assemble_shard, merge_shards
+    from ..cube import assemble_shard, merge_shards
 
     if isinstance(run, (str, os.PathLike)):
         ckpts = open_source(str(run))

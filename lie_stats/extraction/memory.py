@@ -1,15 +1,15 @@
 """In-memory sources: model objects (and state dicts) -> the same lazy tensors + provenance.
 
-A folder source (:mod:`lie_stats.sources`) reads ``config.json`` and weight files; this
+A folder source (:mod:`lie_stats.extraction.sources`) reads ``config.json`` and weight files; this
 module gives objects already in memory the same interface, so that the extraction treats
 them alike (:class:`MemoryCheckpoint` has the attributes and methods of
-:class:`~lie_stats.checkpoint.Checkpoint` that the extraction uses):
+:class:`~lie_stats.extraction.checkpoint.Checkpoint` that the extraction uses):
 
 * a ``transformers.PreTrainedModel``: its ``state_dict()`` (tensors shared with the model, not
   copied) and ``config.to_dict()``, read by the adapter its ``model_type`` names, exactly as
   the same weights saved with ``save_pretrained`` are read from a folder;
 * a TransformerLens ``HookedTransformer`` (TransformerLens 3.x or earlier): its state dict and
-  ``cfg``, read by :class:`~lie_stats.architectures.transformer_lens.TransformerLensAdapter`
+  ``cfg``, read by :class:`~lie_stats.extraction.architectures.transformer_lens.TransformerLensAdapter`
   (the numbers the object holds: processed by ``from_pretrained`` unless it was loaded with
   ``from_pretrained_no_processing``; the provenance says which norm setting it has);
 * a state dict with a config dict (:func:`from_state_dict`).
@@ -18,7 +18,7 @@ Nothing is written to disk. The provenance says ``"source": "in memory"``, the o
 and the sha256 of its tensors (names, dtypes, shapes and bytes) and of its config; the same
 hash identifies the checkpoint where a file's hash would (the shard key of an extraction that
 writes a cube). A model is named by ``name=``, else by the last part of its config's
-``_name_or_path`` that is not generic (:func:`lie_stats.sources.model_name_of`: ``model`` or a
+``_name_or_path`` that is not generic (:func:`lie_stats.extraction.sources.model_name_of`: ``model`` or a
 step folder is skipped for the folder above it; a step folder gives the step), else by its
 class name.
 """
@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from .architectures import Adapter, LayerWeights, adapter_for
-from .errors import CheckpointError, did_you_mean
+from ..errors import CheckpointError, did_you_mean
 from .sources import model_name_of, open_source
 
 __all__ = ["MemoryCheckpoint", "IN_MEMORY", "is_model_object", "open_objects", "open_any",
@@ -185,7 +185,7 @@ class MemoryCheckpoint:
 
     def content_id(self) -> str:
         """sha256 of the tensors and of the config (what the numbers depend on)."""
-        from ._io import text_sha256
+        from .._io import text_sha256
 
         return text_sha256(json.dumps([self._hash("tensors"), self._hash("config")]))
 
@@ -393,7 +393,7 @@ def open_objects(objects: Any, *, name: str | None = None,
 
 def open_any(source: Any, *, revisions: str | Sequence[str] | None = None) -> list:
     """The checkpoints of one source: a folder or ``hf:`` id (a string or path,
-    :func:`lie_stats.sources.open_source`), or model objects (:func:`open_objects`)."""
+    :func:`lie_stats.extraction.sources.open_source`), or model objects (:func:`open_objects`)."""
     if isinstance(source, (str, os.PathLike)):
         return open_source(os.fspath(source), revisions=revisions)
     if revisions is not None:
@@ -413,7 +413,7 @@ def source_label(source: Any, checkpoints: Sequence[Any]) -> str:
 
 
 def activation_target(checkpoint: Any) -> Any:
-    """What :func:`lie_stats.activations.activation_metrics` runs for a checkpoint: its folder,
+    """What :func:`lie_stats.extraction.activations.activation_metrics` runs for a checkpoint: its folder,
     or the live ``transformers`` model of an in-memory checkpoint.
 
     Raises

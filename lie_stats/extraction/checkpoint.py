@@ -1,7 +1,7 @@
 """One checkpoint folder read lazily: :class:`Checkpoint` (its ``config.json``, its weights
 one tensor at a time, the architecture's adapter, and the provenance of what was read).
 
-:func:`lie_stats.sources.open_source` finds the checkpoints a source names (a folder, a run
+:func:`lie_stats.extraction.sources.open_source` finds the checkpoints a source names (a folder, a run
 folder, ``hf:ORG/NAME`` with revisions) and gives them as :class:`Checkpoint` objects.
 Tensors are read lazily and one by one: safetensors through ``safe_open`` (only the header
 is parsed until a tensor is asked for), ``pytorch_model.bin`` through
@@ -22,11 +22,11 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from ._io import file_sha256, path_problem, read_json
-from ._stop import raise_if_stopped
+from .._io import file_sha256, path_problem, read_json
+from .._stop import raise_if_stopped
 from .architectures import Adapter, LayerWeights, adapter_for
 from .checkpoint_files import bad_link, check_st_header, disagreement, layout_kind
-from .errors import CheckpointError, did_you_mean
+from ..errors import CheckpointError, did_you_mean
 from .hub import CONFIG_FILE, _Hub
 
 __all__ = ["Checkpoint"]
@@ -53,7 +53,7 @@ class Checkpoint:
     model : str
         Model name: the folder's name (the run folder's for a checkpoint inside a run; a
         generic folder name such as ``model`` is skipped for the folder above it,
-        :func:`lie_stats.sources.model_name_of`), or ``ORG/NAME`` for the hub.
+        :func:`lie_stats.extraction.sources.model_name_of`), or ``ORG/NAME`` for the hub.
     step : int or None
         Training step parsed from ``step_N`` / ``stepN`` / ``checkpoint-N`` / revision ``stepN``.
     revision : str or None
@@ -72,7 +72,7 @@ class Checkpoint:
     ...     {"model_type": "gpt2", "n_embd": 4, "n_head": 2, "n_layer": 1}))
     >>> save_file({"h.0.attn.c_attn.weight": torch.ones(4, 12),
     ...            "h.0.attn.c_proj.weight": torch.eye(4)}, d / "model.safetensors")
-    >>> from lie_stats.sources import open_source
+    >>> from lie_stats.extraction.sources import open_source
     >>> ckpt, = open_source(str(d))
     >>> ckpt.model, ckpt.step, [w.W_O.shape for w in ckpt.iter_layers()]
     ('tiny', None, [torch.Size([2, 2, 4])])
@@ -434,7 +434,7 @@ class Checkpoint:
         >>> Checkpoint("m", None, None, d, str(d)).content_id() == before
         False
         """
-        from ._io import text_sha256
+        from .._io import text_sha256
 
         if self._hub is not None:
             return f"commit:{self.path.name}"  # the snapshot folder is named by its commit

@@ -17,7 +17,7 @@ import pathlib
 import re
 from dataclasses import dataclass, field
 
-from .errors import CheckpointError, did_you_mean
+from ..errors import CheckpointError, did_you_mean
 
 __all__ = ["HF_PREFIX", "CONFIG_FILE"]
 

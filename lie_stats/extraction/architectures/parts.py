@@ -1,7 +1,7 @@
 """Every parameter of a checkpoint by category, for the parameter-delta map (METRICS.md §6.4).
 
 The map needs every tensor's category, not only the attention tensors'. Attention tensors are
-split by the adapters' own :meth:`~lie_stats.architectures.base.Adapter.layer_weights` (so a
+split by the adapters' own :meth:`~lie_stats.extraction.architectures.base.Adapter.layer_weights` (so a
 fused QKV tensor is cut into Q, K and V exactly as the proven adapters cut it); every other
 tensor is named by the adapter class's ``param_patterns`` (regular expressions over the full
 stored name; the group ``l`` is the layer) and its ``buffer_patterns`` are skipped. The
@@ -48,7 +48,7 @@ def param_category(adapter: Adapter, name: str) -> tuple[str, int | None] | None
 
     Examples
     --------
-    >>> from lie_stats.architectures import adapter_for
+    >>> from lie_stats.extraction.architectures import adapter_for
     >>> cfg = {"model_type": "gpt_neox", "hidden_size": 8, "num_attention_heads": 2,
     ...        "num_hidden_layers": 1}
     >>> a = adapter_for(cfg, ["gpt_neox.layers.0.attention.query_key_value.weight",
@@ -94,7 +94,7 @@ def parameter_parts(adapter: Adapter, names: Sequence[str], get: Getter
 
     Examples
     --------
-    >>> from lie_stats.architectures import adapter_for
+    >>> from lie_stats.extraction.architectures import adapter_for
     >>> cfg = {"model_type": "gpt2", "n_embd": 4, "n_head": 2, "n_layer": 1}
     >>> t = {"h.0.attn.c_attn.weight": torch.arange(48.).reshape(4, 12),
     ...      "h.0.attn.c_proj.weight": torch.eye(4), "wte.weight": torch.ones(10, 4)}

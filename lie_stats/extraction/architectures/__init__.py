@@ -25,11 +25,11 @@ Modules
     RoBERTa-PreLayerNorm, MPNet; Gemma3 (text). Each module's docstring describes its stored layout.
 ``transformer_lens``
     :class:`TransformerLensAdapter`, for TransformerLens ``HookedTransformer`` objects held in
-    memory (not registered: no ``config.json`` names it; :mod:`lie_stats.memory` builds it).
+    memory (not registered: no ``config.json`` names it; :mod:`lie_stats.extraction.memory` builds it).
 
 Adding an architecture
 ----------------------
-Write one module, ``lie_stats/architectures/<family>.py``, holding a subclass of
+Write one module, ``lie_stats/extraction/architectures/<family>.py``, holding a subclass of
 :class:`Adapter` decorated with :func:`register`. The class declares, as class attributes,
 ``architecture`` and ``model_types`` (the ``config.json`` model types it reads),
 ``class_names`` (``config["architectures"]`` entries, for configs without a model type),
@@ -63,7 +63,7 @@ from .registry import adapter_for, config_shape, register, registered, supported
 
 #: Modules of this package that are not architecture families registered for ``config.json``
 #: model types: the shared machinery, and ``transformer_lens`` (the adapter of in-memory
-#: TransformerLens objects, built by :mod:`lie_stats.memory` and never chosen by a config).
+#: TransformerLens objects, built by :mod:`lie_stats.extraction.memory` and never chosen by a config).
 _INFRASTRUCTURE = ("base", "registry", "parts", "transformer_lens")
 #: The built-in families, in the order they register: the order in which
 #: :data:`SUPPORTED_ARCHITECTURES` and the unknown-architecture error list the model types.

@@ -26,14 +26,14 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from . import schema
-from ._io import inside, resolve_device, text_sha256
-from ._stop import raise_if_stopped
-from ._text import log_text, terminal_line
-from .cube import check_output, checkpoint_shard, merge_shards, open_cube, write_cube
-from .errors import CheckpointError, LieStatsError
-from .executors import run_tasks
-from .store import SHARD_KEY_SCHEME, check_replace, lock_store, notice, prepare_store, shard_problems
+from .. import schema
+from .._io import inside, resolve_device, text_sha256
+from .._stop import raise_if_stopped
+from .._text import log_text, terminal_line
+from ..cube import checkpoint_shard, merge_shards, open_cube, write_cube
+from ..errors import CheckpointError, LieStatsError
+from ..executors import run_tasks
+from .store import SHARD_KEY_SCHEME, check_output, check_replace, lock_store, notice, prepare_store, shard_problems
 
 __all__ = [
     "ExtractOptions", "Task", "plan_tasks", "extract_checkpoint", "extract", "shard_dir",
@@ -128,10 +128,10 @@ class ExtractOptions:
     device
         ``"auto"``, ``"cpu"`` or ``"cuda"``.
     probe
-        A probe file (:func:`lie_stats.probe.save_probe`) for every source, or one probe per
+        A probe file (:func:`lie_stats.extraction.probe.save_probe`) for every source, or one probe per
         model: a mapping (or pairs) ``{model: file}``, ``model`` being the name a source gets
         in the cube (models with different tokenizers need their own token ids). In place of
-        a file: a :class:`~lie_stats.probe.ProbeSet`, or token ids, a 2-d integer numpy array
+        a file: a :class:`~lie_stats.extraction.probe.ProbeSet`, or token ids, a 2-d integer numpy array
         or torch tensor ``(n_seq, seq_len)`` (recorded with tokenizer and first token
         ``"unknown"``; build a ``ProbeSet`` to record them). When given,
         the activation metrics of METRICS.md §7-§8 are computed for every checkpoint too
@@ -164,7 +164,7 @@ class ExtractOptions:
         object.__setattr__(self, "probe", probe_option(self.probe))
         for fam in self.families:
             if fam not in schema.FAMILIES:
-                from .errors import did_you_mean
+                from ..errors import did_you_mean
 
                 hint = (f" Did you mean {fam.upper()!r}? (family names are upper case)"
                         if fam.upper() in schema.FAMILIES else did_you_mean(fam, schema.FAMILIES))
@@ -218,7 +218,7 @@ class ExtractOptions:
             return self.probe
         mapping = dict(self.probe)
         if model not in mapping:
-            from .errors import did_you_mean
+            from ..errors import did_you_mean
 
             raise LieStatsError(
                 f"No probe for model {model!r}: the per-model probes name "
@@ -245,7 +245,7 @@ class ExtractOptions:
         """
         if not isinstance(self.probe, tuple):
             return
-        from .errors import did_you_mean
+        from ..errors import did_you_mean
 
         have = list(dict.fromkeys(models))
         mapped = [m for m, _ in self.probe]
@@ -270,7 +270,7 @@ class ExtractOptions:
 class Task:
     """One (model, checkpoint) unit of work, with the run's first checkpoint (METRICS.md §5.5)."""
 
-    checkpoint: Any  # lie_stats.checkpoint.Checkpoint or lie_stats.memory.MemoryCheckpoint
+    checkpoint: Any  # lie_stats.extraction.checkpoint.Checkpoint or lie_stats.extraction.memory.MemoryCheckpoint
     init: Any  # the first checkpoint of the same run
     key: str = field(default="")
     #: The only checkpoint of its run, at a step other than 0 (or unknown): no first
@@ -444,7 +444,7 @@ def extract_checkpoint(task: Task, options: ExtractOptions) -> xr.Dataset:
     act_attrs = None
     if options.probe is not None:
         from .activations import activation_metrics
-        from .forms import functional_killing
+        from ..forms import functional_killing
         from .memory import activation_target
         from .probe import load_probe
 
@@ -583,14 +583,14 @@ def extract(
     ``workers`` single-threaded processes, or on the Dask cluster at ``scheduler``
     (:mod:`lie_stats.executors`); workers return shards and this process writes them, so
     the store needs no shared filesystem. The cube is bitwise the same whichever executor
-    ran it. The run holds an exclusive lock on the shard store (:func:`lie_stats.extraction.lock_store`).
+    ran it. The run holds an exclusive lock on the shard store (:func:`lie_stats.extraction.pipeline.lock_store`).
 
     Every option is checked before any checkpoint is read (the output path by
-    :func:`lie_stats.cube.check_output`, the device, the probe files, model names, projection sizes against
+    :func:`lie_stats.extraction.store.check_output`, the device, the probe files, model names, projection sizes against
     each ``config.json``). ``names`` names each source's model (one per source; default: the
     folder's or repository's name). An existing ``out`` is never replaced unless ``force``
     is given, or ``resume`` continues the run that wrote it (this run extracts every checkpoint
-    it holds: :func:`lie_stats.store.check_replace`). With ``resume``, a shard that cannot be
+    it holds: :func:`lie_stats.extraction.store.check_replace`). With ``resume``, a shard that cannot be
     kept (unreadable, lacking a variable it recorded, made with other options) is redone and a
     notice on stderr says which and why; a step-like folder that is not a step (``step_-1``)
     is listed in a notice and in the provenance. A run that fails (no checkpoint extracted, an
@@ -664,7 +664,7 @@ def extract(
                     shutil.rmtree(store, ignore_errors=True)
                 raise
     except OSError as e:  # disk full, read-only or vanished folder: say where, lose nothing
-        from .cube import write_failure_advice
+        from ..cube import write_failure_advice
 
         raise LieStatsError(
             f"{out}: could not write the cube or its shard store {store} ({e}); the finished "

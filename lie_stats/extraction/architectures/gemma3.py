@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import ArchitectureError
+from ...errors import ArchitectureError
 from .base import LAYER_GROUP as _L, ModelShape
 from .llama import LlamaAdapter
 from .registry import register

@@ -10,7 +10,7 @@ embeddings' LayerNorm for layer 0); in RoBERTa-PreLayerNorm it is the layer's ow
 
 from __future__ import annotations
 
-from ..errors import ArchitectureError
+from ...errors import ArchitectureError
 from .base import (
     LAYER_GROUP as _L, Adapter, Getter, LayerWeights, ModelShape, heads_from_linear_in,
     heads_from_linear_out,

@@ -1,11 +1,11 @@
-"""Checkpoint sources: what a user types -> :class:`~lie_stats.checkpoint.Checkpoint` objects.
+"""Checkpoint sources: what a user types -> :class:`~lie_stats.extraction.checkpoint.Checkpoint` objects.
 
 A *source* is what a user types (DESIGN.md, CLI): a Hugging Face checkpoint folder
 (``config.json`` plus ``model.safetensors``, a sharded ``model.safetensors.index.json``, or
 ``pytorch_model.bin``), a folder of checkpoint folders (``step_N``, ``stepN``,
 ``checkpoint-N``), or ``hf:ORG/NAME`` with revisions (e.g. Pythia's ``step1000`` branches).
 :func:`open_source` turns it into checkpoints, sorted by step, each named by
-:func:`model_name_of` and :func:`parse_step`; :mod:`lie_stats.checkpoint` reads one
+:func:`model_name_of` and :func:`parse_step`; :mod:`lie_stats.extraction.checkpoint` reads one
 checkpoint's tensors lazily.
 """
 
@@ -16,10 +16,10 @@ import pathlib
 import re
 from collections.abc import Sequence
 
-from ._io import path_problem
+from .._io import path_problem
 from .checkpoint import Checkpoint
 from .checkpoint_files import bad_link, left_out
-from .errors import CheckpointError, did_you_mean
+from ..errors import CheckpointError, did_you_mean
 from .hub import (
     CONFIG_FILE, HF_PREFIX, _Hub, _hub_unreachable, _network_errors, _offline, _unreachable_error,
 )

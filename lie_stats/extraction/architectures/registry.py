@@ -4,7 +4,7 @@ The only table from model types to adapters is built here, from the adapter clas
 themselves: :func:`register` reads a class's ``model_types`` and ``class_names`` and checks its
 declaration (probe, parameter patterns and their categories) once, when the class is defined.
 :func:`adapter_for` picks the adapter of a checkpoint. The built-in families register on
-import of :mod:`lie_stats.architectures`, which imports every family module in a fixed order
+import of :mod:`lie_stats.extraction.architectures`, which imports every family module in a fixed order
 (the order in which error messages list the supported architectures).
 """
 
@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from ..errors import ArchitectureError, did_you_mean
+from ...errors import ArchitectureError, did_you_mean
 from .base import Adapter, ModelShape
 
 __all__ = ["register", "unregister", "registered", "supported_architectures", "adapter_for", "config_shape"]
@@ -31,10 +31,10 @@ def _where(cls: type) -> str:
 
 def _check_declaration(cls: type[Adapter]) -> None:
     """Raise ArchitectureError unless ``cls`` declares what an adapter must, correctly."""
-    from ..schema import PARAM_CATEGORIES
+    from ...schema import PARAM_CATEGORIES
 
     if not (isinstance(cls, type) and issubclass(cls, Adapter)):
-        raise ArchitectureError(f"register: {cls!r} is not a subclass of lie_stats.architectures.Adapter")
+        raise ArchitectureError(f"register: {cls!r} is not a subclass of lie_stats.extraction.architectures.Adapter")
     own = vars(cls)
     if "model_types" not in own or not cls.model_types:
         raise ArchitectureError(
@@ -72,7 +72,7 @@ def register(cls: A) -> A:
     Parameters
     ----------
     cls : type
-        A subclass of :class:`~lie_stats.architectures.base.Adapter` declaring its own
+        A subclass of :class:`~lie_stats.extraction.architectures.base.Adapter` declaring its own
         ``model_types`` (``architecture`` among them), a ``probe`` with ``{l}``, and
         ``param_patterns`` whose categories are ``lie_stats.schema.PARAM_CATEGORIES``.
 
@@ -89,14 +89,14 @@ def register(cls: A) -> A:
 
     Examples
     --------
-    >>> from lie_stats.architectures import LlamaAdapter
+    >>> from lie_stats.extraction.architectures import LlamaAdapter
     >>> class Again(LlamaAdapter):
     ...     architecture = "llama"
     ...     model_types = ("llama",)
     >>> register(Again)
     Traceback (most recent call last):
     ...
-    lie_stats.errors.ArchitectureError: cannot register ...Again: model_type 'llama' is already registered to lie_stats.architectures.llama.LlamaAdapter
+    lie_stats.errors.ArchitectureError: cannot register ...Again: model_type 'llama' is already registered to lie_stats.extraction.architectures.llama.LlamaAdapter
     """
     _check_declaration(cls)
     for key, table, what in ([(t, _BY_MODEL_TYPE, "model_type") for t in cls.model_types]

@@ -1,7 +1,7 @@
 """Activation metrics of METRICS.md §7, the anchor / worker labels of §8 and their written-norm
 variant of §9.
 
-These need text: forward passes of a :class:`lie_stats.probe.ProbeSet` through the model's own
+These need text: forward passes of a :class:`lie_stats.extraction.probe.ProbeSet` through the model's own
 transformers implementation (``attn_implementation="eager"``, attention probabilities from
 ``output_attentions=True``), batched and streamed: each batch adds to running sums (float64)
 and is dropped, so memory is one batch's attention maps, never the probe set's.
@@ -45,14 +45,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._io import read_json, resolve_device
-from ._stop import raise_if_stopped
+from .._io import read_json, resolve_device
+from .._stop import raise_if_stopped
 from .architectures import Adapter, LayerWeights, adapter_for
-from .errors import CheckpointError, MetricError, did_you_mean
-from .forms import functional_killing
+from ..errors import CheckpointError, MetricError, did_you_mean
+from ..forms import functional_killing
 from .operators import family_factors, killing_cv, killing_form, normalized_killing
 from .probe import ProbeSet
-from .schema import FAMILIES, LABEL_CODES, variable_info
+from ..schema import FAMILIES, LABEL_CODES, variable_info
 
 __all__ = [
     "OBJECTIVES",
@@ -108,14 +108,14 @@ def killing_cv_torch(F: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
     ``K[i,j] = 2k tr(A_i A_j) - 2 tr(A_i) tr(A_j)`` (§3.4, ``k = d_model``, no compression),
     ``Khat = K / sqrt(|K_ii K_jj|)``, and ``std / mean |.|`` (population std) of ``Khat`` over
     pairs ``i < j``: the traces come from ``d_head x d_head`` products only, and the rest is
-    the one implementation, :func:`lie_stats.operators.killing_form`,
-    :func:`~lie_stats.operators.normalized_killing` and :func:`~lie_stats.operators.killing_cv`,
+    the one implementation, :func:`lie_stats.extraction.operators.killing_form`,
+    :func:`~lie_stats.extraction.operators.normalized_killing` and :func:`~lie_stats.extraction.operators.killing_cv`,
     that the weight metrics use too.
 
     Parameters
     ----------
     F, G : torch.Tensor
-        ``[n_heads, d_model, d_head]`` (:func:`lie_stats.operators.family_factors`).
+        ``[n_heads, d_model, d_head]`` (:func:`lie_stats.extraction.operators.family_factors`).
 
     Returns
     -------
@@ -143,7 +143,7 @@ def layer_objective(w: Any, *, objective: str = "killing_cv", family: str = "Q")
     """The layer-summary objective of METRICS.md §7.5 as a differentiable function of ``w``.
 
     ``w`` has ``W_Q, W_K, W_V`` ``[H, d_model, d_head]`` and ``W_O`` ``[H, d_head, d_model]``
-    (e.g. :class:`lie_stats.architectures.LayerWeights` with tensors that require grad).
+    (e.g. :class:`lie_stats.extraction.architectures.LayerWeights` with tensors that require grad).
 
     Examples
     --------
@@ -411,7 +411,7 @@ def activation_metrics(
         eager attention) or a loaded ``transformers`` model (switched to eager attention and
         moved to ``device``; its parameters' ``requires_grad`` is restored afterwards).
     probe
-        The token sequences (:mod:`lie_stats.probe`); ids must be below the vocabulary size.
+        The token sequences (:mod:`lie_stats.extraction.probe`); ids must be below the vocabulary size.
     batch_size
         Sequences per forward pass. Results do not depend on it beyond float rounding.
     device
@@ -469,7 +469,7 @@ def activation_metrics(
     ((1, 4), 'causal_lm', True)
     """
     if not isinstance(probe, ProbeSet):
-        raise MetricError(f"activation_metrics needs a ProbeSet (lie_stats.probe), got {type(probe).__name__}.")
+        raise MetricError(f"activation_metrics needs a ProbeSet (lie_stats.extraction.probe), got {type(probe).__name__}.")
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise MetricError(f"batch_size must be a positive integer, got {batch_size!r}.")
     if not (0.0 < mask_fraction < 1.0):
@@ -682,7 +682,7 @@ def sink_report(folder: str | os.PathLike, probe: ProbeSet, metrics: dict[str, n
     counts of the §8 and §9.2 labels. The model type and the token are text read from files
     (a newline or an escape sequence among them): show each line through
     :func:`lie_stats._text.terminal_line`. ``loaded``: the folder's
-    :func:`lie_stats.probe.folder_tokenizer`, when the caller has read it already.
+    :func:`lie_stats.extraction.probe.folder_tokenizer`, when the caller has read it already.
     """
     from .probe import folder_tokenizer
 

@@ -3,7 +3,7 @@
 :func:`compute_layer` turns one layer's canonical head weights (METRICS.md §1) into every
 cube variable of kind ``"weight"`` in :data:`lie_stats.schema.VARIABLES`; arrays carry the
 schema's dims without ``layer``. :func:`compute_checkpoint` stacks layers along ``layer``.
-The operators are never formed: see :mod:`lie_stats.operators` for the factored algebra and
+The operators are never formed: see :mod:`lie_stats.extraction.operators` for the factored algebra and
 the random-orientation null.
 
 This module knows nothing of files, checkpoints or xarray (DESIGN.md, module map).
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from . import _io
-from .errors import MetricError, did_you_mean
+from .. import _io
+from ..errors import MetricError, did_you_mean
 from .operators import (
     CanonicalHeads,
     actual_omega,
@@ -40,7 +40,7 @@ from .operators import (
     projection_size,
 
 )
-from .schema import FAMILIES, LAYER, MATRICES, VARIABLES, VariableInfo, variable_info
+from ..schema import FAMILIES, LAYER, MATRICES, VARIABLES, VariableInfo, variable_info
 
 if TYPE_CHECKING:  # pragma: no cover
     from .architectures import LayerWeights
@@ -402,9 +402,9 @@ def compute_layer(
         Seeds the null and, where ``projection_matrices`` lacks one, the projections. The null
         of this layer for operators of size ``k`` is drawn from
         ``numpy.random.SeedSequence([seed, layer], spawn_key=(k,))``
-        (:func:`lie_stats.operators.null_seed_sequence`) on the CPU in float64, shared by all
+        (:func:`lie_stats.extraction.operators.null_seed_sequence`) on the CPU in float64, shared by all
         pairs and families of the layer; ``P`` of ``fixed:K`` from
-        :func:`lie_stats.operators.projection_matrix` ``(d_model, K, seed)``.
+        :func:`lie_stats.extraction.operators.projection_matrix` ``(d_model, K, seed)``.
     alpha
         Quantile of each pair's null below which the pair counts as Abelian (§4.2). The
         empirical quantile is numpy's ``method="weibull"`` (position ``alpha (n + 1)`` among
@@ -444,7 +444,7 @@ def compute_layer(
     Notes
     -----
     Random-orientation null (§3.3): each draw is a Haar block ``B`` shared by all pairs and
-    families of the layer (see :mod:`lie_stats.operators`); heads are taken in the order of
+    families of the layer (see :mod:`lie_stats.extraction.operators`); heads are taken in the order of
     ``||A||_F`` (stable), a basis-free order, so permuting heads permutes every result. A
     change of residual basis leaves the null of Gram families unchanged; for circuits it
     gives another realization of the same null (the sign gauge of singular pairs), so

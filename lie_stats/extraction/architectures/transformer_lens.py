@@ -6,11 +6,11 @@ attention weights in the canonical layout of METRICS.md §1 already: ``blocks.{l
 ``b_Q/b_K/b_V`` ``[n_heads, d_head]``, ``b_O`` ``[d_model]``; under grouped-query attention
 the state dict holds ``_W_K``, ``_W_V``, ``_b_K``, ``_b_V`` ``[n_key_value_heads, ...]``,
 which TransformerLens repeats per query head with ``repeat_interleave`` (as
-:func:`~lie_stats.architectures.base.expand_kv` does). The pre-attention norm is
+:func:`~lie_stats.extraction.architectures.base.expand_kv` does). The pre-attention norm is
 ``blocks.{l}.ln1`` (``w`` and, for LayerNorm, ``b``).
 
 This adapter is not registered for any ``config.json`` model type: it is built by
-:mod:`lie_stats.memory` from the object's ``cfg`` (``HookedTransformerConfig``), passed as a
+:mod:`lie_stats.extraction.memory` from the object's ``cfg`` (``HookedTransformerConfig``), passed as a
 dict with ``model_type`` set to ``"transformer_lens"``. Its weights are the numbers the object
 holds. ``HookedTransformer.from_pretrained`` processes them by default (it folds the norm
 gains into ``W_Q/W_K/W_V``, setting ``normalization_type`` to ``LNPre``/``RMSPre``; centres the
@@ -24,7 +24,7 @@ patterns recomputed from the canonical weights equal the model's ``hook_pattern`
 from __future__ import annotations
 
 from .base import LAYER_GROUP as _L, Adapter, Getter, LayerWeights, ModelShape, expand_kv
-from ..errors import ArchitectureError
+from ...errors import ArchitectureError
 
 __all__ = ["TransformerLensAdapter", "MODEL_TYPE"]
 

@@ -3,9 +3,9 @@
 The public extraction call of the Python API. It takes what ``lie-stats extract`` takes (a
 checkpoint folder, a run folder, ``hf:ORG/NAME``) and also model objects in memory (a
 ``transformers.PreTrainedModel``, a TransformerLens ``HookedTransformer``, or a list of them:
-the checkpoints of one run; :mod:`lie_stats.memory`), and returns the cube. Without ``out``
+the checkpoints of one run; :mod:`lie_stats.extraction.memory`), and returns the cube. Without ``out``
 nothing is written: the checkpoints are extracted (in-process, or on ``workers`` processes)
-and merged in memory. With ``out`` it is :func:`lie_stats.extraction.extract` (shard store,
+and merged in memory. With ``out`` it is :func:`lie_stats.extraction.pipeline.extract` (shard store,
 ``resume``, the cube written atomically), and the cube it wrote is returned. Either way a
 checkpoint that failed is recorded in the cube's ``failed_checkpoints`` attribute (and
 logged); when none succeeded, :class:`~lie_stats.errors.LieStatsError` is raised.
@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from . import extraction as _x
-from ._io import resolve_device
-from ._text import log_text
-from .errors import LieStatsError
+from . import pipeline as _x
+from .._io import resolve_device
+from .._text import log_text
+from ..errors import LieStatsError
 
 __all__ = ["extract"]
 
@@ -86,7 +86,7 @@ def extract(
         object, or a list of objects).
     out
         A NetCDF file to write (with a shard store beside it while running, as
-        :func:`lie_stats.extraction.extract`). Default: nothing is written.
+        :func:`lie_stats.extraction.pipeline.extract`). Default: nothing is written.
     name, names
         The model's name in the cube (``name``, one source) or one name per source (``names``).
         Default: the folder's name (a generic one such as ``model`` skipped for the folder
@@ -98,17 +98,17 @@ def extract(
         A single checkpoint of unknown step is stored at step 0 with ``change_from_init``
         NaN (there is no first checkpoint of its run to measure from; METRICS.md §5.5).
     options
-        :class:`~lie_stats.extraction.ExtractOptions`; its fields can also be given as keywords
+        :class:`~lie_stats.extraction.pipeline.ExtractOptions`; its fields can also be given as keywords
         (``families=``, ``fold_ln=``, ``null_draws=``, ...), which override it.
     probe
         For the activation metrics (METRICS.md §7): a probe file, a
-        :class:`~lie_stats.probe.ProbeSet`, or token ids (a 2-d integer numpy array or torch
+        :class:`~lie_stats.extraction.probe.ProbeSet`, or token ids (a 2-d integer numpy array or torch
         ``LongTensor`` of shape ``(n, seq)``); or ``{model: probe}``. Needs a folder, a hub id
         or a ``transformers`` model (the model's own forward pass runs).
     revisions, progress, store_dtype, workers, scheduler
-        As :func:`lie_stats.extraction.extract`.
+        As :func:`lie_stats.extraction.pipeline.extract`.
     resume, force, keep_shards
-        As :func:`lie_stats.extraction.extract`; only with ``out``.
+        As :func:`lie_stats.extraction.pipeline.extract`; only with ``out``.
 
     Returns
     -------
@@ -165,8 +165,8 @@ def _extract_in_memory(items: list, options: _x.ExtractOptions, *, revisions: An
                        progress: bool, store_dtype: str, workers: int,
                        scheduler: str | None) -> xr.Dataset:
     """Every checkpoint's shard computed and merged in memory; no file written."""
-    from .cube import merge_shards, validate_cube
-    from .executors import run_tasks
+    from ..cube import merge_shards, validate_cube
+    from ..executors import run_tasks
     from .memory import activation_target
 
     if store_dtype not in ("float64", "float32"):

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ._io import atomic_write, text_sha256
-from .errors import CheckpointError, LieStatsError, did_you_mean
+from .._io import atomic_write, text_sha256
+from ..errors import CheckpointError, LieStatsError, did_you_mean
 
 __all__ = [
     "FIRST_TOKEN_KINDS",
@@ -351,7 +351,7 @@ def folder_tokenizer(folder: str | os.PathLike) -> tuple[dict, Any]:
     """
     import tokenizers
 
-    from ._io import path_problem, read_json
+    from .._io import path_problem, read_json
 
     folder = pathlib.Path(folder)
     if not folder.is_dir():
@@ -386,7 +386,7 @@ def text_probe(folder: str | os.PathLike, text: str | os.PathLike, *, first_toke
     ``first_token="bos"`` position 0 is ``config.json``'s ``bos_token_id`` when it has one;
     otherwise (and for ``"cls"``) the special token is looked up by name. ``text_source``
     records the file's name and the first 16 hex digits of its sha256. What ``lie-stats
-    sinks`` runs before :func:`lie_stats.activations.activation_metrics`. ``loaded``: the
+    sinks`` runs before :func:`lie_stats.extraction.activations.activation_metrics`. ``loaded``: the
     folder's :func:`folder_tokenizer`, when the caller has read it already.
 
     Raises
@@ -411,7 +411,7 @@ def text_probe(folder: str | os.PathLike, text: str | os.PathLike, *, first_toke
     >>> p.tokens.shape, p.tokens[:, 0].tolist(), p.text_source
     ((3, 5), [0, 0, 0], 't.txt (sha256:...)')
     """
-    from ._io import path_problem
+    from .._io import path_problem
 
     cfg, tok = loaded if loaded is not None else folder_tokenizer(folder)
     text_path = pathlib.Path(text)
@@ -457,7 +457,7 @@ def _one_probe(probe: Any) -> Any:
 
 
 def probe_option(probe: Any) -> Any:
-    """An extraction's ``probe`` option, normalized (:class:`lie_stats.extraction.ExtractOptions`):
+    """An extraction's ``probe`` option, normalized (:class:`lie_stats.extraction.pipeline.ExtractOptions`):
     ``None``; a file (a path string); a :class:`ProbeSet`, or token ids (a 2-d integer numpy
     array or torch tensor, made a ProbeSet whose tokenizer, text source and first token are
     "unknown"); or a per-model mapping / pairs -> sorted ``(model, file or ProbeSet)`` pairs.

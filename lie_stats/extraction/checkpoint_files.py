@@ -4,7 +4,7 @@ layouts of one folder (``model.safetensors`` beside ``pytorch_model.bin``) compa
 tensor (:func:`disagreement`), so that an ambiguous folder is refused rather than read
 through whichever file is looked for first; entries of a run folder that look like steps but
 are not (:func:`left_out`), listed rather than dropped; and why a symbolic link does not lead
-where it should (:func:`bad_link`). Used by :mod:`lie_stats.checkpoint` and :mod:`lie_stats.sources`.
+where it should (:func:`bad_link`). Used by :mod:`lie_stats.extraction.checkpoint` and :mod:`lie_stats.extraction.sources`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable
 
 import torch
 
-from ._io import loads_json, path_problem
-from .errors import CheckpointError
+from .._io import loads_json, path_problem
+from ..errors import CheckpointError
 
 __all__ = ["ST_HEADER_MAX", "check_st_header", "layout_kind", "disagreement", "left_out", "bad_link"]
 

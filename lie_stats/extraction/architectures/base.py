@@ -18,7 +18,7 @@ This module holds what every architecture shares: the data classes (:class:`Mode
 reshapes of ``nn.Linear`` weights into heads and the grouped-query expansion, and the
 :class:`Adapter` base class (config access, prefix detection, presence and shape checks,
 layer-norm folding, the logit scale). A family module subclasses :class:`Adapter` and declares
-its model types, tensor names, layout and parameter patterns (see :mod:`lie_stats.architectures`).
+its model types, tensor names, layout and parameter patterns (see :mod:`lie_stats.extraction.architectures`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import ClassVar
 
 import torch
 
-from ..errors import ArchitectureError, did_you_mean
+from ...errors import ArchitectureError, did_you_mean
 
 __all__ = [
     "ATTENTION_EXTRAS",
@@ -239,11 +239,11 @@ class Adapter:
     layer), ``_norm_names`` (the pre-attention norm) and ``_raw`` (stored tensors ->
     :class:`LayerWeights`), overrides ``attention_scale`` or ``_norm_gain`` where the
     architecture differs, and registers the class with
-    :func:`lie_stats.architectures.register`.
+    :func:`lie_stats.extraction.architectures.register`.
 
     Examples
     --------
-    >>> from lie_stats.architectures import adapter_for
+    >>> from lie_stats.extraction.architectures import adapter_for
     >>> cfg = {"model_type": "gpt2", "n_embd": 8, "n_head": 2, "n_layer": 1}
     >>> names = ["h.0.attn.c_attn.weight", "h.0.attn.c_attn.bias",
     ...          "h.0.attn.c_proj.weight", "h.0.attn.c_proj.bias"]
@@ -291,7 +291,7 @@ class Adapter:
 
         Examples
         --------
-        >>> from lie_stats.architectures import GPT2Adapter
+        >>> from lie_stats.extraction.architectures import GPT2Adapter
         >>> GPT2Adapter.config_shape({"n_embd": 8, "n_head": 2, "n_layer": 3}, source="c.json").n_layers
         3
         """
@@ -474,7 +474,7 @@ class Adapter:
 
         Examples
         --------
-        >>> from lie_stats.architectures import adapter_for
+        >>> from lie_stats.extraction.architectures import adapter_for
         >>> cfg = {"model_type": "gpt2", "n_embd": 8, "n_head": 2, "n_layer": 1}
         >>> names = ["h.0.attn.c_attn.weight", "h.0.attn.c_proj.weight", "h.0.ln_1.weight"]
         >>> adapter_for(cfg, names, source="c.json").layer_tensor_names(0, fold_ln=True)
@@ -491,7 +491,7 @@ class Adapter:
 
         Examples
         --------
-        >>> from lie_stats.architectures import adapter_for
+        >>> from lie_stats.extraction.architectures import adapter_for
         >>> cfg = {"model_type": "gpt2", "n_embd": 8, "n_head": 2, "n_layer": 2}
         >>> names = [f"h.{l}.attn.{m}.weight" for l in (0, 1) for m in ("c_attn", "c_proj")]
         >>> len(adapter_for(cfg, names, source="c.json").attention_tensor_names())
@@ -507,7 +507,7 @@ class Adapter:
 
         Examples
         --------
-        >>> from lie_stats.architectures import adapter_for
+        >>> from lie_stats.extraction.architectures import adapter_for
         >>> cfg = {"model_type": "bert", "hidden_size": 8, "num_attention_heads": 2,
         ...        "num_hidden_layers": 2}
         >>> names = [f"encoder.layer.{l}.attention.{m}.weight" for l in (0, 1) for m in
@@ -559,7 +559,7 @@ class Adapter:
         ----------
         layer : int
         get : callable
-            ``name -> torch.Tensor`` (e.g. :meth:`lie_stats.checkpoint.Checkpoint.get_tensor`).
+            ``name -> torch.Tensor`` (e.g. :meth:`lie_stats.extraction.checkpoint.Checkpoint.get_tensor`).
         fold_ln : bool
             Fold the pre-attention norm's gain ``g`` (and bias ``beta``) into the read maps:
             ``W' = diag(g) W``, ``b' = b + beta W``, so that ``n W' + b'`` equals
@@ -576,7 +576,7 @@ class Adapter:
 
         Examples
         --------
-        >>> from lie_stats.architectures import adapter_for
+        >>> from lie_stats.extraction.architectures import adapter_for
         >>> cfg = {"model_type": "gpt2", "n_embd": 4, "n_head": 2, "n_layer": 1}
         >>> t = {"h.0.attn.c_attn.weight": torch.arange(48.).reshape(4, 12),
         ...      "h.0.attn.c_proj.weight": torch.eye(4)}
@@ -621,7 +621,7 @@ class Adapter:
 
         Examples
         --------
-        >>> from lie_stats.architectures import adapter_for
+        >>> from lie_stats.extraction.architectures import adapter_for
         >>> cfg = {"model_type": "gpt2", "n_embd": 8, "n_head": 2, "n_layer": 1}
         >>> names = ["h.0.attn.c_attn.weight", "h.0.attn.c_proj.weight"]
         >>> adapter_for(cfg, names, source="c.json").attention_scale(0)

@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from .errors import MetricError, did_you_mean
-from .schema import FAMILIES, GRAM_FAMILIES, PROJECTION_ADAPTIVE, PROJECTION_NONE, parse_projection
+from ..errors import MetricError, did_you_mean
+from ..schema import FAMILIES, GRAM_FAMILIES, PROJECTION_ADAPTIVE, PROJECTION_NONE, parse_projection
 
 if TYPE_CHECKING:  # pragma: no cover
     from .architectures import LayerWeights
@@ -473,9 +473,9 @@ def normalized_killing(K: torch.Tensor) -> torch.Tensor:
 def killing_cv(Khat: torch.Tensor) -> torch.Tensor:
     """``killing_cv`` (METRICS.md §4.4): population std over mean ``|.|`` of ``Khat`` over pairs ``i < j``.
 
-    The one implementation, differentiable: the weight metrics (:mod:`lie_stats.metrics`, on
+    The one implementation, differentiable: the weight metrics (:mod:`lie_stats.extraction.metrics`, on
     the float64 ``Khat`` of the CPU) and the activation objective
-    (:func:`lie_stats.activations.killing_cv_torch`, on factors that require grad) both call
+    (:func:`lie_stats.extraction.activations.killing_cv_torch`, on factors that require grad) both call
     it. NaN with fewer than two heads, where mean ``|.|`` is 0, or where ``Khat`` has a NaN.
 
     Examples

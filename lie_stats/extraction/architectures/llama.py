@@ -1,10 +1,10 @@
 """The Llama family: Llama (SmolLM2), Mistral, Qwen2, Qwen3.
 
 Stored layout: ``self_attn.{q,k,v,o}_proj`` (``nn.Linear``) with grouped-query attention (K/V
-heads expanded with ``repeat_interleave``, :func:`~lie_stats.architectures.base.expand_kv`),
+heads expanded with ``repeat_interleave``, :func:`~lie_stats.extraction.architectures.base.expand_kv`),
 full rotary; Qwen2's q/k/v biases; Qwen3's per-head query/key RMS norms (gain ``w``);
 Mistral's and Qwen2's optional sliding window. Gemma3, which shares the layout, lives in
-:mod:`lie_stats.architectures.gemma3`. Proven by ``tests/architectures/test_llama.py``.
+:mod:`lie_stats.extraction.architectures.gemma3`. Proven by ``tests/architectures/test_llama.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import torch
 
-from ..errors import ArchitectureError
+from ...errors import ArchitectureError
 from .base import (
     LAYER_GROUP as _L, Adapter, Getter, LayerWeights, ModelShape, expand_kv, heads_from_linear_in,
     heads_from_linear_out,
