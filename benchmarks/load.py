@@ -10,7 +10,7 @@ What it does
        lie-stats extract RUN -o OUT.nc --workers 2 --quiet
 
    (all six operator families, 64 null draws: the defaults), i.e. a real Dask
-   ``LocalCluster`` of two spawned worker processes (lie_stats/executors.py).
+   ``LocalCluster`` of two spawned worker processes (lie_stats/extraction/executors.py).
 3. Every ``--interval`` seconds, samples the resident set size (RSS, psutil) of the driver
    and of every process below it (the two Dask workers, multiprocessing's resource
    tracker), together with the number of finished shards in ``OUT.nc.shards/`` (the

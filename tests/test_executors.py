@@ -115,7 +115,7 @@ def test_workers_and_scheduler_exclude_each_other(neox_run, tmp_path, capsys):
 
 
 def test_an_unreachable_scheduler_is_a_clear_error(neox_run, tmp_path, monkeypatch, capsys):
-    from lie_stats import executors
+    from lie_stats.extraction import executors
 
     monkeypatch.setattr(executors, "CONNECT_TIMEOUT_S", 1.0)
     assert cli.main(["extract", str(neox_run), "-o", str(tmp_path / "u.nc"), "--families", "Q",
@@ -188,7 +188,7 @@ def test_a_worker_killed_mid_task_loses_nothing_on_a_scheduler(neox_run, in_proc
 
     from distributed import Client, LocalCluster
 
-    from lie_stats.executors import WORKER_ENV
+    from lie_stats.extraction.executors import WORKER_ENV
 
     killed: dict[str, object] = {}
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, env=dict(WORKER_ENV),
@@ -227,7 +227,7 @@ def test_the_local_pool_keeps_no_long_diagnostic_history(monkeypatch):
     transitions and 7200 monitor samples, grew memory for hundreds of checkpoints)."""
     from distributed import Client
 
-    from lie_stats.executors import LOCAL_CLUSTER_CONFIG, WORKER_ENV, local_cluster
+    from lie_stats.extraction.executors import LOCAL_CLUSTER_CONFIG, WORKER_ENV, local_cluster
 
     low = LOCAL_CLUSTER_CONFIG["distributed.admin.low-level-log-length"]
     samples = LOCAL_CLUSTER_CONFIG["distributed.admin.system-monitor.log-length"]
@@ -264,7 +264,7 @@ def test_the_local_pool_inherits_a_malloc_setting_of_the_caller(monkeypatch):
     CI-sized load test relies on this to make RSS track live memory)."""
     from distributed import Client
 
-    from lie_stats.executors import local_cluster
+    from lie_stats.extraction.executors import local_cluster
 
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "131072")
     with local_cluster(1) as cluster, Client(cluster, set_as_default=False) as client:

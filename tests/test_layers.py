@@ -23,7 +23,7 @@ ROOT = Path(lie_stats.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     ("lie_stats._version", "lie_stats.errors", "lie_stats._text", "lie_stats._stop"),
     ("lie_stats.schema",),
-    ("lie_stats._io", "lie_stats.forms"),
+    ("lie_stats._io", "lie_stats.forms", "lie_stats.executors"),
     ("lie_stats.stats", "lie_stats.stats."),
     # the extraction side (lie_stats/extraction/) and the cube format it shares with the inference side
     ("lie_stats.extraction.architectures", "lie_stats.extraction.architectures.", "lie_stats.extraction.probe",
@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
      "lie_stats.extraction.operators"),
     ("lie_stats.extraction.metrics",),
     ("lie_stats.extraction.activations", "lie_stats.extraction.delta"),
-    ("lie_stats.executors", "lie_stats.extraction.store"),
+    ("lie_stats.extraction.executors", "lie_stats.extraction.store"),
     ("lie_stats.extraction", "lie_stats.extraction.pipeline", "lie_stats.extraction.api", "lie_stats.datasets"),
     ("lie_stats.spec", "lie_stats.spec."),
     ("lie_stats.collect", "lie_stats.gates", "lie_stats.diagnosis", "lie_stats.diagnosis."),

@@ -15,13 +15,14 @@ Its modules, in the order of the data flow (``tests/test_layers.py`` holds the o
 * :mod:`~lie_stats.extraction.metrics`: the weight metrics of METRICS.md §3-§5.
 * :mod:`~lie_stats.extraction.activations` (activation metrics, sinks) and
   :mod:`~lie_stats.extraction.delta` (parameter deltas, METRICS.md §6.4).
-* :mod:`~lie_stats.extraction.store`: the shard store of a run (what may be kept, what
+* :mod:`~lie_stats.extraction.executors` (where the tasks run: in-process or on a Dask
+  cluster) and :mod:`~lie_stats.extraction.store`: the shard store of a run (what may be kept, what
   must be redone, what must not be replaced).
 * :mod:`~lie_stats.extraction.pipeline` (``extract``: sources -> tasks -> shards -> cube) and
   :mod:`~lie_stats.extraction.api` (``lie_stats.extract``, the public call).
 
 The cube format itself (:mod:`lie_stats.cube`) is shared with the inference side and stays at
-the package root; so do the process pools and signal handling of :mod:`lie_stats.executors`,
-which ``lie-stats diagnose --jobs`` uses too. Importing this package imports none of its
+the package root; so do the signal handling and fork pool of :mod:`lie_stats.executors`,
+which every command (``lie-stats diagnose --jobs`` too) uses. Importing this package imports none of its
 modules (torch loads only with the module that needs it).
 """

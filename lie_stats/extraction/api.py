@@ -166,7 +166,7 @@ def _extract_in_memory(items: list, options: _x.ExtractOptions, *, revisions: An
                        scheduler: str | None) -> xr.Dataset:
     """Every checkpoint's shard computed and merged in memory; no file written."""
     from ..cube import merge_shards, validate_cube
-    from ..executors import run_tasks
+    from .executors import run_tasks
     from .memory import activation_target
 
     if store_dtype not in ("float64", "float32"):

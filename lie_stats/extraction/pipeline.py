@@ -32,7 +32,7 @@ from .._stop import raise_if_stopped
 from .._text import log_text, terminal_line
 from ..cube import checkpoint_shard, merge_shards, open_cube, write_cube
 from ..errors import CheckpointError, LieStatsError
-from ..executors import run_tasks
+from .executors import run_tasks
 from .store import SHARD_KEY_SCHEME, check_output, check_replace, lock_store, notice, prepare_store, shard_problems
 
 __all__ = [
@@ -581,7 +581,7 @@ def extract(
 
     The map over checkpoints runs in-process (``workers=1``), on a local Dask cluster of
     ``workers`` single-threaded processes, or on the Dask cluster at ``scheduler``
-    (:mod:`lie_stats.executors`); workers return shards and this process writes them, so
+    (:mod:`lie_stats.extraction.executors`); workers return shards and this process writes them, so
     the store needs no shared filesystem. The cube is bitwise the same whichever executor
     ran it. The run holds an exclusive lock on the shard store (:func:`lie_stats.extraction.pipeline.lock_store`).
 

@@ -16,7 +16,7 @@ cache keyed by checkpoint makes) gives a slope of 512 KB/checkpoint. The slope b
 adds over the checkpoints between the two windows (``(N - 2 * WARMUP) * 512 KB * 3 / 4``,
 33.8 MB).
 ``test_the_criterion_fails_a_run_that_leaks`` injects exactly that leak into the workers
-(a ``sitecustomize`` that wraps ``lie_stats.executors.run_task``) and checks that the same
+(a ``sitecustomize`` that wraps ``lie_stats.extraction.executors.run_task``) and checks that the same
 criterion fails it, so this test can fail.
 
 Allocator: both runs set ``MALLOC_TRIM_THRESHOLD_=65536`` for ``lie-stats`` (the workers
@@ -154,7 +154,7 @@ def test_the_driver_writes_shards_without_the_cluster_as_default_scheduler(loade
 _LEAKY_SITECUSTOMIZE = '''
 """Injected by tests/faults/test_load.py: every task a worker runs retains 512 KB."""
 import numpy as _np
-import lie_stats.executors as _executors
+import lie_stats.extraction.executors as _executors
 
 _RETAINED = []
 _run_task = _executors.run_task
