@@ -68,7 +68,7 @@ from ..executors import CLOSE_TIMEOUT_S, POLL_S, deferred_stop, end_processes
 __all__ = ["Outcome", "TaskFunction", "run_task", "run_tasks", "local_cluster", "WORKER_ENV",
            "LOCAL_CLUSTER_CONFIG", "CONNECT_TIMEOUT_S"]
 
-log = logging.getLogger("lie_stats.executors")
+log = logging.getLogger("lie_stats.extraction.executors")
 
 #: Seconds to wait for a ``--scheduler`` to answer before giving up with a clear error.
 CONNECT_TIMEOUT_S: float = 30.0
