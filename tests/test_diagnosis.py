@@ -336,7 +336,7 @@ def test_a_kind_that_runs_other_kinds_is_fingerprinted_with_all_of_them(monkeypa
 
     before = D.code_fingerprint("verdict_agreement")
     correlation = D.code_fingerprint("correlation")
-    enrichment = importlib.import_module("lie_stats.diagnosis.designs.enrichment")
+    enrichment = importlib.import_module("lie_stats.spec.kinds.trend.design")
     source = inspect.getsource(enrichment)
     monkeypatch.setattr(inspect, "getsource", lambda m, _real=inspect.getsource: (
         source + "\nCHANGED = 1" if m is enrichment else _real(m)))

@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("lie_stats.extraction.activations", "lie_stats.extraction.delta"),
     ("lie_stats.extraction.executors", "lie_stats.extraction.store"),
     ("lie_stats.extraction", "lie_stats.extraction.pipeline", "lie_stats.extraction.api", "lie_stats.datasets"),
+    ("lie_stats.spec.simulate", "lie_stats.spec.simulate."),
     ("lie_stats.spec", "lie_stats.spec."),
     ("lie_stats.collect", "lie_stats.gates", "lie_stats.diagnosis", "lie_stats.diagnosis."),
     ("lie_stats.report", "lie_stats.report."),
@@ -166,3 +167,11 @@ def test_the_checks_can_fail():
     assert layer_of("lie_stats.cube") > layer_of("lie_stats.schema")
     # and a deferred import inside a function is read
     assert "lie_stats.cube" in GRAPH["lie_stats.datasets"]
+
+
+def test_designs_sit_in_their_kinds_folders_above_their_building_blocks():
+    # a family's design imports the building blocks below it, never the other way round
+    assert "lie_stats.spec.simulate" in GRAPH["lie_stats.spec.kinds.trend.design"]
+    assert layer_of("lie_stats.spec.simulate.layers") < layer_of("lie_stats.spec.kinds.trend.design")
+    assert not any(t.startswith("lie_stats.spec.kinds") for m in MODULES if m.startswith("lie_stats.spec.simulate")
+                   for t in GRAPH[m])

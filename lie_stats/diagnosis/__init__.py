@@ -52,9 +52,9 @@ import numpy as np
 from .._io import file_sha256, text_sha256, write_text_atomic
 from ..errors import LieStatsError, SpecError, StatsInputError
 from ..stats import columns as C
+from ..spec.simulate import (Arrays, Design, NotPlantable, flip_differences, permute_heads,
+                             plant_correlation, swap_layers)
 from .designs import DESIGNS, design_for
-from .simulate import (Arrays, Design, NotPlantable, flip_differences, permute_heads,
-                       plant_correlation, swap_layers)
 
 __all__ = [
     "DIAGNOSIS_FILE",
@@ -459,38 +459,40 @@ def code_fingerprint(test: str, *, magnitude: bool = False) -> str:
 def fingerprint_modules(test: str, *, magnitude: bool = False) -> set[str]:
     """The modules whose behaviour decides a result of kind ``test``: the modules of its
     binding and decision rule, the ``lie_stats.stats`` modules its kind module uses, this
-    module's simulation loop (:data:`SIMULATION`, not its cache),
-    :mod:`lie_stats.diagnosis.simulate`, the modules of the kind's design, and, with
-    ``magnitude`` (a spec that declares the size its claim states) or for a kind that runs
-    other kinds, :mod:`lie_stats.spec.magnitude` (how a figure decides)."""
+    module's simulation loop (:data:`SIMULATION`, not its cache), the design building blocks
+    (every module of :mod:`lie_stats.spec.simulate`), the module that declares the kind's
+    design (its family folder's ``design``) and the modules of the design's functions, and,
+    with ``magnitude`` (a spec that declares the size its claim states) or for a kind that
+    runs other kinds, :mod:`lie_stats.spec.magnitude` (how a figure decides)."""
     import importlib
     import inspect
     import sys
 
+    from ..spec import simulate
     from ..spec.registry import get_kind
+    from .designs import DESIGN_HOMES
 
     def module(name: str):
         return sys.modules.get(name) or importlib.import_module(name)
 
     kind = get_kind(test)
-    names = {kind.fn.__module__, kind.decide.__module__, __name__, f"{__name__}.simulate",
-             f"{__name__}.robust"}
+    names = {kind.fn.__module__, kind.decide.__module__, __name__, f"{__name__}.robust",
+             *_package_modules(simulate)}
     if magnitude:
         names.add("lie_stats.spec.magnitude")
     design = design_for(kind)
     if design is not None:
+        if design is DESIGNS.get(kind.name):
+            names.add(DESIGN_HOMES[kind.name])
         names.update(f.__module__ for f in (design.null, design.plant, design.null_value)
                      if f is not None and f.__module__.startswith("lie_stats"))
         if design.runs_other_kinds:  # any kind's rule, statistics, design or figure may run inside
-            import pkgutil
-
             names.add("lie_stats.spec.magnitude")
             from .. import stats
             from ..spec import kinds
-            from . import designs
 
-            for package in (kinds, stats, designs):
-                names.update(f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__))
+            for package in (kinds, stats):
+                names.update(_package_modules(package))
     for value in vars(module(kind.fn.__module__)).values():
         # a statistic imported by name (its function) or as a module (``stats.intersection as iut``)
         if inspect.ismodule(value):
@@ -502,6 +504,15 @@ def fingerprint_modules(test: str, *, magnitude: bool = False) -> set[str]:
         if name.startswith("lie_stats.stats"):
             names.add(name)
     return names
+
+
+def _package_modules(package: Any) -> list[str]:
+    """The modules of ``package``, the package's own ``__init__`` included and those of its
+    subpackages (a kind family's folder: its binding and its design) at any depth."""
+    import pkgutil
+
+    return [package.__name__, *(m.name for m in pkgutil.walk_packages(package.__path__,
+                                                                      f"{package.__name__}."))]
 
 
 def behaviour_fingerprint(sources: Mapping[str, str]) -> str:

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..errors import LieStatsError, SpecError
 from . import Settings, design_for, diagnose_arrays
-from .simulate import Arrays, NotPlantable
+from ..spec.simulate import Arrays, NotPlantable
 
 __all__ = ["AXES", "NotPlantable", "EffectKnob", "RedesignRow", "Redesign", "parse_redesign", "current_size",
            "resample", "effect_knob", "power_at", "minimum_detectable_effect", "redesign_arrays",

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from .simulate import Arrays
+from ..spec.simulate import Arrays
 
 __all__ = ["ALTERNATIVES", "Alternative", "NotApplicable", "numeric_roles", "CATEGORICAL_ROLES"]
 

@@ -1,4 +1,4 @@
-"""Designs of the boundary-layer and head-enrichment kinds (lie_stats/diagnosis/designs/boundary.py).
+"""Designs of the boundary-layer and head-enrichment kinds (the designs in lie_stats/spec/kinds/trend/design.py and pairwise/design.py, their building blocks in lie_stats/spec/simulate/layers.py).
 
 Each kind is diagnosed on synthetic selections shaped like the bundled ones (12 layers of
 8 heads padded to 16, pairs stored for i < j only, layer-level structure) that hold a
@@ -21,7 +21,6 @@ from scipy import stats as sps
 
 from lie_stats import diagnosis as D
 from lie_stats import schema
-from lie_stats.diagnosis.designs import boundary as B
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 from lie_stats.stats.pairwise import boundary_enrichment, pair_summary, row_summary, symmetric_pairs
 

@@ -1,5 +1,6 @@
-"""Designs of the change kinds (lie_stats/diagnosis/designs/changes.py): ``ratio_of_changes``,
-``iut_equivalence``, ``delta_rank``, ``delta_order``.
+"""Designs of the change kinds (lie_stats/spec/kinds/ranks/design.py and
+lie_stats/spec/kinds/intersection/design.py): ``ratio_of_changes``, ``iut_equivalence``,
+``delta_rank``, ``delta_order``.
 
 Each kind is diagnosed on synthetic arrays shaped like pico_pythia_pair's (two runs of twelve
 layers; eleven parameter categories, three of them per model) that hold a real effect far
@@ -19,8 +20,8 @@ import xarray as xr
 from scipy import stats as sps
 
 from lie_stats import diagnosis as D
-from lie_stats.diagnosis.designs.changes import (DeltaMap, exchange_at_ratio, realise_order,
-                                                 redraw_unit_means)
+from lie_stats.spec.kinds.intersection.design import redraw_unit_means
+from lie_stats.spec.kinds.ranks.design import DeltaMap, exchange_at_ratio, realise_order
 from lie_stats.spec import HypothesisSpec, Prediction, Select
 from lie_stats.stats.ranks import delta_order, delta_rank, pooled_relative
 

@@ -1,5 +1,5 @@
 """Designs of head_mean, share_above, trend and depth_crossover
-(lie_stats/diagnosis/designs/clusters.py).
+(lie_stats/spec/kinds/clustered/design.py, lie_stats/spec/kinds/trend/design.py).
 
 Each kind's diagnosis runs on synthetic arrays shaped like the real selections (runs x
 layers x heads x checkpoints, layer effects, AR(1) trajectories, padded layers, ties) that
@@ -20,7 +20,8 @@ import xarray as xr
 from scipy import stats as sps
 
 from lie_stats import diagnosis as D
-from lie_stats.diagnosis.designs import clusters as K
+from lie_stats.spec.kinds.clustered import design as KC
+from lie_stats.spec.kinds.trend import design as K
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select
 
 ALPHA = 0.05
@@ -95,7 +96,7 @@ def test_centre_heads_flips_each_cluster_about_the_value_and_keeps_the_rest():
     m = heads(rng.uniform(size=v.shape))
     spec = spec_of("head_mean", Prediction("below", value=0.5), mask=True,
                    params={"transform": "log", "mask_above": 0.5})
-    out = K.centre_heads({"values": v, "mask": m}, spec, 0.5, np.random.default_rng(1))
+    out = KC.centre_heads({"values": v, "mask": m}, spec, 0.5, np.random.default_rng(1))
     keep = (m.values > 0.5) & np.isfinite(v.values)
     assert np.array_equal(np.isnan(out["values"].values), np.isnan(v.values))
     assert np.array_equal(out["values"].values[~keep & np.isfinite(v.values)],
@@ -121,14 +122,14 @@ def test_head_mean_plant_shifts_the_kept_heads_on_the_kind_s_scale():
     mag = Magnitude(reference=0.25, low=0.2, high=0.3, scale="ratio", justification="j")
     spec = spec_of("head_mean", Prediction("below", value=0.5, magnitude=mag), mask=True,
                    params={"transform": "log", "mask_above": 0.5})
-    out, planted = K.DESIGNS["head_mean"].plant({"values": v, "mask": m}, spec, rng)
+    out, planted = KC.DESIGNS["head_mean"].plant({"values": v, "mask": m}, spec, rng)
     assert planted == 0.25
     ratio = out["values"].values / v.values
     keep = m.values > 0.5
     np.testing.assert_allclose(ratio[keep & np.isfinite(ratio)], 0.5)  # 0.25 / 0.5: geometric
     np.testing.assert_allclose(ratio[~keep & np.isfinite(ratio)], 1.0)
     with pytest.raises(D.NotPlantable, match="no magnitude"):
-        K.DESIGNS["head_mean"].plant({"values": v, "mask": m},
+        KC.DESIGNS["head_mean"].plant({"values": v, "mask": m},
                                       spec_of("head_mean", Prediction("below", value=0.5)), rng)
 
 
@@ -179,7 +180,7 @@ def test_move_shares_moves_whole_heads_to_the_value_and_keeps_the_rest():
     pooled = float((v[np.isfinite(v)] > 0.5).mean())
     shares = []
     for i in range(200):
-        out = K.move_shares(da, 0.5, 0.5, np.random.default_rng(i)).values
+        out = KC.move_shares(da, 0.5, 0.5, np.random.default_rng(i)).values
         assert np.array_equal(np.isnan(out), np.isnan(v))
         same_side = (out > 0.5) == (v > 0.5)
         np.testing.assert_array_equal(out[same_side], v[same_side])  # kept where not crossing
@@ -199,7 +200,7 @@ def test_move_shares_moves_whole_heads_to_the_value_and_keeps_the_rest():
 
 def test_a_head_at_the_threshold_moved_above_is_strictly_above():
     da = heads(np.full((1, 2, 4), 0.5))
-    out = K.move_shares(da, 0.5, 1.0, np.random.default_rng(0)).values
+    out = KC.move_shares(da, 0.5, 1.0, np.random.default_rng(0)).values
     assert (out > 0.5).all() and np.allclose(out, 0.5)
 
 

@@ -18,8 +18,8 @@ import xarray as xr
 from scipy import stats as sps
 
 from lie_stats import diagnosis as D
-from lie_stats.diagnosis.designs import agreement as AG
-from lie_stats.diagnosis.designs import models as M
+from lie_stats.spec.kinds.agreement import design as AG
+from lie_stats.spec.kinds.models import design as M
 from lie_stats.spec import HypothesisSpec, Magnitude, Prediction, Select, compression_agreement, select
 
 from ..calibration._design import layered_pair

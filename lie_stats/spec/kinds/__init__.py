@@ -1,6 +1,6 @@
-"""The test kinds of lie_stats, one family a module; importing this package registers them.
+"""The test kinds of lie_stats, one family a folder; importing this package registers them.
 
-| module | kinds |
+| folder | kinds |
 |---|---|
 | :mod:`.correlation` | ``correlation``, ``partial_correlation``, ``replication`` |
 | :mod:`.equivalence` | ``correlation_equivalence``, ``tost_relative``, ``tost_paired`` |
@@ -15,24 +15,64 @@
 | :mod:`.intersection` | ``iut_equivalence`` |
 | :mod:`.meta` | ``meta_replication`` |
 
-A module here holds, for each of its kinds, the binding (selected data -> the statistic of
-:mod:`lie_stats.stats`), the decision rule when no shared rule of
-:mod:`lie_stats.spec.rules` fits, the checks only that kind knows, and one
-:func:`~lie_stats.spec.registry.register_test` call. Every module of this package is imported
-(in name order; the order does not matter), so a new kind is one new module here plus its
-statistic in :mod:`lie_stats.stats`; ``lie-stats kinds`` lists it.
+A family is one folder, ``<family>/``:
+
+- ``__init__.py``: for each of its kinds, the binding (selected data -> the statistic of
+  :mod:`lie_stats.stats`), the decision rule when no shared rule of
+  :mod:`lie_stats.spec.rules` fits, the checks only that kind knows (its validate hook), and
+  one :func:`~lie_stats.spec.registry.register_test` call;
+- ``design.py``: ``DESIGNS``, a dict from each of its kinds to the
+  :class:`~lie_stats.spec.simulate.Design` that simulates its data under the null and with
+  the reference effect planted (``lie-stats diagnose`` and ``tests/calibration`` draw from
+  it), built from the blocks of :mod:`lie_stats.spec.simulate`.
+
+Every folder of this package is imported (in name order; the order does not matter), then
+its ``design`` module, whose designs :data:`DESIGNS` merges (a kind given a design twice is
+an error). A new kind is its statistic in :mod:`lie_stats.stats` plus its folder here;
+``lie-stats kinds`` lists it.
 """
+
+from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import Any
 
 from .agreement import compression_agreement, compression_tag
 
-#: The family modules of this package, in the order they were imported.
-FAMILY_MODULES = tuple(
-    importlib.import_module(f"{__name__}.{info.name}").__name__
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
-    if not info.name.startswith("_")
-)
+_FAMILIES = [info.name for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
+             if not info.name.startswith("_")]
 
-__all__ = ["compression_agreement", "compression_tag", "FAMILY_MODULES"]
+#: The family modules (binding and rule) of this package, in the order they were imported.
+FAMILY_MODULES = tuple(importlib.import_module(f"{__name__}.{name}").__name__ for name in _FAMILIES)
+
+
+def _collect_designs() -> tuple[dict[str, Any], dict[str, str]]:
+    out: dict[str, Any] = {}
+    owner: dict[str, str] = {}
+    for family in FAMILY_MODULES:
+        package = importlib.import_module(family)
+        if not any(m.name == "design" for m in pkgutil.iter_modules(package.__path__)):
+            continue
+        module = importlib.import_module(f"{family}.design")
+        for kind, design in getattr(module, "DESIGNS", {}).items():
+            if kind in out:
+                raise RuntimeError(f"design for kind {kind!r} defined in both {owner[kind]} and "
+                                   f"{module.__name__}")
+            out[kind], owner[kind] = design, module.__name__
+    return out, owner
+
+
+#: The built-in designs, by kind name (each family's ``design.DESIGNS``), and the module
+#: each comes from.
+DESIGNS, DESIGN_HOMES = _collect_designs()
+
+
+def design_for(kind: Any) -> Any:
+    """The kind's own design (``register_test(design=...)``), else the built-in one of its
+    family's folder, else None."""
+    return getattr(kind, "design", None) or DESIGNS.get(kind.name)
+
+
+__all__ = ["compression_agreement", "compression_tag", "FAMILY_MODULES", "DESIGNS",
+           "DESIGN_HOMES", "design_for"]

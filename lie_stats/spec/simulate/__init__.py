@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stats import columns as C
+from ...stats import columns as C
 
 class NotPlantable(Exception):
     """The reference effect cannot be planted into these data (the message says why)."""
@@ -61,6 +61,18 @@ class Design:
 
 
 # ----------------------------------------------------------------------------- array helpers
+
+
+def lead_first(da: Any, lead: Sequence[str]) -> tuple[Any, np.ndarray]:
+    """``da`` with ``lead`` dims first (those it has), and its values as float."""
+    order = [d for d in lead if d in da.dims]
+    arranged = da.transpose(*order, *[d for d in da.dims if d not in order])
+    return arranged, np.array(arranged.values, dtype=float)
+
+
+def put_values(da: Any, arranged: Any, values: np.ndarray) -> Any:
+    """``values`` (in ``arranged``'s layout) as an array with ``da``'s dims and coords."""
+    return arranged.copy(data=values.reshape(arranged.shape)).transpose(*da.dims)
 
 
 def dims_last(da: Any, dims: Sequence[str]) -> Any:
@@ -250,3 +262,12 @@ def prediction_value(row: Mapping[str, float], spec: Any) -> float:
     """The prediction's value (0 when it has none)."""
     value = spec.prediction.value
     return float(value) if value is not None else 0.0
+
+
+def label_design(role: str) -> Design:
+    """The design of a label comparison (group differences, AUC, interactions, classifier
+    agreement, timing): ``selection[role]`` permuted over heads within layers; no planted
+    effect is defined."""
+    return Design(null=null_permute(role), plant=None, null_value=prediction_value,
+                  what=f"null: {role} permuted over heads within layers; no planted effect "
+                       f"(no way to plant one is defined for a label comparison)")

@@ -17,15 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from ... import schema
-from ...errors import SpecError, StatsInputError
-from ...stats import columns as C
-from ..declaration import HypothesisSpec
-from ..magnitude import decide
-from ..parts import SWEEP_SELECT, Prediction, check_projection, jsonable, replace
-from ..registry import all_roles, get_kind, register_test
-from ..rules import Decision, finite
-from ..tables import TestInput
+from .... import schema
+from ....errors import SpecError, StatsInputError
+from ....stats import columns as C
+from ...declaration import HypothesisSpec
+from ...magnitude import decide
+from ...parts import SWEEP_SELECT, Prediction, check_projection, jsonable, replace
+from ...registry import all_roles, get_kind, register_test
+from ...rules import Decision, finite
+from ...tables import TestInput
 
 __all__ = ["compression_agreement", "compression_tag", "agreement_role", "decide_agreement",
            "VERDICT_CODES", "AGREE_VERDICT", "N_OPPOSITE", "AGREE_SEP", "AGREE_MAX"]

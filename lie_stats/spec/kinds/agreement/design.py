@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..simulate import Arrays, Design, NotPlantable, zero_or_null_center
+from ...simulate import Arrays, Design, NotPlantable, zero_or_null_center
 
 __all__ = ["TargetSpec", "target_of", "compression_arrays", "DESIGNS"]
 
@@ -47,7 +47,7 @@ class TargetSpec:
 
     @property
     def kind(self) -> Any:
-        from ...spec.registry import get_kind
+        from ...registry import get_kind
 
         return get_kind(self.test)
 
@@ -56,7 +56,7 @@ class TargetSpec:
 
 
 def _split(role: str) -> tuple[str, int]:
-    from ...spec.kinds.agreement import AGREE_SEP
+    from . import AGREE_SEP
 
     base, _, index = role.rpartition(AGREE_SEP)
     return base, int(index)
@@ -64,7 +64,7 @@ def _split(role: str) -> tuple[str, int]:
 
 def target_of(spec: Any) -> TargetSpec:
     """The target of a ``verdict_agreement`` spec (its ``target_*`` parameters)."""
-    from ...spec import Prediction
+    from ...parts import Prediction
 
     p = spec.resolved_params()
     selection = {}
@@ -102,7 +102,7 @@ def compression_arrays(arrays: Arrays) -> list[Arrays]:
 
 
 def _target_design(spec: Any) -> tuple[TargetSpec, Design]:
-    from . import design_for
+    from .. import design_for
 
     target = target_of(spec)
     design = design_for(target.kind)
@@ -129,7 +129,7 @@ class _Simulated(dict):
 def _simulate(real: Arrays, spec: Any, seed: int, removed: int | None) -> _Simulated:
     """Every compression's data with the target's planted effect, except compression
     ``removed``, which keeps the target's null; the same draws for every compression."""
-    from ...spec.kinds.agreement import agreement_role
+    from . import agreement_role
 
     target, design = _target_design(spec)
     out = _Simulated(real)

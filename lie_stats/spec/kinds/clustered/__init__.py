@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import SpecError, StatsInputError
-from ...stats.clustered import TRANSFORMS, head_mean, share_above
-from ..registry import register_test
-from ..rules import decide_one_sided
-from ..tables import TestInput, layer_clusters
+from ....errors import SpecError, StatsInputError
+from ....stats.clustered import TRANSFORMS, head_mean, share_above
+from ...registry import register_test
+from ...rules import decide_one_sided
+from ...tables import TestInput, layer_clusters
 
 __all__: list[str] = []
 

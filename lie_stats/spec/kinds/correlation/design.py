@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..simulate import (Arrays, Design, null_permute, plant_correlation, reference_number,
+from ...simulate import (Arrays, Design, null_permute, plant_correlation, reference_number,
                         zero_or_null_center)
 
 

@@ -1,5 +1,12 @@
-"""Equivalence of paired values (TOST kinds): the paired differences re-centred at the
-bound with their residuals sign-flipped by layer; planted: the same re-centred at 0."""
+"""Designs of the equivalence kinds.
+
+- ``tost_paired``, ``tost_relative`` (equivalence of paired values): the paired differences
+  re-centred at the bound with their residuals sign-flipped by layer; planted: the same
+  re-centred at 0.
+- ``correlation_equivalence`` (TOST of the within-layer correlation within +/-bound): the
+  null puts the within-layer correlation at +bound or -bound (the edge of equivalence, where
+  each one-sided test holds its level); the planted effect is no correlation (``y`` permuted
+  over heads within layers)."""
 
 from __future__ import annotations
 
@@ -8,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..simulate import (Arrays, Design, NotPlantable, aligned, bound_of, flip_differences,
-                        zero_or_null_center)
+from ...simulate import (Arrays, Design, NotPlantable, aligned, bound_of, flip_differences,
+                         permute_heads, plant_correlation, zero_or_null_center)
 
 
 def _null_at_bound(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
@@ -65,7 +72,28 @@ _RELATIVE_EQUIVALENCE = Design(
          "residuals sign-flipped by layer; planted: the same re-centred at 0 (no change)")
 
 
+def _method(spec: Any) -> str:
+    return str(spec.resolved_params().get("method", "spearman"))
+
+
+def _null_correlation_at_bound(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
+    """y permuted within layers (the real association removed), then rebuilt with the
+    within-layer correlation +bound or -bound on the kind's scale."""
+    rho = bound_of(spec) * rng.choice((-1.0, 1.0))
+    shuffled = {**arrays, "y": permute_heads(arrays["y"], rng)}
+    return plant_correlation(shuffled, rho, _method(spec), rng)
+
+
+def _plant_uncorrelated(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[Arrays, float]:
+    return {**arrays, "y": permute_heads(arrays["y"], rng)}, 0.0
+
+
 DESIGNS = {
     "tost_paired": _PAIRED_EQUIVALENCE,
     "tost_relative": _RELATIVE_EQUIVALENCE,
+    "correlation_equivalence": Design(
+        null=_null_correlation_at_bound, plant=_plant_uncorrelated, null_value=zero_or_null_center,
+        sign=False,
+        what="null: y permuted over heads within layers, then rebuilt with the within-layer "
+             "correlation at +bound or -bound; planted: y permuted within layers (correlation 0)"),
 }

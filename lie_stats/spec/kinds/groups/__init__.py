@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...stats.groups import group_difference
-from ..registry import RESAMPLING, register_test
-from ..rules import decide_directional
-from ..tables import TestInput, columns_of, two_groups
+from ....stats.groups import group_difference
+from ...registry import RESAMPLING, register_test
+from ...rules import decide_directional
+from ...tables import TestInput, columns_of, two_groups
 
 __all__: list[str] = []
 

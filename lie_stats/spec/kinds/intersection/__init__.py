@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from ... import schema
-from ...errors import SpecError, StatsInputError
-from ...stats import columns as C
-from ...stats import intersection as iut
-from ..parts import spec_error
-from ..registry import register_test
-from ..rules import Decision, finite
-from ..tables import TestInput
+from .... import schema
+from ....errors import SpecError, StatsInputError
+from ....stats import columns as C
+from ....stats import intersection as iut
+from ...parts import spec_error
+from ...registry import register_test
+from ...rules import Decision, finite
+from ...tables import TestInput
 
 __all__ = ["iut_role", "IUT_PARTS", "POOLS", "decide_intersection"]
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ... import schema
-from ...errors import SpecError
-from ...stats import columns as C
-from ...stats.meta import ESTIMATORS, K_RUNS, meta_replication
-from ..registry import register_test
-from ..rules import Decision, finite
-from ..tables import TestInput
-from .correlation import _validate_replication
+from .... import schema
+from ....errors import SpecError
+from ....stats import columns as C
+from ....stats.meta import ESTIMATORS, K_RUNS, meta_replication
+from ...registry import register_test
+from ...rules import Decision, finite
+from ...tables import TestInput
+from ..correlation import _validate_replication
 
 __all__ = ["decide_meta_replication"]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..simulate import Arrays, Design, null_permute, plant_correlation, reference_number
+from ...simulate import Arrays, Design, null_permute, plant_correlation, reference_number
 
 
 def _plant_rho_every_run(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[Arrays, float]:

@@ -16,13 +16,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...errors import SpecError, StatsInputError, did_you_mean
-from ...stats import columns as C
-from ...stats.models import added_terms_test, compare_models, mixed_model, simple_slope
-from ..parts import check_choice, spec_error
-from ..registry import register_test
-from ..rules import Decision, decide_directional, finite
-from ..tables import MODEL_PREDICTORS, TestInput, model_table
+from ....errors import SpecError, StatsInputError, did_you_mean
+from ....stats import columns as C
+from ....stats.models import added_terms_test, compare_models, mixed_model, simple_slope
+from ...parts import check_choice, spec_error
+from ...registry import register_test
+from ...rules import Decision, decide_directional, finite
+from ...tables import MODEL_PREDICTORS, TestInput, model_table
 
 __all__ = ["AIC_MARGIN", "P_PREDICTED_ADDS", "P_RIVAL_ADDS", "RIVAL", "PREDICTED_SLOPE",
            "PREDICTED_SLOPE_CI_LOW", "PREDICTED_SLOPE_CI_HIGH", "decide_model_comparison",

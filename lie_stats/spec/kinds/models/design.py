@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..simulate import (Arrays, Design, NotPlantable, aligned_xy, layer_slices, permute_heads,
+from ...simulate import (Arrays, Design, NotPlantable, aligned_xy, layer_slices, permute_heads,
                         prediction_value, zero_or_null_center)
 
 __all__ = ["DESIGNS", "shift_run_means", "rival_null_response",
@@ -36,7 +36,7 @@ __all__ = ["DESIGNS", "shift_run_means", "rival_null_response",
 
 def _table(arrays: Arrays, spec: Any) -> Any:
     """The kind's per-run table (response and predictors), as the kind builds it."""
-    from ...spec.tables import TestInput, model_table
+    from ...tables import TestInput, model_table
 
     return model_table(TestInput(arrays=arrays, params=spec.resolved_params(),
                                  prediction=spec.prediction, reference=dict(spec.reference)))
@@ -67,7 +67,7 @@ def shift_run_means(da: Any, targets: Mapping[str, float]) -> Any:
     >>> shift_run_means(da, {"a": 5.0, "b": 0.0}).values.tolist()
     [[4.5, 5.5], [0.0, nan]]
     """
-    from ... import schema
+    from .... import schema
 
     over = [d for d in da.dims if d != schema.MODEL]
     current = da.mean(dim=over, skipna=True) if over else da
@@ -130,7 +130,7 @@ def _null_model_comparison(arrays: Arrays, spec: Any, rng: np.random.Generator) 
 
 def _predictor_of(shape: Mapping[str, float], name: str) -> float:
     """A model-shape predictor (``d_head``, ``log2_d_head``, ``d_head_over_d_model``) of a shape."""
-    from ...spec.tables import D_HEAD, D_MODEL, RATIO
+    from ...tables import D_HEAD, D_MODEL, RATIO
 
     if name == RATIO:
         return float(shape[D_HEAD]) / float(shape[D_MODEL])

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from ... import schema
-from ...errors import SpecError, StatsInputError
-from ...stats import columns as C
-from ...stats.pairwise import (
+from .... import schema
+from ....errors import SpecError, StatsInputError
+from ....stats import columns as C
+from ....stats.pairwise import (
     RATIO_TOTAL,
     boundary_enrichment,
     functional_boundary_shift,
@@ -32,9 +32,9 @@ from ...stats.pairwise import (
     row_summary,
     symmetric_pairs,
 )
-from ..registry import register_test
-from ..rules import Decision, finite
-from ..tables import TestInput, head_matrix, need_classes, pair_matrix, present_units
+from ...registry import register_test
+from ...rules import Decision, finite
+from ...tables import TestInput, head_matrix, need_classes, pair_matrix, present_units
 
 __all__ = ["LAYER_SUMMARIES", "P_OPPOSITE", "N_ANCHORS", "decide_head_enrichment_excess",
            "decide_p_in_direction", "decide_functional_shift"]

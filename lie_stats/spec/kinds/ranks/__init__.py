@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import SpecError, StatsInputError
-from ...stats import columns as C
-from ...stats.ranks import (BOOT_SHARE, N_CATEGORIES, N_SHOWN_LARGER, N_SHOWN_SMALLER, ORDER_HOLDS, P_ABOVE,
+from ....errors import SpecError, StatsInputError
+from ....stats import columns as C
+from ....stats.ranks import (BOOT_SHARE, N_CATEGORIES, N_SHOWN_LARGER, N_SHOWN_SMALLER, ORDER_HOLDS, P_ABOVE,
                             P_BELOW, P_ORDER, P_REVERSED, delta_order, delta_rank, ratio_of_changes)
-from ..parts import Prediction
-from ..registry import UNITS, register_test
-from ..rules import Decision, finite
-from ..tables import DELTA_ROLES, TestInput, delta_inputs, model_matrix
+from ...parts import Prediction
+from ...registry import UNITS, register_test
+from ...rules import Decision, finite
+from ...tables import DELTA_ROLES, TestInput, delta_inputs, model_matrix
 
 __all__ = ["decide_delta_rank", "decide_delta_order", "decide_ratio_of_changes", "ratio_band"]
 

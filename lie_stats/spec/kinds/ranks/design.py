@@ -1,6 +1,5 @@
-"""Changes over training: ``ratio_of_changes`` (pretraining over post-training change),
-``iut_equivalence`` (no change in any unit) and the parameter-delta ranks ``delta_rank`` and
-``delta_order``.
+"""Designs of the change kinds: ``ratio_of_changes`` (pretraining over post-training change)
+and the parameter-delta ranks ``delta_rank`` and ``delta_order``.
 
 - ``ratio_of_changes``: the post-training changes scaled so that the ratio is exactly the edge
   of what the prediction must exclude (the band's lower or upper edge, each with probability
@@ -9,13 +8,6 @@
   probability 1/2 (exchangeable at that ratio: Fieller's total ``sum(pre - r0 post)``
   sign-flipped by cluster, the real per-layer spread kept); planted: the same at the
   reference ratio.
-- ``iut_equivalence``: every unit's between-run deviations and noise-floor samples kept as
-  they are (so each unit's noise floor, its SE and df, are the real ones), its mean log
-  change redrawn as ``mu + se T`` with ``T ~ t(df)`` (the exact law of the unit's own t
-  statistic under the kind's noise model); null: the least favourable configuration of the
-  intersection-union null given that noise, the noisiest unit at ``±log(1 + bound)`` and
-  every other unit at 0 (where it passes its own TOST most often: the supremum of the
-  "supported" rate over "some unit at or beyond the bound"); planted: every unit at 0.
 - ``delta_rank``: the target category made exchangeable, layer by layer, with the category
   at the threshold rank (its total scaled to that category's, then the two swapped per layer
   with probability 1/2, or its per-layer shares reflected about a per-model category's),
@@ -36,24 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import StatsInputError
-from ..simulate import (Arrays, Design, NotPlantable, bound_of, one, prediction_value,
-                        reference_number, zero_or_null_center)
-
-# ----------------------------------------------------------------------------- shared
-
-
-def _arranged(da: Any, lead: Sequence[str]) -> tuple[Any, np.ndarray]:
-    """``da`` with ``lead`` dims first (those it has), and its values as float."""
-    order = [d for d in lead if d in da.dims]
-    arranged = da.transpose(*order, *[d for d in da.dims if d not in order])
-    return arranged, np.array(arranged.values, dtype=float)
-
-
-def _put(da: Any, arranged: Any, values: np.ndarray) -> Any:
-    """``values`` (in ``arranged``'s layout) as an array with ``da``'s dims and coords."""
-    return arranged.copy(data=values.reshape(arranged.shape)).transpose(*da.dims)
-
+from ...simulate import (Arrays, Design, NotPlantable, lead_first, one, prediction_value,
+                         put_values, reference_number)
 
 # ----------------------------------------------------------------------------- ratio_of_changes
 
@@ -68,7 +44,7 @@ class _Side:
         if "last" not in self.roles:
             raise NotPlantable(f"the selection has no {side}_last")
         self.arrays = {w: arrays[r] for w, r in self.roles.items()}
-        self.last, values = _arranged(self.arrays["last"], ("model",))
+        self.last, values = lead_first(self.arrays["last"], ("model",))
         if "layer" not in self.last.dims:
             raise NotPlantable(f"selection[{side}_last] has no layer dimension (the clusters)")
         n_models = self.last.sizes["model"] if "model" in self.last.dims else 1
@@ -78,7 +54,7 @@ class _Side:
         self.layer = units["layer"].broadcast_like(units).values.reshape(-1)
         self.first_values = None
         if "first" in self.arrays:
-            first, fv = _arranged(self.arrays["first"], ("model",))
+            first, fv = lead_first(self.arrays["first"], ("model",))
             if first.shape != self.last.shape:
                 raise NotPlantable(f"{side}_first and {side}_last have different shapes")
             self.first_values = fv.reshape(self.shape)
@@ -98,7 +74,7 @@ class _Side:
             with np.errstate(divide="ignore", invalid="ignore"):
                 sign = np.where(self.last_values < self.first_values, -1.0, 1.0)
             new = self.first_values * np.exp(sign * change)
-        return {self.roles["last"]: _put(self.arrays["last"], self.last, new)}
+        return {self.roles["last"]: put_values(self.arrays["last"], self.last, new)}
 
 
 def exchange_at_ratio(arrays: Arrays, ratio: float, rng: np.random.Generator) -> Arrays:
@@ -139,7 +115,7 @@ def exchange_at_ratio(arrays: Arrays, ratio: float, rng: np.random.Generator) ->
 
 def _ratio_edge(spec: Any, rng: np.random.Generator) -> float:
     """The edge of the prediction's band the null sits at (one of two at random)."""
-    from ...spec.kinds.ranks import ratio_band
+    from . import ratio_band
 
     edges = [e for e in ratio_band(spec.prediction) if math.isfinite(e)]
     return float(edges[0] if len(edges) == 1 else edges[int(rng.integers(len(edges)))])
@@ -152,114 +128,6 @@ def _null_ratio(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
 def _plant_ratio(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[Arrays, float]:
     ratio = reference_number(spec, ("ratio",), "ratio of changes")
     return exchange_at_ratio(arrays, ratio, rng), ratio
-
-
-# ----------------------------------------------------------------------------- iut_equivalence
-
-_IUT_PARTS = ("base", "tuned", "floor_start", "floor_end")
-
-
-def _iut_cells(arrays: Arrays) -> dict[str, dict[str, str]]:
-    cells: dict[str, dict[str, str]] = {}
-    for role in arrays:
-        part, sep, cell = role.partition("__")
-        if sep and part in _IUT_PARTS and cell:
-            cells.setdefault(cell, {})[part] = role
-    if not cells:
-        raise NotPlantable("the selection has no base__<cell> / tuned__<cell> roles")
-    return cells
-
-
-def _log_pair(arrays: Arrays, start: str, end: str) -> tuple[Any, Any, np.ndarray]:
-    """``start``, ``end`` aligned as (model, layer), and ``log(end / start)`` [model, layer]."""
-    import xarray as xr
-
-    s, e = xr.align(arrays[start], arrays[end], join="inner")
-    extra = [d for d in s.dims if d not in ("model", "layer")]
-    if "layer" not in s.dims or extra:
-        raise NotPlantable(f"selection[{start!r}] must be (model, layer) (got {s.dims})")
-    s, sv = _arranged(s, ("model", "layer"))
-    e, ev = _arranged(e, ("model", "layer"))
-    sv, ev = sv.reshape(-1, s.sizes["layer"]), ev.reshape(-1, s.sizes["layer"])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return s, e, np.where((sv > 0) & (ev > 0), np.log(ev / sv), np.nan)
-
-
-def _pool_label(cell: str, layer: Any, pool: str) -> str:
-    return f"{cell}|{layer}" if pool == "layer" else cell
-
-
-def redraw_unit_means(arrays: Arrays, spec: Any, mu: Any, rng: np.random.Generator) -> Arrays:
-    """The iut_equivalence selection with each unit's true log change set by ``mu``.
-
-    Each unit's (cell, layer) replicate log changes ``d_r`` become ``m + (d_r - mean d)``:
-    their deviations from their mean, and every noise-floor sample, stay as they are, so the
-    unit's noise SD, SE and df (pooled as the spec's ``pool`` says) are the real ones; its
-    new mean is ``m = mu_u + se_u T``, ``T ~ t(df_u)``, the exact law of the unit's mean
-    under the kind's noise model (so its own TOST is exactly at its level when ``mu_u`` is
-    at the bound). ``mu(units)`` receives the unit table (``cell``, ``layer``, ``se``,
-    ``df``, ``mean``) and returns the true log changes. Units with a non-finite change stay
-    as they are (the kind drops them).
-    """
-    import pandas as pd
-
-    from ...stats.intersection import unit_equivalence
-
-    params = spec.resolved_params()
-    pool = params.get("pool", "layer")
-    cells = _iut_cells(arrays)
-    pairs, rows, labels, noise, noise_labels = {}, [], [], [], []
-    for cell, parts in sorted(cells.items()):
-        if "base" not in parts or "tuned" not in parts:
-            raise NotPlantable(f"cell {cell!r} lacks base or tuned")
-        pairs[cell] = _log_pair(arrays, parts["base"], parts["tuned"])
-        for j, layer in enumerate(pairs[cell][0]["layer"].values):
-            rows.append((cell, j, layer))
-            labels.append(_pool_label(cell, layer, pool))
-        if "floor_start" in parts and "floor_end" in parts:
-            start, _, z = _log_pair(arrays, parts["floor_start"], parts["floor_end"])
-            for j, layer in enumerate(start["layer"].values):
-                noise.extend(z[:, j].tolist())
-                noise_labels.extend([_pool_label(cell, layer, pool)] * z.shape[0])
-    changes = np.vstack([pairs[c][2].T for c in sorted(pairs)])  # [units, runs], rows as `rows`
-    try:
-        units = unit_equivalence(changes, np.asarray(labels, dtype=object), np.asarray(noise, dtype=float),
-                                 np.asarray(noise_labels, dtype=object), bound=bound_of(spec),
-                                 alpha=float(params["alpha"]))
-    except StatsInputError as e:
-        raise NotPlantable(f"no noise floor to simulate from: {e}") from None
-    table = pd.DataFrame([rows[u] for u in units["unit"]], columns=["cell", "j", "layer"])
-    for column in ("se", "df", "mean"):
-        table[column] = units[column].to_numpy()
-    new_mean = np.asarray(mu(table), dtype=float) + table["se"].to_numpy() * rng.standard_t(
-        table["df"].to_numpy())
-    moved = {cell: d.copy() for cell, (_, _, d) in pairs.items()}
-    for cell, j, m, old in zip(table["cell"], table["j"], new_mean, table["mean"]):
-        moved[cell][:, j] += m - old
-    out = dict(arrays)
-    for cell, (base, tuned, d) in pairs.items():
-        bv = _arranged(base, ("model", "layer"))[1].reshape(d.shape)
-        tv = _arranged(tuned, ("model", "layer"))[1].reshape(d.shape)
-        role = cells[cell]["tuned"]
-        new = np.where(np.isfinite(moved[cell]), bv * np.exp(moved[cell]), tv)
-        out[role] = _put(arrays[role], tuned, new)
-    return out
-
-
-def _null_iut(arrays: Arrays, spec: Any, rng: np.random.Generator) -> Arrays:
-    b = math.log1p(bound_of(spec)) * rng.choice((-1.0, 1.0))
-
-    def noisiest_at_bound(units: Any) -> np.ndarray:
-        mu = np.zeros(len(units))
-        mu[int(np.argmax(units["se"].to_numpy()))] = b
-        return mu
-
-    return redraw_unit_means(arrays, spec, noisiest_at_bound, rng)
-
-
-def _plant_iut(arrays: Arrays, spec: Any, rng: np.random.Generator) -> tuple[Arrays, float]:
-    bound_of(spec)
-    return redraw_unit_means(arrays, spec, lambda units: np.zeros(len(units)), rng), 0.0
 
 
 # ----------------------------------------------------------------------------- delta maps
@@ -282,7 +150,7 @@ class DeltaMap:
             da = arrays[role]
             if da.sizes.get("model", 1) != 1 or "category" not in da.dims:
                 raise NotPlantable(f"selection[{role!r}] is not one model's delta map by category")
-            arranged, values = _arranged(da, ("model", "category", "layer"))
+            arranged, values = lead_first(da, ("model", "category", "layer"))
             got[role] = (arranged, values.reshape(arranged.sizes["category"], -1))
         self._got = got
         tot = got["totals"][1][:, 0]
@@ -357,7 +225,7 @@ class DeltaMap:
                 block = full[self.keep]
                 block[:, self.present] = values
                 full[self.keep] = block
-            out[role] = _put(self.arrays[role], arranged, full)
+            out[role] = put_values(self.arrays[role], arranged, full)
         return out
 
 
@@ -451,12 +319,6 @@ DESIGNS = {
              "excludes (for a band, its lower or upper edge at random), then pretraining and "
              "edge x post-training changes traded by whole (run, layer) with probability 1/2; "
              "planted: the same at the reference ratio"),
-    "iut_equivalence": Design(
-        null=_null_iut, plant=_plant_iut, null_value=zero_or_null_center, sign=False,
-        what="each unit's between-run deviations and noise-floor samples kept, its mean log change "
-             "redrawn as mu + se T (T ~ t(df), the real noise floor); null: the least favourable "
-             "configuration, the noisiest unit at +/-log(1 + bound) and every other unit at 0; "
-             "planted: every unit at 0"),
     "delta_rank": Design(
         null=_null_rank, plant=_plant_rank, null_value=prediction_value,
         what="null: the target category scaled to the category at the threshold rank and the two "
