@@ -7,7 +7,7 @@ their defaults and allowed words, the prediction directions its rule understands
 reference figures it needs, a hook for the checks only it knows, and the rule in one
 sentence (what ``lie-stats kinds`` prints).
 
-Kinds register with :func:`register_test`; the kinds of lie_stats live one family a module
+Kinds register with :func:`register_test`; the kinds of lie_stats live one family a folder
 in :mod:`lie_stats.spec.kinds`, which registers them all when :mod:`lie_stats.spec` is
 imported. Nothing is computed from the registry at registration time: roles, names and
 descriptions are read when they are needed, so the order in which kinds register never
@@ -15,9 +15,11 @@ matters.
 
 Adding a kind
 -------------
-One module (a new file in :mod:`lie_stats.spec.kinds`, or a user's own module imported
-before the hypotheses) with the binding, the rule and one :func:`register_test` call; its
-statistic goes into the :mod:`lie_stats.stats` family it belongs to.
+One folder (a new family of :mod:`lie_stats.spec.kinds`, or a user's own package imported
+before the hypotheses): its ``__init__.py`` holds the binding, the rule and one
+:func:`register_test` call, its ``design.py`` the ``DESIGNS`` that simulate it (a user's own
+kind passes its design as ``register_test(design=...)``); its statistic goes into the
+:mod:`lie_stats.stats` family it belongs to.
 """
 
 from __future__ import annotations
@@ -115,8 +117,8 @@ class TestKind:
         it).
     design : object, optional
         How ``lie-stats diagnose`` simulates this kind's data under the null and with the
-        reference effect planted (a :class:`lie_stats.diagnosis.Design`); without one, the
-        diagnosis uses its own design for the kind's name, if it has one.
+        reference effect planted (a :class:`lie_stats.spec.simulate.Design`); without one, the
+        diagnosis uses the design of the kind's family folder, if it has one.
     """
 
     __test__ = False  # not a pytest class
