@@ -3,8 +3,9 @@
 A design's null (the ``design`` module of the kind's family folder in
 :mod:`lie_stats.spec.kinds`) is built from the symmetry the kind's own test assumes (heads
 exchangeable within a layer, runs symmetric in time, residuals symmetric by layer), so its
-false-positive rate can only show that the rule keeps its level when that assumption holds. The alternative nulls here start from the same null draw and break one
-assumption more, without adding the effect the spec tests:
+false-positive rate can only show that the rule keeps its level when that assumption holds.
+The alternative nulls here start from the same null draw and break one assumption more,
+without adding the effect the spec tests:
 
 - ``heavy_tails``: every numeric value's deviation from its (model, layer) mean multiplied by
   an independent weight ``sqrt(3 / chi2_3) / E[.]``, the scale mixture that makes normal
