@@ -4,6 +4,20 @@ A calibration check runs a test kind's whole evaluation (selection, statistic, d
 rule: :func:`lie_stats.spec.evaluate_cube`) on many simulated cubes and counts verdicts.
 Under a true null the number of cubes with a given verdict is Binomial(n, rate): the check
 passes when the count lies in the central 99 % band (``scipy.stats.binom.ppf``).
+
+Two kinds of simulated data check a kind, and they are different generators on purpose:
+
+- here, parametric data with a known truth (normal layer effects of a given intra-class
+  correlation, AR(1) trajectories, lognormal pair forms, replicate runs with a noise floor):
+  whether the statistic and the rule hold their level under the null the test assumes, on
+  structures chosen to break naive tests;
+- the kind's design (``lie_stats/spec/kinds/<family>/design.py``): a spec's own selected
+  data with the tested effect taken out (permuted, swapped, sign-flipped, detrended) or the
+  reference effect planted, which ``lie-stats diagnose`` runs through the same binding and
+  rule (``tests/spec/test_adding_a_kind.py`` calibrates a kind on its design that way).
+
+None of the generators of ``tests/calibration/`` draws as a design does (each starts from
+nothing, a design from real data), so they stay here.
 """
 
 from __future__ import annotations

@@ -1,10 +1,13 @@
-"""Building blocks of the diagnosis designs: the :class:`Design` record, and array operations
+"""Building blocks of the simulation designs: the :class:`Design` record, and array operations
 that break a tested effect while keeping the layer structure of a spec's selected data
 (permuting heads within layers, swapping whole layers between checkpoints, sign-flipping
-paired differences by layer) or that plant an effect into it.
+paired differences by layer) or that plant an effect into it; :mod:`.layers` adds the layer
+moves and the factor solving of the designs over layers and head pairs.
 
-Every function takes and returns the xarray selections of one spec (one array per role),
-never a cube, and draws from the ``numpy.random.Generator`` it is given.
+The designs themselves sit with their kinds (``lie_stats/spec/kinds/<family>/design.py``);
+this package is the layer below them and imports no kind. Every function takes and returns
+the xarray selections of one spec (one array per role), never a cube, and draws from the
+``numpy.random.Generator`` it is given.
 """
 
 from __future__ import annotations
