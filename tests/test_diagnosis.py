@@ -344,6 +344,25 @@ def test_a_kind_that_runs_other_kinds_is_fingerprinted_with_all_of_them(monkeypa
     assert D.code_fingerprint("correlation") == correlation  # a kind that runs only its own
 
 
+def test_the_fingerprint_names_the_modules_of_the_kinds_folder():
+    """A kind's fingerprint covers its folder (binding, design) and the design building
+    blocks, not another family's folder; a kind that runs other kinds covers every folder's
+    binding and design (the subfolders walked, not just the top-level modules)."""
+    from lie_stats.diagnosis.designs import DESIGN_HOMES
+    from lie_stats.spec.kinds import FAMILY_MODULES
+
+    names = D.fingerprint_modules("boundary_ratio")
+    assert {"lie_stats.spec.kinds.trend", "lie_stats.spec.kinds.trend.design",
+            "lie_stats.spec.simulate", "lie_stats.spec.simulate.layers"} <= names
+    assert not any(n.startswith("lie_stats.spec.kinds.pairwise") for n in names)
+    # a design built only from building blocks: its folder's design module still decides
+    # which role is permuted
+    assert "lie_stats.spec.kinds.groups.design" in D.fingerprint_modules("group_difference")
+    every = D.fingerprint_modules("verdict_agreement")
+    assert set(DESIGN_HOMES.values()) | set(FAMILY_MODULES) <= every
+    assert len(set(DESIGN_HOMES.values())) == len(FAMILY_MODULES)  # every family has its design
+
+
 def test_jobs_give_the_same_figures_and_order_as_one_process(root, tmp_path):
     """Results diagnosed in worker processes: the same figures (every simulation draws from
     its own seed), in the declarations' order, written to the same cache."""
