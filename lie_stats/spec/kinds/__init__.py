@@ -23,8 +23,8 @@ A family is one folder, ``<family>/``:
   one :func:`~lie_stats.spec.registry.register_test` call;
 - ``design.py``: ``DESIGNS``, a dict from each of its kinds to the
   :class:`~lie_stats.spec.simulate.Design` that simulates its data under the null and with
-  the reference effect planted (``lie-stats diagnose`` and ``tests/calibration`` draw from
-  it), built from the blocks of :mod:`lie_stats.spec.simulate`.
+  the reference effect planted (``lie-stats diagnose`` draws from it, and so can a kind's
+  calibration check), built from the blocks of :mod:`lie_stats.spec.simulate`.
 
 Every folder of this package is imported (in name order; the order does not matter), then
 its ``design`` module, whose designs :data:`DESIGNS` merges (a kind given a design twice is
@@ -47,10 +47,12 @@ _FAMILIES = [info.name for info in sorted(pkgutil.iter_modules(__path__), key=la
 FAMILY_MODULES = tuple(importlib.import_module(f"{__name__}.{name}").__name__ for name in _FAMILIES)
 
 
-def _collect_designs() -> tuple[dict[str, Any], dict[str, str]]:
+def _collect_designs(families: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The ``DESIGNS`` of the ``design`` modules of the family packages ``families``, merged,
+    and the module each design comes from; a kind given a design twice is an error."""
     out: dict[str, Any] = {}
     owner: dict[str, str] = {}
-    for family in FAMILY_MODULES:
+    for family in families:
         package = importlib.import_module(family)
         if not any(m.name == "design" for m in pkgutil.iter_modules(package.__path__)):
             continue
@@ -65,7 +67,7 @@ def _collect_designs() -> tuple[dict[str, Any], dict[str, str]]:
 
 #: The built-in designs, by kind name (each family's ``design.DESIGNS``), and the module
 #: each comes from.
-DESIGNS, DESIGN_HOMES = _collect_designs()
+DESIGNS, DESIGN_HOMES = _collect_designs(FAMILY_MODULES)
 
 
 def design_for(kind: Any) -> Any:
