@@ -107,7 +107,7 @@ def _agreement(target: HypothesisSpec, **kw) -> HypothesisSpec:
         target, id=f"A10-verdicts-{target.id}", claim=f"{CLAIM}: the verdict of {target.id}",
         source=GEOMETRY, gate="pinned",
         notes=f"{target.id}'s declared test under none / adaptive / fixed:64, on the units every "
-              f"compression has." + (f" {_TARGET_RUNS}" if target.params.get("strata") == "model" else ""),
+              f"compression has." + (f" {_TARGET_RUNS}" if target.resolved_params().get("strata") == "model" else ""),
         **kw)
 
 
@@ -153,7 +153,7 @@ def _tost(prefix: str, metric: str, a: str, b: str, *, step: str, dataset: str,
         fidelity=proxy(_POPULATION[dataset], *_MEASURE[metric]),
         selection={"a": Select(metric, step=step, family="Q", projection=a, models=models),
                    "b": Select(metric, step=step, family="Q", projection=b, models=models)},
-        test="tost_paired", params={"unit": "run"},
+        test="tost_paired", params={"resample_by": "run"},
         prediction=Prediction("equivalent", bound=BOUNDS[metric]),
         reference=REFERENCE, gate="pinned", choices={"family": FAMILIES}, notes=f"{notes}. {RUNS}",
     )

@@ -27,7 +27,7 @@ A5 = HypothesisSpec(
               "pythia": proxy(GEOMETRY_POPULATION["pythia"])},
     selection={"first": Select("killing_eig_spread", step="first", family="Q", projection="none"),
                "last": Select("killing_eig_spread", step="last", family="Q", projection="none")},
-    test="enrichment", params={"strata": "model"},
+    test="enrichment", params={"resample_by": "model"},
     prediction=Prediction("above", value=1.0, magnitude=TRIPLES),
     reference={"ratio": 3.0, "model": "pythia-410m"}, gate="pinned",
     choices={"family": FAMILIES, "projection": PROJECTIONS},

@@ -90,7 +90,7 @@ def _a7_on_pair(suffix: str, dataset: str, pre: tuple[str, ...], post: tuple[str
             id=f"A7-{metric}{suffix}", claim=CLAIM, source=GEOMETRY, datasets=(dataset,),
             fidelity=proxy(*PAIR_DIFFERS[dataset]),
             selection=_four(metric, pre, post, family="Q", projection="none"), test="ratio_of_changes",
-            params={"ci": 0.90, "unit": "run"}, prediction=BAND, reference=REFERENCE, gate="pinned",
+            params={"ci": 0.90, "resample_by": "run"}, prediction=BAND, reference=REFERENCE, gate="pinned",
             choices={"family": FAMILIES, "projection": PROJECTIONS}, notes=notes,
         )
 
@@ -100,7 +100,7 @@ def _a7_on_pair(suffix: str, dataset: str, pre: tuple[str, ...], post: tuple[str
         id=f"A7-direction{suffix}", claim=CLAIM, source=GEOMETRY, datasets=(dataset,),
         fidelity=proxy(*PAIR_DIFFERS[dataset]),
         selection=_four("killing_cv", pre, post, family="Q", projection="none"), test="ratio_of_changes",
-        params={"ci": 0.95, "unit": "run"}, prediction=Prediction("above", value=1.0, magnitude=DECADE),
+        params={"ci": 0.95, "resample_by": "run"}, prediction=Prediction("above", value=1.0, magnitude=DECADE),
         reference=REFERENCE, gate="pinned", choices={"family": FAMILIES, "projection": PROJECTIONS},
         notes="The weak reading: pretraining changes the Killing summary more than post-training. " + notes,
     )
@@ -109,7 +109,7 @@ def _a7_on_pair(suffix: str, dataset: str, pre: tuple[str, ...], post: tuple[str
         fidelity=proxy(*PAIR_DIFFERS[dataset]),
         selection={"pre_last": Select("param_delta_layer", step="last", models=pre),
                    "post_last": Select("param_delta_layer", step="last", models=post)},
-        test="ratio_of_changes", params={"ci": 0.90, "unit": "run"}, prediction=BAND, reference=REFERENCE,
+        test="ratio_of_changes", params={"ci": 0.90, "resample_by": "run"}, prediction=BAND, reference=REFERENCE,
         gate="pinned", notes="Relative Frobenius change of every per-layer parameter category "
                              "(METRICS.md §6.4) since each run's first checkpoint. " + notes,
     )
@@ -144,7 +144,7 @@ A7_above_floor_converged = HypothesisSpec(
     id="A7-above-floor-converged", claim=CLAIM, source=GEOMETRY, datasets=("pico_converged",),
     fidelity=proxy(*PAIR_DIFFERS["pico_converged"]),
     selection=_four("killing_cv", CONVERGED_TUNED, CONVERGED_FLOOR, family="Q", projection="none"),
-    test="ratio_of_changes", params={"ci": 0.95, "unit": "run"}, prediction=Prediction("above", value=1.0),
+    test="ratio_of_changes", params={"ci": 0.95, "resample_by": "run"}, prediction=Prediction("above", value=1.0),
     reference={"direction": "the post-training change above the late-pretraining drift"}, gate="pinned",
     choices={"family": FAMILIES, "projection": PROJECTIONS},
     notes=("Whether A7's denominator is a signal: the change of the Killing summary under "

@@ -31,6 +31,9 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import itertools
+import os
+import sys
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +55,7 @@ from .parts import (
     replace,
     spec_error,
 )
-from .registry import TestKind, get_kind
+from .registry import RESAMPLE_BY, TestKind, as_kind_reads, get_kind, kind_names, resample_param
 from .results import NO_DATASET, Result
 from .validation import validate
 
@@ -107,6 +110,17 @@ def _checked(obj: Any, check: Any) -> None:
         object.__setattr__(obj, "_declaration_error", e)
 
 
+def _outside_stacklevel() -> int:
+    """The ``stacklevel`` of :func:`warnings.warn` (called by the caller of this function)
+    that names the first frame outside lie_stats: the declaration that wrote the spec."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and (frame.f_code.co_filename.startswith(package)
+                                 or frame.f_code.co_filename == "<string>"):  # dataclass __init__
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 @dataclass(frozen=True)
 class HypothesisSpec:
     """A pre-registered hypothesis: claim, data, selection, test, prediction, gate.
@@ -127,8 +141,12 @@ class HypothesisSpec:
     test : str
         A test kind of the registry (:func:`test_kinds`).
     params : mapping
-        The test's parameters (alpha, seed, n_perm, n_boot, strata, method, alternative,
-        bound, ...). Unset ones take the test's defaults; the resolved set is hashed.
+        The test's parameters (alpha, seed, n_perm, n_boot, resample_by, method,
+        alternative, bound, ...). Unset ones take the test's defaults; the resolved set is
+        hashed. ``resample_by`` names the resampling unit (``"layer"``, ``"model"`` or
+        ``"none"`` for the permutation kinds, ``"layer"`` or ``"run"`` for the paired-change
+        kinds); the kind's older name for it (``strata`` or ``unit``) is a deprecated alias
+        that gives the same spec and the same hash.
     prediction : Prediction
         What would support the claim.
     reference : mapping
@@ -140,7 +158,7 @@ class HypothesisSpec:
         Analysis choices to sweep for the specification curve: keys ``family``,
         ``projection``, ``matrix`` (applied to every selection whose variable has that
         dimension), ``layers`` and ``models`` (applied to every selection; ``models`` gives
-        the verdict run by run) or a test parameter (``method``, ``strata``, ...); the
+        the verdict run by run) or a test parameter (``method``, ``resample_by``, ...); the
         curve is their Cartesian product, each combination validated at declaration.
     notes : str
         Free text for the report (why this design, what was changed from the claim as first stated).
@@ -215,7 +233,25 @@ class HypothesisSpec:
             object.__setattr__(self, "fidelity", dict(self.fidelity))
         object.__setattr__(self, "choices", {k: tuple(v) if not isinstance(v, str) else (v,)
                                              for k, v in dict(self.choices or {}).items()})
+        if isinstance(self.test, str) and self.test in kind_names():
+            for name in ("params", "choices"):
+                object.__setattr__(self, name, self._resample_by(name, getattr(self, name)))
         validate(self)
+
+    def _resample_by(self, fieldname: str, declared: dict[str, Any]) -> dict[str, Any]:
+        """``declared`` (params or choices) with the kind's old name for the resampling
+        unit (``strata``, ``unit``) written as ``resample_by``, with a DeprecationWarning."""
+        old = resample_param(self.kind)
+        if old is None or old not in declared:
+            return declared
+        if RESAMPLE_BY in declared:
+            raise spec_error(self, f"{fieldname}[{old!r}]",
+                             f"{old!r} is the deprecated name of {RESAMPLE_BY!r}, and both are "
+                             f"declared: keep {RESAMPLE_BY!r} only.")
+        warnings.warn(f"{self.module or 'HypothesisSpec'}: HypothesisSpec {self.id!r}: "
+                      f"{fieldname}[{old!r}] is deprecated, write {fieldname}[{RESAMPLE_BY!r}] "
+                      f"(same spec, same hash).", DeprecationWarning, stacklevel=_outside_stacklevel())
+        return {RESAMPLE_BY if k == old else k: v for k, v in declared.items()}
 
     def __hash__(self) -> int:  # mappings inside: hash the canonical declaration instead
         return hash(self.spec_hash())
@@ -245,15 +281,19 @@ class HypothesisSpec:
         return (self.fidelity or AS_STATED).record()
 
     def resolved_params(self) -> dict[str, Any]:
-        """The test's default parameters overridden by the declared ones."""
-        return {**self.kind.params, **self.params}
+        """The test's default parameters overridden by the declared ones, as the kind reads
+        them: ``resample_by`` under the name the kind stores it (``strata`` or ``unit``,
+        :func:`~lie_stats.spec.registry.resample_param`), the canonical form that results
+        record and the hash covers."""
+        return {**self.kind.params, **as_kind_reads(self.params, self.kind)}
 
     def hashed_params(self) -> dict[str, Any]:
         """The resolved parameters the hash covers: all of them, except the defaults of
         parameters the kind added after declarations of it were pinned
         (``TestKind.hashed_when_declared``) when this spec does not declare them."""
         late = self.kind.hashed_when_declared
-        return {k: v for k, v in self.resolved_params().items() if k not in late or k in self.params}
+        declared = as_kind_reads(self.params, self.kind)
+        return {k: v for k, v in self.resolved_params().items() if k not in late or k in declared}
 
     def declaration(self) -> dict[str, Any]:
         """What the pre-registration hash covers, as JSON-ready values.
@@ -261,7 +301,9 @@ class HypothesisSpec:
         Claim, data, selection, test, resolved parameters, prediction (its magnitude band
         included, when declared), reference, gate and analysis choices; the multiplicity
         family and ``primary`` when declared (they decide verdicts; left out when not
-        declared, so declarations made before they decided keep their hashes). Not hashed:
+        declared, so declarations made before they decided keep their hashes). Parameters
+        and choices are in their canonical form (``resample_by`` under the kind's name for
+        it, :meth:`resolved_params`), so either spelling hashes the same. Not hashed:
         ``source`` and ``notes`` (documentation) and the declaring module's path (it
         differs between machines).
         """
@@ -275,7 +317,7 @@ class HypothesisSpec:
             "prediction": self.prediction.declaration(),
             "reference": jsonable(self.reference),
             "gate": self.gate,
-            "choices": jsonable(self.choices),
+            "choices": jsonable(as_kind_reads(self.choices, self.kind)),
         }
         if self.multiplicity_family:
             out["multiplicity_family"] = self.multiplicity_family

@@ -47,6 +47,10 @@ __all__ = [
     "SHARED_ENUMS",
     "RESAMPLING",
     "UNITS",
+    "RESAMPLE_BY",
+    "RESAMPLE_ALIASES",
+    "resample_param",
+    "as_kind_reads",
     "frame_row",
     "describe_kind",
 ]
@@ -65,6 +69,42 @@ SHARED_ENUMS: Mapping[str, tuple[str, ...]] = {
 UNITS: tuple[str, ...] = ("layer", "run")
 #: Resampling parameters and defaults of the permutation / bootstrap kinds.
 RESAMPLING: Mapping[str, Any] = {"n_perm": 9999, "n_boot": 2000, "ci": 0.95, "strata": "layer"}
+
+#: The one public spelling of the resampling unit in a declaration's ``params`` and
+#: ``choices``: the layer, the model (run) or none for the permutation kinds (``strata``),
+#: the layer or the run for the paired-change kinds (``unit``).
+RESAMPLE_BY = "resample_by"
+#: The names a kind stores the resampling unit under, one per kind (a kind takes at most one
+#: of them). They are the canonical form: what the kind reads, what the pre-registration
+#: hash covers and what a result's ``params`` records, so declarations written before
+#: ``resample_by`` keep their hashes. Written in a declaration they are deprecated
+#: aliases of ``resample_by``.
+RESAMPLE_ALIASES: tuple[str, ...] = ("strata", "unit")
+
+
+def resample_param(kind: "TestKind") -> str | None:
+    """The name ``kind`` stores the resampling unit under (one of :data:`RESAMPLE_ALIASES`),
+    or ``None`` for a kind without a resampling unit.
+
+    >>> import lie_stats.spec
+    >>> resample_param(get_kind("correlation")), resample_param(get_kind("tost_paired"))
+    ('strata', 'unit')
+    """
+    return next((name for name in RESAMPLE_ALIASES if name in kind.params), None)
+
+
+def as_kind_reads(params: Mapping[str, Any], kind: "TestKind") -> dict[str, Any]:
+    """``params`` with :data:`RESAMPLE_BY` under the name ``kind`` stores it
+    (:func:`resample_param`); the other keys as they are.
+
+    >>> import lie_stats.spec
+    >>> as_kind_reads({"resample_by": "model", "n_perm": 99}, get_kind("enrichment"))
+    {'strata': 'model', 'n_perm': 99}
+    """
+    name = resample_param(kind)
+    if name is None or RESAMPLE_BY not in params:
+        return dict(params)
+    return {name if k == RESAMPLE_BY else k: v for k, v in params.items()}
 
 
 def _first_paragraph(text: str | None) -> str:

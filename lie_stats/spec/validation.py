@@ -35,7 +35,7 @@ from .parts import (
     check_projection,
     spec_error,
 )
-from .registry import get_kind, kind_names
+from .registry import RESAMPLE_BY, get_kind, kind_names, resample_param
 
 __all__ = ["validate", "validate_magnitude", "validate_fidelity", "validate_select", "validate_params", "check_datasets"]
 
@@ -80,11 +80,12 @@ def validate(spec: Any) -> None:
                              f"Its roles: {kind.roles_text()}.")
     for role, sel in spec.selection.items():
         validate_select(sel, spec, f"selection[{role!r}]")
+    names = _param_names(kind)
     for key in spec.params:
-        if key not in kind.params:
+        if key not in names:
             raise spec_error(spec, f"params[{key!r}]",
-                       f"test {spec.test!r} takes no parameter {key!r}.{did_you_mean(key, kind.params)} "
-                       f"Its parameters: {', '.join(kind.params)}.")
+                       f"test {spec.test!r} takes no parameter {key!r}.{did_you_mean(key, names)} "
+                       f"Its parameters: {', '.join(names)}.")
     params = spec.resolved_params()
     for key in kind.required_params:
         if params.get(key) is None:
@@ -114,7 +115,7 @@ def validate(spec: Any) -> None:
     if spec.gate == "replication" and not spec.reference:
         raise spec_error(spec, "reference",
                    "a 'replication' gate needs the original figures to replicate (reference={...}).")
-    allowed = set(SWEEP_SELECT) | set(kind.params)
+    allowed = set(SWEEP_SELECT) | set(_param_names(kind))
     for key, values in spec.choices.items():
         if key not in allowed:
             raise spec_error(spec, f"choices[{key!r}]",
@@ -282,13 +283,22 @@ def validate_select(sel: Any, spec: Any, fieldname: str) -> None:
         check_choice(sel.reduce, REDUCTIONS, spec, f"{fieldname}.reduce", "reduction")
 
 
+def _param_names(kind: Any) -> list[str]:
+    """The parameter names a declaration may write for ``kind``: the kind's own, with
+    ``resample_by`` in place of the name it stores the resampling unit under."""
+    stored = resample_param(kind)
+    return [RESAMPLE_BY if k == stored else k for k in kind.params]
+
+
 def validate_params(spec: Any, params: Mapping[str, Any], kind: Any) -> None:
     """Check resolved parameters: each enum parameter of the kind (its own and the shared
-    ``strata``, ``method``, ``alternative``) takes one of its words; counts, levels, the
+    resampling unit, ``method``, ``alternative``) takes one of its words; counts, levels, the
     bound and the two group codes are in range."""
+    stored = resample_param(kind)
     for key, allowed in kind.all_enums().items():
         if key in params:
-            check_choice(params[key], allowed, spec, f"params[{key!r}]", key)
+            shown = RESAMPLE_BY if key == stored else key
+            check_choice(params[key], allowed, spec, f"params[{shown!r}]", shown)
     for key, minimum in (("n_perm", 1), ("n_boot", 0), ("seed", 0)):
         v = params.get(key)
         if key in params and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum):

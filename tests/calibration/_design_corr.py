@@ -121,7 +121,7 @@ def corr_spec(test: str, direction: str, *, method: str = "spearman", n_perm: in
         id=f"X-{test}", claim="c", source="s", datasets=("sim",), test=test,
         selection=selection, prediction=Prediction(direction, bound=bound),
         params={"method": method, "n_perm": n_perm, "n_boot": 0, "alpha": ALPHA,
-                "strata": strata, "seed": 0},
+                "resample_by": strata, "seed": 0},
         reference=reference or {}, gate="report")
 
 

@@ -95,7 +95,7 @@ def test_spec_hash_ignores_documentation_and_order_but_not_the_analysis():
         dict(PINNED_HASH_SPEC, reference={"rho": -0.3, "n": 96}),
         dict(PINNED_HASH_SPEC, prediction=Prediction("positive")),
         dict(PINNED_HASH_SPEC, test="replication"),
-        dict(PINNED_HASH_SPEC, choices={"strata": ["layer", "none"]}),
+        dict(PINNED_HASH_SPEC, choices={"resample_by": ["layer", "none"]}),
     ]
     hashes = {HypothesisSpec(**kw).spec_hash() for kw in different}
     assert h not in hashes and len(hashes) == len(different)
@@ -148,7 +148,7 @@ def test_results_carry_the_declared_fidelity_by_dataset():
     # a cube in hand that the mapping does not name is not claimed to be as stated
     assert result_for(spec, "<cube>", "skipped", "r").fidelity["status"] == "proxy"
     # the spec curve's copies keep it
-    curved = HypothesisSpec(**dict(PINNED_HASH_SPEC, choices={"strata": ["layer", "none"]}), fidelity=proxy)
+    curved = HypothesisSpec(**dict(PINNED_HASH_SPEC, choices={"resample_by": ["layer", "none"]}), fidelity=proxy)
     assert all(c.fidelity == proxy for c in map(curved.with_choice, curved.choice_grid()))
     oos = OutOfScope(id="G4", claim="c", source="s", reason="r").result().row()
     assert oos["fidelity"] == {"status": "as_stated", "differs": []}

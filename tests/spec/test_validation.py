@@ -37,7 +37,7 @@ BAD = [
     (dict(gate="replicaton"), "gate", "Did you mean 'replication'?"),
     (dict(params={"n_prem": 10}), "params['n_prem']", "Did you mean 'n_perm'?"),
     (dict(params={"alpha": 1.5}), "params['alpha']", "(0, 1)"),
-    (dict(params={"strata": "layers"}), "params['strata']", "Did you mean 'layer'?"),
+    (dict(params={"resample_by": "layers"}), "params['resample_by']", "Did you mean 'layer'?"),
     (dict(prediction=Prediction("negatve")), "prediction.direction", "Did you mean 'negative'?"),
     (dict(prediction=Prediction("above", value=1.0)), "prediction.direction", "'above' for test 'correlation'"),
     (dict(test="replication", gate="replication"), "reference", "needs the original figure 'r' or 'rho'"),

@@ -52,10 +52,10 @@ def test_per_head_units_without_layer_strata_are_undecided(planted_root):
     for kind, extra in (("correlation", {}), ("replication", {"reference": B5_REFERENCE}),
                         ("correlation_equivalence", {"prediction": Prediction("equivalent", bound=0.3)})):
         for strata in ("none", "model"):
-            s = planted_spec(test=kind, params={"n_perm": 199, "n_boot": 0, "strata": strata}, **extra)
+            s = planted_spec(test=kind, params={"n_perm": 199, "n_boot": 0, "resample_by": strata}, **extra)
             r = evaluate_one(s, planted_root)
             assert r.verdict == "inconclusive" and "without layer strata" in r.reason, (kind, r.reason)
-    s = planted_spec(test="partial_correlation", params={"n_perm": 199, "n_boot": 0, "strata": "none"},
+    s = planted_spec(test="partial_correlation", params={"n_perm": 199, "n_boot": 0, "resample_by": "none"},
                      selection={"x": Select("head_contribution", step="first"),
                                 "y": Select("change_from_init"), "covar": Select("value_norm")})
     assert "without layer strata" in evaluate_one(s, planted_root).reason

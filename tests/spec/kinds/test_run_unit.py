@@ -1,5 +1,5 @@
-"""The run as the unit of resampling: ``enrichment`` with ``strata='model'``,
-``ratio_of_changes`` and ``tost_paired`` with ``unit='run'``, on synthetic cubes of a few runs
+"""The run as the unit of resampling: ``enrichment`` with ``resample_by='model'``,
+``ratio_of_changes`` and ``tost_paired`` with ``resample_by='run'``, on synthetic cubes of a few runs
 whose layers share a planted run effect. Each interval is checked against a direct
 computation on the run means (the call is quoted beside the figure), and against the layer
 unit, which leaves the between-run variance out and must be much narrower."""
@@ -55,7 +55,7 @@ def _enrichment_cube(run_growth):
 def _enrichment_spec(strata: str) -> HypothesisSpec:
     sel = {"first": Select("commutator_var", step="first", family="Q", projection="none"),
            "last": Select("commutator_var", step="last", family="Q", projection="none")}
-    return _spec("enrichment", sel, Prediction("above", value=1.0), strata=strata, n_boot=2000,
+    return _spec("enrichment", sel, Prediction("above", value=1.0), resample_by=strata, n_boot=2000,
                  n_perm=9999)
 
 
@@ -118,7 +118,7 @@ def _ratio_spec(n_runs: int, **params) -> HypothesisSpec:
 def test_ratio_of_changes_unit_run_tests_the_run_totals():
     run_effect = np.array([0.5, 2.0, 8.0])
     cube, vals = _ratio_cube(run_effect)
-    by_run = evaluate_cube(_ratio_spec(3, unit="run"), cube)
+    by_run = evaluate_cube(_ratio_spec(3, resample_by="run"), cube)
     by_layer = evaluate_cube(_ratio_spec(3), cube)
     assert by_run.n == 3 and by_run.extra["df"] == 2 and by_run.extra["n_strata"] == 1
     assert by_layer.n == 3 * L and by_layer.extra["df"] == 3 * L - 3
@@ -142,7 +142,7 @@ def test_ratio_of_changes_unit_run_tests_the_run_totals():
 
 def test_ratio_of_changes_unit_run_with_two_runs_has_one_df():
     cube, _ = _ratio_cube(np.array([2.0, 2.2]))
-    res = evaluate_cube(_ratio_spec(2, unit="run"), cube)
+    res = evaluate_cube(_ratio_spec(2, resample_by="run"), cube)
     assert res.n == 2 and res.extra["df"] == 1
 
 
@@ -168,7 +168,7 @@ def _tost_spec(**params) -> HypothesisSpec:
 def test_tost_paired_unit_run_is_a_t_interval_over_run_means():
     shift = np.array([-0.024, 0.0, 0.01, 0.03])
     cube = _tost_cube(shift)
-    by_run = evaluate_cube(_tost_spec(unit="run"), cube)
+    by_run = evaluate_cube(_tost_spec(resample_by="run"), cube)
     by_layer = evaluate_cube(_tost_spec(), cube)
     assert by_run.n == 4 and by_run.extra["df"] == 3 and by_run.extra["n_clusters"] == 4
     assert by_layer.n == 4 * L and by_layer.extra["df"] == 4 * L - 1
@@ -187,9 +187,9 @@ def test_tost_paired_unit_run_is_a_t_interval_over_run_means():
 def test_unit_is_declared_and_hashed_only_when_declared():
     base = _tost_spec()
     assert "unit" not in base.declaration()["params"] and base.resolved_params()["unit"] == "layer"
-    assert _tost_spec(unit="layer").spec_hash() != base.spec_hash()  # declared: hashed
-    assert _tost_spec(unit="run").declaration()["params"]["unit"] == "run"
-    with pytest.raises(SpecError, match="unit"):
-        _tost_spec(unit="seed")
-    with pytest.raises(SpecError, match="unit"):
-        _ratio_spec(2, unit="head")
+    assert _tost_spec(resample_by="layer").spec_hash() != base.spec_hash()  # declared: hashed
+    assert _tost_spec(resample_by="run").declaration()["params"]["unit"] == "run"
+    with pytest.raises(SpecError, match="resample_by"):
+        _tost_spec(resample_by="seed")
+    with pytest.raises(SpecError, match="resample_by"):
+        _ratio_spec(2, resample_by="head")

@@ -216,7 +216,7 @@ def _validate_formula(spec: Any, params: Mapping[str, Any]) -> None:
         raise spec_error(spec, "params['categorical']",
                          f"expected a tuple of roles among {', '.join(roles)}, got {categorical!r}.")
     if params.get("strata") == "none":
-        raise spec_error(spec, "params['strata']", "a mixed model needs groups: strata 'layer' or 'model'.")
+        raise spec_error(spec, "params['resample_by']", "a mixed model needs groups: resample_by 'layer' or 'model'.")
 
 
 register_test("model_comparison", _run_model_comparison, decide_model_comparison,
