@@ -355,13 +355,17 @@ def describe_kind(kind: TestKind, *, width: int = 96) -> str:
     >>> import lie_stats.spec
     >>> print(describe_kind(get_kind("trend")).splitlines()[0])
     trend
+    >>> "resample_by='layer' (layer|model|none)" in describe_kind(get_kind("correlation"))
+    True
     """
     import textwrap
 
     enums = kind.all_enums()
 
+    stored = resample_param(kind)
+
     def param(key: str, default: Any) -> str:
-        text = f"{key}={default!r}"
+        text = f"{RESAMPLE_BY if key == stored else key}={default!r}"
         if key in enums:
             text += f" ({'|'.join(enums[key])})"
         if key in kind.required_params:
