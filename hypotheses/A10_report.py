@@ -31,8 +31,10 @@ from typing import Any
 import numpy as np
 
 from lie_stats import schema
+from lie_stats.stats import columns as C
 from lie_stats.report import ReportSection, fmt, md_text, result_field
-from lie_stats.spec import AGREE_VERDICT, compression_tag
+from lie_stats.spec import compression_tag
+from lie_stats.stats.columns import AGREE_VERDICT
 
 __all__ = ["A10_METRICS", "COMPRESSIONS", "agreement_rows", "agreement_markdown", "summary_markdown",
            "takeaway_markdown", "a10_figure", "write_a10", "REPORT_SECTIONS"]
@@ -325,12 +327,12 @@ def summary_markdown(results: Sequence[Any]) -> str:
             continue
         parts = ident.split("-")
         key = "-".join(parts[:2]) if parts[1] == "verdicts" else "-".join(parts[:3])
-        counts = groups.setdefault(key, {v: 0 for v in schema.VERDICTS[:3]})
+        counts = groups.setdefault(key, {v: 0 for v in C.VERDICTS[:3]})
         counts[verdict] = counts.get(verdict, 0) + 1
     if not groups:
         return ""
-    lines = ["| A10 specs | " + " | ".join(schema.VERDICTS[:3]) + " |", "|---|---|---|---|"]
-    lines += [f"| {k} | " + " | ".join(str(c[v]) for v in schema.VERDICTS[:3]) + " |"
+    lines = ["| A10 specs | " + " | ".join(C.VERDICTS[:3]) + " |", "|---|---|---|---|"]
+    lines += [f"| {k} | " + " | ".join(str(c[v]) for v in C.VERDICTS[:3]) + " |"
               for k, c in sorted(groups.items())]
     return "\n".join(lines) + "\n"
 

@@ -37,6 +37,7 @@ from typing import Any
 
 from ._stop import raise_if_stopped
 from .errors import SpecError, did_you_mean
+from .stats import columns as C
 
 __all__ = ["Engine", "Evaluated", "ResultsTable", "run", "check_paths"]
 
@@ -132,8 +133,8 @@ class ResultsTable:
             rows.append({**rec, "decided_by": (rec.get("multiplicity") or {}).get("decided_by"),
                          "magnitude_status": (rec.get("magnitude") or {}).get("status"),
                          "fpr": diag.get("fpr"), "power": diag.get("power")})
-        lead = ["id", "dataset", "verdict", "test", "statistic", "p_value", "p_holm", "effect",
-                "ci_low", "ci_high", "n", "decided_by", "magnitude_status", "fpr", "power"]
+        lead = ["id", "dataset", "verdict", "test", C.STATISTIC, C.P_VALUE, C.P_HOLM, C.EFFECT,
+                C.CI_LOW, C.CI_HIGH, C.N, "decided_by", "magnitude_status", "fpr", "power"]
         frame = pd.DataFrame(rows)
         if frame.empty:
             return pd.DataFrame(columns=lead)

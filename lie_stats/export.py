@@ -73,6 +73,7 @@ from typing import Any
 import numpy as np
 
 from . import schema
+from .stats import columns as C
 from ._io import file_sha256, inside, write_text_atomic
 from ._version import __version__
 from .errors import LieStatsError, SpecError, did_you_mean
@@ -90,7 +91,7 @@ __all__ = [
 #: Name of the index written beside the exported files.
 INDEX_FILE = "index.json"
 #: Result fields stored as float64 global attributes (NaN where results.json has null).
-NUMERIC_ATTRS = (*schema.STAT_COLUMNS, "p_holm", "p_bh", "spec_curve_share", "spec_curve_supported")
+NUMERIC_ATTRS = (*C.STAT_COLUMNS, C.P_HOLM, C.P_BH, "spec_curve_share", "spec_curve_supported")
 #: Global attribute naming the JSON-encoded attributes of an exported file.
 JSON_ATTRS = "json_attributes"
 _ENCODING = {"zlib": True, "complevel": 4, "shuffle": True}

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import schema
+from .stats import columns as C
 from .errors import SpecError
 
 __all__ = [
@@ -81,8 +81,8 @@ REGISTRY_FILE = "verdicts.json"
 #: The registry's section of retired pins (``{"<id>::<dataset>": {..., "retired_on",
 #: "retired_reason"}}``).
 RETIRED = "retired"
-_SUPPORTED, _SKIPPED = schema.VERDICTS[0], schema.VERDICTS[3]
-_REPLICATION, _PINNED = schema.GATES[0], schema.GATES[1]
+_SUPPORTED, _SKIPPED = C.SUPPORTED, C.SKIPPED
+_REPLICATION, _PINNED = C.GATE_REPLICATION, C.GATE_PINNED
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")  # a history entry's "on"
 
 
@@ -186,17 +186,17 @@ def _check_entry(entry: Any, where: str) -> None:
         raise SpecError(f"{where}: expected an object {{verdict, spec_hash, gate}}, "
                         f"got {type(entry).__name__}.")
     verdict = entry.get("verdict")
-    if verdict not in schema.VERDICTS:
+    if verdict not in C.VERDICTS:
         raise SpecError(f"{where}, field 'verdict': {verdict!r} is not a verdict; expected "
-                        f"one of {', '.join(schema.VERDICTS)}.")
+                        f"one of {', '.join(C.VERDICTS)}.")
     if not isinstance(entry.get("spec_hash"), str):
         raise SpecError(f"{where}, field 'spec_hash': expected the declaration's hash (a "
                         f"string), got {entry.get('spec_hash')!r}.")
-    if entry.get("gate") is not None and entry.get("gate") not in schema.GATES:
+    if entry.get("gate") is not None and entry.get("gate") not in C.GATES:
         raise SpecError(f"{where}, field 'gate': {entry.get('gate')!r} is not a gate; expected "
-                        f"one of {', '.join(schema.GATES)}.")
+                        f"one of {', '.join(C.GATES)}.")
     prev = entry.get("previous")
-    if prev is not None and not (isinstance(prev, dict) and prev.get("verdict") in schema.VERDICTS
+    if prev is not None and not (isinstance(prev, dict) and prev.get("verdict") in C.VERDICTS
                                  and isinstance(prev.get("spec_hash"), str)):
         raise SpecError(f"{where}, field 'previous': expected the replaced pin "
                         f"{{verdict, spec_hash}}, got {prev!r}.")

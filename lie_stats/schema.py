@@ -1,6 +1,7 @@
-"""The project's vocabulary: every dimension, variable and result-column name.
+"""The project's data vocabulary: every dimension and variable name of a cube.
 
-No other module spells these names as string literals; they import them from here.
+No other module spells these names as string literals; they import them from here. The
+names of results (columns, p-values, verdicts, gates) live in :mod:`lie_stats.stats.columns`.
 This module imports nothing of lie_stats but :mod:`errors`.
 
 The variable table below is the contract between the metric engine (``metrics.py``),
@@ -22,7 +23,6 @@ __all__ = [
     "CUBE_DIMS", "MODEL_COORDS", "FAMILIES", "MATRICES", "GRAM_FAMILIES", "CIRCUIT_FAMILIES",
     "PROJECTION_NONE", "PROJECTION_ADAPTIVE", "parse_projection", "format_projection",
     "VariableInfo", "VARIABLES", "variable_info",
-    "STAT_COLUMNS", "RESULT_FIELDS", "VERDICTS", "GATES",
     "LABEL_CODES", "LABEL_VARIABLES", "ATTR_PROVENANCE", "ATTR_METRICS_VERSION", "ATTR_LIB_VERSION",
     "ATTR_CREATED", "ATTR_CONVENTIONS", "ATTR_FAILED",
 ]
@@ -211,16 +211,3 @@ ATTR_CREATED = "created"
 ATTR_CONVENTIONS = "Conventions"
 ATTR_PROVENANCE = "provenance"  # JSON string: list of per-checkpoint dicts
 ATTR_FAILED = "failed_checkpoints"  # JSON string: list of {source, revision, error}
-
-# ---------------------------------------------------------------------------- results
-#: Columns every statistical function returns (one row per test); all numeric.
-STAT_COLUMNS = ("n", "statistic", "p_value", "effect", "ci_low", "ci_high")
-
-#: Fields of each object in reports/results.json (DESIGN.md, results).
-RESULT_FIELDS = (
-    "id", "claim", "dataset", "verdict", "gate", "test", "statistic", "p_value",
-    "effect", "ci_low", "ci_high", "n", "spec_hash", "reference",
-)
-
-VERDICTS = ("supported", "refuted", "inconclusive", "skipped")
-GATES = ("replication", "pinned", "report")

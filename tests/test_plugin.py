@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from lie_stats import report, schema, spec  # noqa: F401 - imported once, reused by in-process runs
+from lie_stats.stats import columns as C
 from tests._spec_cubes import ABSENT_BUILD, make_datasets
 
 pytest_plugins = ["pytester"]
@@ -106,7 +107,7 @@ def test_items_pass_fail_and_skip_as_their_gates_say(pytester, datasets):
     assert recs[("B5", "synth")]["outcome"] == "passed" and recs[("B5-null", "synth")]["outcome"] == "failed"
     assert recs[("B5", "absent")]["verdict"] == "skipped" and recs[("B5", "absent")]["build"] == ABSENT_BUILD
     for r in recs.values():
-        assert set(schema.RESULT_FIELDS) <= set(r)
+        assert set(C.RESULT_FIELDS) <= set(r)
     md = (pytester.path / "reports" / "report.md").read_text()
     assert "## Data" in md and "| synth | synthetic synth | present |" in md
     assert (pytester.path / "reports" / "figures" / "B5__synth.png").is_file()

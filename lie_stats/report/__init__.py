@@ -9,7 +9,7 @@ declared by the claims' own modules (:class:`ReportSection` in ``REPORT_SECTIONS
 :mod:`lie_stats.report.sections`) and passed in by the run's engine.
 
 ``results.json`` is a list with one object per hypothesis and dataset holding the fields of
-:data:`lie_stats.schema.RESULT_FIELDS` (DESIGN.md, "Results") and also ``source``,
+:data:`lie_stats.C.RESULT_FIELDS` (DESIGN.md, "Results") and also ``source``,
 ``reason``, ``build``, ``extra``, ``selection``, ``params``, ``prediction``,
 ``spec_curve`` (verdict and numbers per analysis choice), ``spec_curve_share`` (share of the
 counted choices whose verdict equals the main one: not skipped, not dropped as inconclusive
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import schema
+from ..stats import columns as C
 from .._io import file_sha256, inside, write_text_atomic
 from .._text import html_link_target, html_text, md_link_target, terminal_cell, terminal_line
 from .figures import draw_figure
@@ -144,7 +144,7 @@ def _table_flags(r: Mapping[str, Any]) -> str:
         flags += "V"
     if r.get("declaration_changed") and not prev:
         flags += "D"
-    if outside_interval(r.get("effect"), r.get("ci_low"), r.get("ci_high")):
+    if outside_interval(r.get(C.EFFECT), r.get(C.CI_LOW), r.get(C.CI_HIGH)):
         flags += "X"
     if r.get("qualifier"):
         flags += "M"
@@ -157,11 +157,11 @@ def _table_rows(records: Sequence[Mapping[str, Any]], outcomes: Mapping[str, str
         limit = limiting_unit(r)
         outcome = (outcomes or {}).get(f"{r['id']}::{r['dataset']}", r.get("outcome") or "")
         gate = gate_text({**r, "outcome": outcome})
-        n = fmt(r.get("n"))
+        n = fmt(r.get(C.N))
         rows.append([
             str(r["id"]), str(r["dataset"]), str(r["verdict"]).replace("_", " "), _GATE_CODES.get(gate, "FAIL"),
-            estimate_text(r.get("effect"), r.get("ci_low"), r.get("ci_high")),
-            fmt(r.get("p_value")), f"{n} ({limit})" if limit else n, _table_flags(r) or "-",
+            estimate_text(r.get(C.EFFECT), r.get(C.CI_LOW), r.get(C.CI_HIGH)),
+            fmt(r.get(C.P_VALUE)), f"{n} ({limit})" if limit else n, _table_flags(r) or "-",
         ])
     return rows
 
@@ -249,8 +249,8 @@ def results_records(results: Sequence[Any]) -> list[dict[str, Any]]:
                if hasattr(r, "row") else dict(r) for r in results]
     assign_multiplicity(records)
     for r, b in zip(records, family_adjusted(records, "bh")):
-        r["p_holm"] = r["multiplicity"]["p_adjusted"]
-        r["p_bh"] = b
+        r[C.P_HOLM] = r["multiplicity"]["p_adjusted"]
+        r[C.P_BH] = b
     return records
 
 

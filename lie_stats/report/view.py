@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import schema
+from ..stats import columns as C
 from ..diagnosis.calibration import ROBUST_FACTOR
 from .text import estimate_text, fmt, reference_text
 
@@ -38,7 +38,7 @@ __all__ = ["VERDICT_ORDER", "P_LEGEND", "GATE_LEGEND", "claim_key", "natural_key
            "DESIGN_FLAG_CODES", "LOW_POWER", "LOW_COVERAGE", "ROBUST_FPR_FACTOR"]
 
 #: The verdicts in the order the reports count them.
-VERDICT_ORDER = tuple(dict.fromkeys((*schema.VERDICTS, "out_of_scope")))
+VERDICT_ORDER = tuple(dict.fromkeys((*C.VERDICTS, "out_of_scope")))
 
 #: What each p label of the reports means.
 P_LEGEND = {
@@ -105,7 +105,7 @@ def limiting_unit(record: Mapping[str, Any]) -> str:
         value = extra["df"] + extra["n_strata"]
     if not _number(value):
         return ""
-    n = record.get("n")
+    n = record.get(C.N)
     if _number(n) and float(n) == float(value):
         return ""
     return f"{fmt(value)} {unit}"
@@ -284,7 +284,7 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
     params = ", ".join(f"{k}={v}" for k, v in (r.get("params") or {}).items())
     pred = r.get("prediction") or {}
     label = p_label(r)
-    outside = outside_interval(r.get("effect"), r.get("ci_low"), r.get("ci_high"))
+    outside = outside_interval(r.get(C.EFFECT), r.get(C.CI_LOW), r.get(C.CI_HIGH))
     gate = gate_text(r)
     limit = limiting_unit(r)
     out_of_scope = r.get("verdict") == "out_of_scope" or str(r.get("reason") or "").startswith("out of scope")
@@ -292,11 +292,11 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
     # an out-of-scope record tested nothing: no fidelity to show
     fidelity, fidelity_label, fidelity_text = fidelity_texts(None if out_of_scope else r.get("fidelity"))
     numbers = [
-        ("n", fmt(r.get("n")) + (f" (limited by: {limit})" if limit else "")),
-        ("statistic", fmt(r.get("statistic"))),
-        (label, fmt(r.get("p_value"))), ("p (Holm, across the report)", fmt(r.get("p_holm"))),
-        ("p (BH, across the report)", fmt(r.get("p_bh"))),
-        ("effect [interval]", estimate_text(r.get("effect"), r.get("ci_low"), r.get("ci_high"))
+        ("n", fmt(r.get(C.N)) + (f" (limited by: {limit})" if limit else "")),
+        ("statistic", fmt(r.get(C.STATISTIC))),
+        (label, fmt(r.get(C.P_VALUE))), ("p (Holm, across the report)", fmt(r.get(C.P_HOLM))),
+        ("p (BH, across the report)", fmt(r.get(C.P_BH))),
+        ("effect [interval]", estimate_text(r.get(C.EFFECT), r.get(C.CI_LOW), r.get(C.CI_HIGH))
          + (" (outside its interval)" if outside else "")),
     ] + [(str(k), fmt(v)) for k, v in (r.get("extra") or {}).items()]
     facts = [
@@ -324,11 +324,11 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
         facts.append((f"changed {h.get('on')}", str(h.get("change"))))
     curve = []
     for c in r.get("spec_curve") or []:
-        flag = outside_interval(c.get("effect"), c.get("ci_low"), c.get("ci_high"))
+        flag = outside_interval(c.get(C.EFFECT), c.get(C.CI_LOW), c.get(C.CI_HIGH))
         curve.append({"choice": ", ".join(f"{k}={v}" for k, v in (c.get("choice") or {}).items()),
                       "verdict": str(c.get("verdict")),
-                      "estimate": estimate_text(c.get("effect"), c.get("ci_low"), c.get("ci_high")),
-                      "outside": flag, "p": fmt(c.get("p_value"))})
+                      "estimate": estimate_text(c.get(C.EFFECT), c.get(C.CI_LOW), c.get(C.CI_HIGH)),
+                      "outside": flag, "p": fmt(c.get(C.P_VALUE))})
     share, sup = r.get("spec_curve_share"), r.get("spec_curve_supported")
     title = f"{r.get('id')} on {r.get('dataset')}"
     return {
@@ -339,8 +339,8 @@ def result_view(r: Mapping[str, Any]) -> dict[str, Any]:
         "fidelity": fidelity, "fidelity_label": fidelity_label,
         "out_of_scope": out_of_scope,
         "gate": str(r.get("gate")), "gate_text": gate, "gate_ok": gate not in ("pin broken", "replication failed"),
-        "estimate": estimate_text(r.get("effect"), r.get("ci_low"), r.get("ci_high")), "outside": outside,
-        "p_label": label, "p": fmt(r.get("p_value")),
+        "estimate": estimate_text(r.get(C.EFFECT), r.get(C.CI_LOW), r.get(C.CI_HIGH)), "outside": outside,
+        "p_label": label, "p": fmt(r.get(C.P_VALUE)),
         "essay": reference_text(r.get("reference") or {}),
         "essay_words": reference_text({str(k).replace("_", " "): v for k, v in (r.get("reference") or {}).items()}),
         "magnitude": str(mag.get("status") or "-").replace("_", " "), "magnitude_text": _magnitude_text(mag),

@@ -28,7 +28,7 @@ Every kind's decision rule, roles and parameters: ``lie-stats kinds``
 from . import kinds  # noqa: F401  (registers the test kinds)
 from .declaration import HypothesisSpec, OutOfScope
 from .evaluation import evaluate, evaluate_cube
-from .kinds.agreement import AGREE_VERDICT, N_OPPOSITE, compression_agreement, compression_tag
+from .kinds.agreement import compression_agreement, compression_tag
 from .parts import DIRECTIONS, STEP_WORDS, Fidelity, Magnitude, Prediction, Select
 from .registry import TestKind, register_test, test_kinds, unregister_test
 from .results import NO_DATASET, Result
@@ -63,8 +63,6 @@ __all__ = [
     "decide_directional",
     "decide_equivalence",
     "decide_interval",
-    "AGREE_VERDICT",
-    "N_OPPOSITE",
     "STEP_WORDS",
     "DIRECTIONS",
 ]

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import schema
+from ..stats import columns as C
 from ..errors import SpecError, StatsInputError
 from .declaration import HypothesisSpec
 from .magnitude import decide, finding
@@ -73,8 +73,8 @@ def run_once(spec: HypothesisSpec, cube: Any, dataset: str, *, main: bool = True
     verdict, reason, direction, magnitude = decide(kind, row, ctx, dataset)
     res = result_for(spec, dataset, verdict, reason)
     decided_by = _decided_by(kind, row, ctx, verdict, direction, "raw")
-    res = res.evolve(**{col: row[col] for col in schema.STAT_COLUMNS},
-                     extra={k: v for k, v in row.items() if k not in schema.STAT_COLUMNS},
+    res = res.evolve(**{col: row[col] for col in C.STAT_COLUMNS},
+                     extra={k: v for k, v in row.items() if k not in C.STAT_COLUMNS},
                      data=data, magnitude=magnitude,
                      multiplicity={**res.multiplicity, "decided_by": decided_by})
     return _finished(res, direction)
@@ -131,7 +131,7 @@ def decide_in_family(spec: HypothesisSpec, result: Result, p_holm: float | None,
             decided_by = "primary"
         return result.evolve(multiplicity={**base, "decided_by": decided_by, "level": float(alpha)})
     # any other member: decided again at Holm's level
-    row = {**{c: getattr(result, c) for c in schema.STAT_COLUMNS}, **result.extra}
+    row = {**{c: getattr(result, c) for c in C.STAT_COLUMNS}, **result.extra}
     adjusted = p_holm is not None and math.isfinite(float(p_holm))
     p = float(result.p_value)
     level = (alpha * p / float(p_holm) if adjusted and p > 0 and float(p_holm) > 0
@@ -183,7 +183,7 @@ def _p_decides(kind: Any, row: dict[str, Any], ctx: Decision, verdict: str) -> b
 def _finished(res: Result, direction: str) -> Result:
     """Fill in the sentence of a result from its numbers (after its verdict is final)."""
     return res.evolve(finding=finding(direction, res.verdict, res.reason,
-                                      {c: getattr(res, c) for c in schema.STAT_COLUMNS},
+                                      {c: getattr(res, c) for c in C.STAT_COLUMNS},
                                       res.prediction, res.magnitude))
 
 
@@ -245,7 +245,7 @@ def evaluate_cube(spec: HypothesisSpec, cube: Any, *, dataset: str = "<cube>",
         entry = {
             "choice": jsonable(choice), "verdict": sub.verdict, "reason": sub.reason,
             "estimand": sub.estimand,
-            **{c: json_number(getattr(sub, c)) for c in schema.STAT_COLUMNS},
+            **{c: json_number(getattr(sub, c)) for c in C.STAT_COLUMNS},
             "magnitude": sub.magnitude.get("status"),
         }
         why = degenerate(sub, alpha)

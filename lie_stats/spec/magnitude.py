@@ -39,7 +39,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .. import schema
+from ..stats import columns as C
 from ..errors import LieStatsError
 from .parts import Magnitude
 
@@ -246,9 +246,9 @@ def decide(kind: Any, row: Mapping[str, Any], ctx: Any, dataset: str) -> tuple[s
         The kind's rule returned something other than supported, refuted or inconclusive.
     """
     direction, reason = kind.decide(row, ctx)
-    if direction not in schema.VERDICTS[:3]:
+    if direction not in C.VERDICTS[:3]:
         raise LieStatsError(f"Test {kind.name!r}: decision rule returned {direction!r}; expected one of "
-                            f"{schema.VERDICTS[:3]}.")
+                            f"{C.VERDICTS[:3]}.")
     magnitude = assess_magnitude(ctx.prediction.magnitude, row, dataset)
     verdict, reason = combine(direction, reason, magnitude)
     return verdict, reason, direction, magnitude
@@ -296,15 +296,15 @@ def finding(direction_verdict: str, verdict: str, reason: str, row: Mapping[str,
     words = _EQUIVALENCE_WORDS if prediction.get("direction") == "equivalent" else _DIRECTION_WORDS
     head = words.get(direction_verdict, direction_verdict)
     numbers = []
-    effect, lo, hi = row.get("effect"), row.get("ci_low"), row.get("ci_high")
+    effect, lo, hi = row.get(C.EFFECT), row.get(C.CI_LOW), row.get(C.CI_HIGH)
     if _finite(effect):
         est = figure(effect)
         if _finite(lo) and _finite(hi):
             est += f" [{figure(lo)}, {figure(hi)}]"
         numbers.append(est)
-    if _finite(row.get("p_value")):
+    if _finite(row.get(C.P_VALUE)):
         numbers.append(f"p {figure(row['p_value'], 2)}")
-    if _finite(row.get("n")):
+    if _finite(row.get(C.N)):
         numbers.append(f"n {int(row['n']) if float(row['n']).is_integer() else figure(row['n'])}")
     target = prediction.get("direction", "")
     if target in ("above", "below", "equivalent") and "value" in prediction:

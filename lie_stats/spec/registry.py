@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .. import schema
+from ..stats import columns as C
 from ..errors import LieStatsError, SpecError, did_you_mean
 from .parts import ALTERNATIVES, DIRECTIONS, METHODS, STRATA
 
@@ -124,7 +124,7 @@ class TestKind:
         What specs write in ``test=``.
     fn : callable
         The binding: ``fn(TestInput) -> pandas.DataFrame``, one row starting with
-        :data:`lie_stats.schema.STAT_COLUMNS`.
+        :data:`lie_stats.C.STAT_COLUMNS`.
     decide : callable
         The decision rule: ``decide(row, Decision) -> (verdict, reason)``.
     roles, optional_roles : tuple of str
@@ -328,15 +328,15 @@ def frame_row(frame: Any, test: str) -> dict[str, float]:
     ------
     LieStatsError
         The binding did not return a one-row frame starting with the
-        :data:`~lie_stats.schema.STAT_COLUMNS`.
+        :data:`~lie_stats.C.STAT_COLUMNS`.
     """
     import pandas as pd
 
     if not isinstance(frame, pd.DataFrame) or len(frame) != 1:
         raise LieStatsError(f"Test {test!r} must return a one-row DataFrame, got {type(frame).__name__}"
                             f" of length {getattr(frame, '__len__', lambda: '?')()}.")
-    if tuple(frame.columns[: len(schema.STAT_COLUMNS)]) != schema.STAT_COLUMNS:
-        raise LieStatsError(f"Test {test!r}: the first columns must be {schema.STAT_COLUMNS}, got "
+    if tuple(frame.columns[: len(C.STAT_COLUMNS)]) != C.STAT_COLUMNS:
+        raise LieStatsError(f"Test {test!r}: the first columns must be {C.STAT_COLUMNS}, got "
                             f"{tuple(frame.columns)}.")
     out = {}
     for k, v in frame.iloc[0].items():

@@ -1,6 +1,6 @@
 """Results: :class:`Result`, one hypothesis on one dataset (a row of ``results.json``).
 
-A result carries its verdict and reason, the test's numbers (:data:`lie_stats.schema.STAT_COLUMNS`
+A result carries its verdict and reason, the test's numbers (:data:`lie_stats.stats.columns.STAT_COLUMNS`
 and the kind's extra columns), the declaration it came from (selection, parameters,
 prediction, reference, hash), its magnitude against the claim's figure
 (:mod:`lie_stats.spec.magnitude`), its one-sentence ``finding``, its multiplicity family,
@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from ..stats import columns as C
 from .magnitude import NOT_DECLARED, finding, qualifier
 from .parts import jsonable
 
@@ -65,7 +66,7 @@ class Result:
     outcome) makes a new one with :meth:`evolve`; setting an attribute raises
     ``dataclasses.FrozenInstanceError``.
 
-    The fields of :data:`lie_stats.schema.RESULT_FIELDS` plus ``source``, ``reason``,
+    The fields of :data:`lie_stats.stats.columns.RESULT_FIELDS` plus ``source``, ``reason``,
     ``build`` (the command that builds missing data), ``extra`` (the test's other numeric
     columns), the declared ``selection``, ``params`` and ``prediction``, the specification
     curve (one entry per analysis choice), the pinned verdict and hash with the flag
@@ -201,8 +202,8 @@ class Result:
         out["spec_curve_n"] = self.spec_curve_n
         out["qualifier"] = self.qualifier
         out["spec_curve_by_estimand"] = json_number(self.spec_curve_by_estimand)
-        if out["n"] is not None and float(out["n"]).is_integer():
-            out["n"] = int(out["n"])  # a count
+        if out[C.N] is not None and float(out[C.N]).is_integer():
+            out[C.N] = int(out[C.N])  # a count
         return out
 
 
@@ -266,12 +267,12 @@ def family_adjusted(records: list[dict[str, Any]], method: str = MULTIPLICITY_ME
     out: list[float | None] = [None] * len(records)
     families: dict[str, list[int]] = {}
     for i, r in enumerate(records):
-        p = r.get("p_value")
+        p = r.get(C.P_VALUE)
         if r.get("verdict") in ("skipped", "out_of_scope") or p is None or not math.isfinite(float(p)):
             continue
         families.setdefault(_family_of(r), []).append(i)
     for members in families.values():
-        adjusted = adjust_pvalues(np.array([float(records[i]["p_value"]) for i in members]), method=method)
+        adjusted = adjust_pvalues(np.array([float(records[i][C.P_VALUE]) for i in members]), method=method)
         for i, a in zip(members, adjusted):
             out[i] = float(a)
     return out
@@ -283,7 +284,7 @@ def is_p_column(name: str) -> bool:
     >>> is_p_column("p_value"), is_p_column("p_opposite"), is_p_column("n_perm")
     (True, True, False)
     """
-    return name == "p_value" or name.startswith("p_")
+    return name == C.P_VALUE or name.startswith("p_")
 
 
 def family_adjusted_p(results: Sequence[Any], method: str = MULTIPLICITY_METHOD
@@ -308,7 +309,7 @@ def family_adjusted_p(results: Sequence[Any], method: str = MULTIPLICITY_METHOD
     >>> adjusted, sizes["A3-agree::d"]
     ({'A3::d': 0.032, 'A3-runs::d': 0.032, 'A3-agree::d': None}, 2)
     """
-    records = [{"id": r.id, "verdict": r.verdict, "p_value": r.p_value,
+    records = [{"id": r.id, "verdict": r.verdict, C.P_VALUE: r.p_value,
                 "multiplicity": r.multiplicity} for r in results]
     adjusted = family_adjusted(records, method)
     sizes: dict[str, int] = {}

@@ -16,14 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..stats import columns as C
-from ..stats.signflip import P_GREATER, P_LESS, P_MIN
+from ..stats.columns import P_EQUIVALENCE, P_GREATER, P_LESS, P_MIN
 from .parts import Prediction
 
 __all__ = ["Decision", "finite", "decide_directional", "decide_sign", "decide_equivalence", "decide_interval",
-           "decide_one_sided", "P_EQUIVALENCE", "P_GREATER", "P_LESS", "P_MIN"]
-
-#: Extra result column of a directional correlation with a declared bound: the TOST p.
-P_EQUIVALENCE = "p_equivalence"
+           "decide_one_sided"]
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import schema
+from ..stats import columns as C
 from ..errors import SpecError, did_you_mean
 from .parts import (
     FIDELITY_ASPECTS,
@@ -63,7 +64,7 @@ def validate(spec: Any) -> None:
         raise spec_error(spec, "datasets", f"expected a non-empty tuple of dataset names, got {spec.datasets!r}.")
     if len(set(spec.datasets)) != len(spec.datasets):
         raise spec_error(spec, "datasets", f"names a dataset twice: {spec.datasets!r}.")
-    check_choice(spec.gate, schema.GATES, spec, "gate", "gate")
+    check_choice(spec.gate, C.GATES, spec, "gate", "gate")
     check_choice(spec.test, kind_names(), spec, "test", "test")
     kind = get_kind(spec.test)
     roles = set(spec.selection)

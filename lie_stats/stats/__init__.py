@@ -4,7 +4,7 @@ One module per statistical family (as pingouin): :mod:`.permutation`, :mod:`.cor
 :mod:`.groups`, :mod:`.equivalence`, :mod:`.replication`, :mod:`.trend`, :mod:`.models`,
 :mod:`.multiplicity`, :mod:`.clustered`, :mod:`.ranks`, :mod:`.pairwise`,
 :mod:`.classification`, :mod:`.meta`; every test is re-exported here. Every test returns a :class:`pandas.DataFrame` with one row per test,
-numeric columns only, starting with :data:`lie_stats.schema.STAT_COLUMNS`; the
+numeric columns only, starting with :data:`lie_stats.stats.columns.STAT_COLUMNS`; the
 family-specific columns are named in :mod:`.columns`.
 
 Conventions

@@ -34,6 +34,10 @@ from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
 from lie_stats.stats.permutation import BootstrapPlan, strata_codes, PermutationPlan, permutation_pvalue
+from lie_stats.stats.columns import (AGREEMENT, AGREEMENT_COLUMNS, AUC_COLUMNS, AUC_POOLED,
+                                     BALANCED_ACCURACY, CHANCE_AGREEMENT, GROUP_EFFECT,
+                                     INTERACTION_COLUMNS, KAPPA_POOLED, N_CLASSES, N_NEGATIVE, N_PAIRS,
+                                     N_POSITIVE, P_PARAMETRIC, SLOPE_GROUP0, SLOPE_GROUP1)
 
 __all__ = [
     "class_auc",
@@ -43,36 +47,10 @@ __all__ = [
     "class_interaction",
     "time_to_fraction",
     "TIME_SCALES",
-    "AUC_POOLED", "N_POSITIVE", "N_NEGATIVE", "N_PAIRS",
-    "KAPPA_POOLED", "BALANCED_ACCURACY", "AGREEMENT", "CHANCE_AGREEMENT", "N_CLASSES",
-    "SLOPE_GROUP0", "SLOPE_GROUP1", "GROUP_EFFECT", "P_PARAMETRIC",
-    "AUC_COLUMNS", "AGREEMENT_COLUMNS", "INTERACTION_COLUMNS",
 ]
 
 #: Interpolation scales of :func:`time_to_fraction`.
 TIME_SCALES = ("log", "linear")
-
-# result columns beyond STAT_COLUMNS (named here, as columns.py names the other families')
-AUC_POOLED = "auc_pooled"  # the ordinary (pooled) AUC, Mann-Whitney U / (n1 n0)
-N_POSITIVE = "n_positive"
-N_NEGATIVE = "n_negative"
-N_PAIRS = "n_pairs"  # positive-negative pairs inside a stratum (the AUC's denominator)
-KAPPA_POOLED = "kappa_pooled"  # Cohen's kappa with pooled chance agreement
-BALANCED_ACCURACY = "balanced_accuracy"  # mean over observed classes of the recall
-AGREEMENT = "agreement"  # observed proportion of agreement p_o
-CHANCE_AGREEMENT = "chance_agreement"  # within-strata chance agreement (the kappa's p_e)
-N_CLASSES = "n_classes"
-SLOPE_GROUP0 = "slope_group0"
-SLOPE_GROUP1 = "slope_group1"
-GROUP_EFFECT = "group_effect"  # group 1 minus group 0 at the mean x (main effect)
-P_PARAMETRIC = "p_parametric"  # t-test p of the OLS fit (descriptive beside the permutation p)
-
-AUC_COLUMNS = (*C.STAT_COLUMNS, AUC_POOLED, N_POSITIVE, N_NEGATIVE, N_PAIRS, C.N_STRATA, C.N_PERM,
-               C.EXACT, C.NULL_CENTER)
-AGREEMENT_COLUMNS = (*C.STAT_COLUMNS, KAPPA_POOLED, BALANCED_ACCURACY, AGREEMENT, CHANCE_AGREEMENT,
-                     N_CLASSES, C.N_STRATA, C.N_PERM, C.EXACT, C.NULL_CENTER)
-INTERACTION_COLUMNS = (*C.STAT_COLUMNS, SLOPE_GROUP0, SLOPE_GROUP1, GROUP_EFFECT, P_PARAMETRIC,
-                       C.N_GROUP0, C.N_GROUP1, C.N_STRATA, C.N_PERM, C.EXACT)
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -27,29 +27,20 @@ from numpy.typing import ArrayLike
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
-from lie_stats.stats.signflip import P_GREATER, P_LESS, P_MIN, sign_flip_test
+from lie_stats.stats.signflip import sign_flip_test
+from lie_stats.stats.columns import (HEAD_MEAN_COLUMNS, NULL_VALUE, N_BOOT, N_CLUSTERS, P_GREATER,
+                                     P_LESS, P_MIN)
 
 __all__ = [
     "head_mean",
     "share_above",
     "TRANSFORMS",
-    "N_CLUSTERS",
-    "N_BOOT",
-    "NULL_VALUE",
-    "HEAD_MEAN_COLUMNS",
 ]
 
 #: Scales on which :func:`head_mean` averages: the values themselves, or their logs
 #: (a geometric mean, for positive ratios such as ``sink_value_ratio``).
 TRANSFORMS = ("identity", "log")
 
-#: Extra result columns of :func:`head_mean` / :func:`share_above`.
-N_CLUSTERS = "n_clusters"  # clusters (layers) in the estimate
-N_BOOT = "n_boot"  # bootstrap replicates drawn
-NULL_VALUE = "null_value"  # the value the sign-flip test is against
-
-HEAD_MEAN_COLUMNS = (*C.STAT_COLUMNS, N_CLUSTERS, C.N_STRATA, N_BOOT, NULL_VALUE, P_GREATER, P_LESS,
-                     P_MIN, C.N_PERM, C.EXACT)
 
 _CHUNK = 1 << 20  # elements of one [chunk, n_clusters] block of bootstrap draws
 
@@ -182,8 +173,8 @@ def head_mean(
                            for b in _stratified_cluster_draws(stratum_of, n_boot, seed)])
     lo, hi = v.percentile_ci(boot, ci)
     nan = float("nan")
-    test = {"statistic": nan, "p_value": nan, P_GREATER: nan, P_LESS: nan, P_MIN: nan,
-            "n_perm": 0, "exact": False}
+    test = {C.STATISTIC: nan, C.P_VALUE: nan, P_GREATER: nan, P_LESS: nan, P_MIN: nan,
+            C.N_PERM: 0, C.EXACT: False}
     nv = nan if null_value is None else float(null_value)
     if null_value is not None:
         if not np.isfinite(nv) or (transform == "log" and nv <= 0):
@@ -191,13 +182,13 @@ def head_mean(
                                   f"got {null_value!r}.")
         t0 = np.log(nv) if transform == "log" else nv
         test = sign_flip_test(sums - counts * t0, n_perm=n_perm, seed=seed + 1, where=where)
-        test["statistic"] = estimate - t0
+        test[C.STATISTIC] = estimate - t0
     return v.frame(HEAD_MEAN_COLUMNS, {
-        C.N: int(x.size), C.STATISTIC: test["statistic"], C.P_VALUE: test["p_value"],
+        C.N: int(x.size), C.STATISTIC: test[C.STATISTIC], C.P_VALUE: test[C.P_VALUE],
         C.EFFECT: float(back(estimate)), C.CI_LOW: float(back(lo)), C.CI_HIGH: float(back(hi)),
         N_CLUSTERS: k, C.N_STRATA: int(np.unique(stratum_of).size), N_BOOT: n_boot, NULL_VALUE: nv,
         P_GREATER: test[P_GREATER], P_LESS: test[P_LESS], P_MIN: test[P_MIN],
-        C.N_PERM: test["n_perm"], C.EXACT: test["exact"],
+        C.N_PERM: test[C.N_PERM], C.EXACT: test[C.EXACT],
     })
 
 

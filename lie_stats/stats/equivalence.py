@@ -16,13 +16,10 @@ from scipy import stats as sps
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
+from lie_stats.stats.columns import TOST_PAIRED_COLUMNS
 
 __all__ = ["tost_relative", "tost_paired", "tost_correlation", "fisher_z_se", "rank_z_factor",
-           "cluster_means", "TOST_PAIRED_COLUMNS"]
-
-#: Columns of :func:`tost_paired`: those of :func:`tost_relative` (n, statistic, p, effect,
-#: interval, bound, df, and the two one-sided t and p).
-TOST_PAIRED_COLUMNS = C.TOST_RELATIVE_COLUMNS
+           "cluster_means"]
 
 
 def fisher_z_se(n: int, method: str) -> float:

@@ -26,28 +26,11 @@ from scipy import stats as sps
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
+from lie_stats.stats.columns import (IUT_COLUMNS, LARGEST_ABS_CHANGE, LARGEST_ABS_CI_HIGH,
+                                     LARGEST_ABS_CI_LOW, LARGEST_UNIT, MEDIAN_ABS_CHANGE, NOISE_FLOOR,
+                                     N_BEYOND, N_REPLICATES, N_WITHIN, P_BEYOND, RESOLVABLE, WORST_UNIT)
 
-__all__ = ["iut_equivalence", "unit_equivalence", "IUT_COLUMNS", "N_WITHIN", "N_BEYOND", "P_BEYOND",
-           "N_REPLICATES", "NOISE_FLOOR", "MEDIAN_ABS_CHANGE", "WORST_UNIT", "LARGEST_UNIT",
-           "RESOLVABLE", "LARGEST_ABS_CHANGE", "LARGEST_ABS_CI_LOW", "LARGEST_ABS_CI_HIGH"]
-
-#: Extra columns of :func:`iut_equivalence`.
-N_WITHIN = "n_within"  # units whose own TOST rejects at alpha
-N_BEYOND = "n_beyond"  # units significantly beyond the bound after Bonferroni over units
-P_BEYOND = "p_beyond"  # Bonferroni-adjusted smallest p of "this unit's |change| > bound"
-N_REPLICATES = "n_replicates"  # runs per unit
-NOISE_FLOOR = "noise_floor"  # largest per-cell noise SD of one run's change, relative
-MEDIAN_ABS_CHANGE = "median_abs_change"  # median over units of |relative change|
-WORST_UNIT = "worst_unit"  # index of the unit with the largest IUT p (the binding unit)
-LARGEST_UNIT = "largest_unit"  # index of the unit with the largest |change| (the effect's)
-RESOLVABLE = "resolvable"  # 1 when every unit's t interval is narrower than the bound band
-LARGEST_ABS_CHANGE = "largest_abs_change"  # exp(max |mean log change|) - 1, the bound's scale
-LARGEST_ABS_CI_LOW = "largest_abs_ci_low"  # its interval, simultaneous over the units
-LARGEST_ABS_CI_HIGH = "largest_abs_ci_high"
-
-IUT_COLUMNS = (*C.STAT_COLUMNS, C.BOUND, C.DF, N_WITHIN, N_BEYOND, P_BEYOND, N_REPLICATES,
-               NOISE_FLOOR, MEDIAN_ABS_CHANGE, WORST_UNIT, LARGEST_UNIT, RESOLVABLE,
-               LARGEST_ABS_CHANGE, LARGEST_ABS_CI_LOW, LARGEST_ABS_CI_HIGH)
+__all__ = ["iut_equivalence", "unit_equivalence"]
 
 
 def _codes(labels: ArrayLike, name: str, n: int, where: str) -> np.ndarray:

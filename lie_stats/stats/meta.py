@@ -21,31 +21,12 @@ from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
 from lie_stats.stats.replication import check_original, r33
+from lie_stats.stats.columns import (I2, K_RUNS, MAX_RUN_R, META_REPLICATION_COLUMNS, MIN_RUN_R,
+                                     PI_HIGH, PI_LOW, POOLED_Z, POOLED_Z_SE, P_Q, Q, TAU2, TAU2_DL,
+                                     TAU2_REML)
 
-__all__ = ["ESTIMATORS", "META_REPLICATION_COLUMNS", "random_effects", "run_correlations", "meta_replication",
-           "K_RUNS", "POOLED_Z", "POOLED_Z_SE", "TAU2", "TAU2_DL", "TAU2_REML", "I2", "Q", "P_Q", "PI_LOW",
-           "PI_HIGH", "MIN_RUN_R", "MAX_RUN_R"]
+__all__ = ["ESTIMATORS", "random_effects", "run_correlations", "meta_replication"]
 
-# Result columns of this family beyond lie_stats.stats.columns (kept here, so that the
-# columns module, which every kind reads, is unchanged by a new family).
-K_RUNS = "k_runs"  # runs pooled (studies of the meta-analysis)
-POOLED_Z = "pooled_z"  # random-effects pooled Fisher z
-POOLED_Z_SE = "pooled_z_se"
-TAU2 = "tau2"  # between-run variance on Fisher's z scale (the declared estimator's)
-TAU2_DL = "tau2_dl"
-TAU2_REML = "tau2_reml"
-I2 = "i2"  # percent of the total variance that is between runs
-Q = "q"  # Cochran's Q
-P_Q = "p_q"
-PI_LOW = "pi_low"  # prediction interval of a new run's effect
-PI_HIGH = "pi_high"
-MIN_RUN_R = "min_run_r"
-MAX_RUN_R = "max_run_r"
-META_REPLICATION_COLUMNS = (
-    *C.STAT_COLUMNS, K_RUNS, POOLED_Z, POOLED_Z_SE, TAU2, TAU2_DL, TAU2_REML, I2, Q, P_Q, PI_LOW, PI_HIGH,
-    MIN_RUN_R, MAX_RUN_R, C.P_ORIGINAL_DIRECTION, C.R33, C.P_SMALL_TELESCOPES, C.ORIGINAL_R,
-    C.ORIGINAL_N, C.N_COVARIATES, C.CONVERGED,
-)
 
 #: Estimators of the between-run variance tau^2.
 ESTIMATORS = ("DL", "REML")

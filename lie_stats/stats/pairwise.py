@@ -12,7 +12,7 @@ entries are ignored) and summarizes a layer by a statistic over its pairs ``i < 
 ``"mean_abs"``
     ``mean |.|`` over the pairs.
 
-Results are one-row DataFrames whose first columns are :data:`lie_stats.schema.STAT_COLUMNS`
+Results are one-row DataFrames whose first columns are :data:`lie_stats.stats.columns.STAT_COLUMNS`
 followed by the columns named in this module's ``*_COLUMNS`` tuples.
 """
 
@@ -27,22 +27,17 @@ from numpy.typing import ArrayLike
 
 from lie_stats.errors import StatsInputError
 from lie_stats.forms import functional_killing
-from lie_stats.schema import STAT_COLUMNS
+from lie_stats.stats.columns import (BOOT_FRACTION_UNDEFINED, BOUNDARY_ENRICHMENT_COLUMNS,
+                                     BOUNDARY_TOP2, CI_HIGH, CI_LOW, EFFECT, ENRICHMENT_FIRST_LAYER,
+                                     ENRICHMENT_FIRST_LAYER_CI_HIGH, ENRICHMENT_FIRST_LAYER_CI_LOW,
+                                     ENRICHMENT_LAST_LAYER, ENRICHMENT_LAST_LAYER_CI_HIGH,
+                                     ENRICHMENT_LAST_LAYER_CI_LOW, EXACT, FUNCTIONAL_SHIFT_COLUMNS,
+                                     HEAD_EXCESS_COLUMNS, LAYER_ENRICHMENT_AT_MAX, MAX_HEAD_ENRICHMENT,
+                                     MAX_RATIO, MAX_RATIO_UNIT, MEAN_BOUNDARY, MEAN_INTERIOR, N as N_,
+                                     NULL_CENTER, NULL_RATIO, N_HEADS, N_LAYERS, N_PERM, N_STEPS,
+                                     P_OPPOSITE, P_VALUE, RATIO_FUNCTIONAL, RATIO_TOTAL, STATISTIC,
+                                     STAT_COLUMNS)
 from lie_stats.stats import _validate as v
-from lie_stats.stats.columns import (
-    CI_HIGH,
-    CI_LOW,
-    EFFECT,
-    EXACT,
-    MEAN_BOUNDARY,
-    MEAN_INTERIOR,
-    N_LAYERS,
-    N_PERM,
-    NULL_CENTER,
-    P_VALUE,
-    STATISTIC,
-)
-from lie_stats.stats.columns import N as N_
 from lie_stats.stats.permutation import permutation_pvalue
 
 __all__ = [
@@ -52,54 +47,12 @@ __all__ = [
     "row_summary",
     "head_enrichment_excess",
     "boundary_enrichment",
-    "functional_boundary_shift",
-    "MAX_RATIO", "MAX_RATIO_UNIT", "MAX_HEAD_ENRICHMENT", "LAYER_ENRICHMENT_AT_MAX",
-    "NULL_RATIO", "P_OPPOSITE", "EXACT_FLIP_UNITS", "N_HEADS", "N_STEPS", "BOOT_FRACTION_UNDEFINED",
-    "ENRICHMENT_FIRST_LAYER", "ENRICHMENT_LAST_LAYER", "BOUNDARY_TOP2",
-    "ENRICHMENT_FIRST_LAYER_CI_LOW", "ENRICHMENT_FIRST_LAYER_CI_HIGH",
-    "ENRICHMENT_LAST_LAYER_CI_LOW", "ENRICHMENT_LAST_LAYER_CI_HIGH",
-    "RATIO_TOTAL", "RATIO_FUNCTIONAL",
-    "HEAD_EXCESS_COLUMNS", "BOUNDARY_ENRICHMENT_COLUMNS", "FUNCTIONAL_SHIFT_COLUMNS",
+    "functional_boundary_shift", "EXACT_FLIP_UNITS",
 ]
 
 #: Layer summaries of a pair matrix (see the module docstring).
 PAIR_SUMMARIES = ("cv", "mean_abs")
 
-# result columns beyond STAT_COLUMNS
-MAX_RATIO = "max_ratio"  # the largest per-layer ratio max-head / layer enrichment
-MAX_RATIO_UNIT = "max_ratio_unit"  # index of the layer (unit) where it occurs
-MAX_HEAD_ENRICHMENT = "max_head_enrichment"  # that layer's most enriched head's enrichment
-LAYER_ENRICHMENT_AT_MAX = "layer_enrichment_at_max"  # that layer's own enrichment
-NULL_RATIO = "null_ratio"  # geometric-mean ratio expected under exchangeable head increments
-P_OPPOSITE = "p_opposite"  # one-sided p in the direction opposite to `alternative` (NaN if two-sided)
-BOOT_FRACTION_UNDEFINED = "boot_fraction_undefined"  # share of bootstrap replicates left out
-N_HEADS = "n_heads"
-N_STEPS = "n_steps"
-ENRICHMENT_FIRST_LAYER = "enrichment_first_layer"
-ENRICHMENT_LAST_LAYER = "enrichment_last_layer"
-BOUNDARY_TOP2 = "boundary_top2"  # 1 when the first and last layer are the two most enriched
-#: Percentile intervals of the first and last layer's enrichment (the boundary ratio's replicates).
-ENRICHMENT_FIRST_LAYER_CI_LOW = "enrichment_first_layer_ci_low"
-ENRICHMENT_FIRST_LAYER_CI_HIGH = "enrichment_first_layer_ci_high"
-ENRICHMENT_LAST_LAYER_CI_LOW = "enrichment_last_layer_ci_low"
-ENRICHMENT_LAST_LAYER_CI_HIGH = "enrichment_last_layer_ci_high"
-RATIO_TOTAL = "ratio_total"  # boundary ratio of the total form's enrichment
-RATIO_FUNCTIONAL = "ratio_functional"  # boundary ratio of the functional form's enrichment
-
-HEAD_EXCESS_COLUMNS = (
-    *STAT_COLUMNS, MAX_RATIO, MAX_RATIO_UNIT, MAX_HEAD_ENRICHMENT, LAYER_ENRICHMENT_AT_MAX,
-    NULL_RATIO, P_OPPOSITE, N_HEADS, N_STEPS, N_PERM, EXACT,
-)
-BOUNDARY_ENRICHMENT_COLUMNS = (
-    *STAT_COLUMNS, ENRICHMENT_FIRST_LAYER, ENRICHMENT_LAST_LAYER, MEAN_BOUNDARY, MEAN_INTERIOR,
-    BOUNDARY_TOP2, P_OPPOSITE, BOOT_FRACTION_UNDEFINED, N_LAYERS, N_HEADS, N_PERM, EXACT,
-    NULL_CENTER, ENRICHMENT_FIRST_LAYER_CI_LOW, ENRICHMENT_FIRST_LAYER_CI_HIGH,
-    ENRICHMENT_LAST_LAYER_CI_LOW, ENRICHMENT_LAST_LAYER_CI_HIGH,
-)
-FUNCTIONAL_SHIFT_COLUMNS = (
-    *STAT_COLUMNS, RATIO_TOTAL, RATIO_FUNCTIONAL, P_OPPOSITE, BOOT_FRACTION_UNDEFINED, N_LAYERS,
-    N_HEADS, N_PERM, EXACT, NULL_CENTER,
-)
 
 _OPPOSITE = {"greater": "less", "less": "greater"}
 #: Most layers whose 2**L sign vectors :func:`head_enrichment_excess` enumerates exactly.

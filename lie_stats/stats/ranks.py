@@ -9,7 +9,7 @@ Two families, for changes of parameters over training:
   the same units, with Fieller's test and interval over clusters (layers) within strata.
 
 Pure numpy (and scipy's t distribution); results are one-row DataFrames starting with
-:data:`lie_stats.schema.STAT_COLUMNS`, extra columns named here.
+:data:`lie_stats.stats.columns.STAT_COLUMNS`, then the extra columns of :mod:`lie_stats.stats.columns`.
 """
 
 from __future__ import annotations
@@ -21,41 +21,20 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from lie_stats.errors import StatsInputError, did_you_mean
-from lie_stats.schema import STAT_COLUMNS
+from lie_stats.stats.columns import (BOOT_SHARE, DELTA_ORDER_COLUMNS, DELTA_RANK_COLUMNS, DF,
+                                     LOG10_RATIO, N_CATEGORIES, N_SHOWN_LARGER, N_SHOWN_SMALLER,
+                                     N_STRATA, N_UNITS, ORDER_HOLDS, POST_CHANGE, PRE_CHANGE, P_ABOVE,
+                                     P_BELOW, P_ORDER, P_REVERSED, RATIO_OF_CHANGES_COLUMNS,
+                                     STAT_COLUMNS, TARGET_VALUE)
 from lie_stats.stats import _validate as V
+from lie_stats.stats import columns as C
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = [
-    "pooled_relative", "delta_rank", "delta_order", "ratio_of_changes",
-    "N_CATEGORIES", "TARGET_VALUE", "ORDER_HOLDS", "BOOT_SHARE", "N_SHOWN_LARGER", "N_SHOWN_SMALLER",
-    "P_ORDER", "P_REVERSED", "pairwise_p", "holm_count", "PRE_CHANGE", "POST_CHANGE",
-    "LOG10_RATIO", "P_BELOW", "P_ABOVE", "N_UNITS", "DF", "N_STRATA",
-    "DELTA_RANK_COLUMNS", "DELTA_ORDER_COLUMNS", "RATIO_OF_CHANGES_COLUMNS",
+    "pooled_relative", "delta_rank", "delta_order", "ratio_of_changes", "pairwise_p", "holm_count",
 ]
-
-N_CATEGORIES = "n_categories"  # categories ranked
-N_SHOWN_LARGER = "n_shown_larger"  # categories shown to have changed more than the target (Holm)
-N_SHOWN_SMALLER = "n_shown_smaller"  # categories shown to have changed less than the target (Holm)
-P_ORDER = "p_order"  # intersection-union p of the declared order: the largest pairwise p
-P_REVERSED = "p_reversed"  # Bonferroni p of the most reversed pair of the declared order
-TARGET_VALUE = "target_value"  # the target category's relative change (full sample)
-ORDER_HOLDS = "order_holds"  # 1 when the declared order holds on the full sample
-BOOT_SHARE = "boot_share"  # share of bootstrap resamples in which it holds
-PRE_CHANGE = "pre_change"  # mean change of the numerator (pretraining)
-POST_CHANGE = "post_change"  # mean change of the denominator (post-training)
-LOG10_RATIO = "log10_ratio"
-P_BELOW = "p_below"  # one-sided p of H0: ratio <= the lower reference (small: the ratio is above it)
-P_ABOVE = "p_above"  # one-sided p of H0: ratio >= the upper reference (small: the ratio is below it)
-N_UNITS = "n_units"
-DF = "df"  # degrees of freedom of Fieller's t: clusters minus strata
-N_STRATA = "n_strata"
-
-DELTA_RANK_COLUMNS = (*STAT_COLUMNS, N_CATEGORIES, TARGET_VALUE, N_SHOWN_LARGER, N_SHOWN_SMALLER)
-DELTA_ORDER_COLUMNS = (*STAT_COLUMNS, N_CATEGORIES, ORDER_HOLDS, BOOT_SHARE, P_ORDER, P_REVERSED)
-RATIO_OF_CHANGES_COLUMNS = (*STAT_COLUMNS, PRE_CHANGE, POST_CHANGE, LOG10_RATIO, P_BELOW, P_ABOVE,
-                            N_UNITS, DF, N_STRATA)
 
 
 def pooled_relative(values: ArrayLike, norms: ArrayLike) -> np.ndarray:
@@ -262,8 +241,8 @@ def delta_rank(
     larger = holm_count(pairwise_p(shares, others, np.full(others.size, j)), level)
     smaller = holm_count(pairwise_p(shares, np.full(others.size, j), others), level)
     return V.frame(DELTA_RANK_COLUMNS, {
-        "n": vals.shape[1], "statistic": (rank - 1) / (k - 1) if k > 1 else 0.0,
-        "p_value": np.nan, "effect": rank, "ci_low": lo, "ci_high": hi,
+        C.N: vals.shape[1], C.STATISTIC: (rank - 1) / (k - 1) if k > 1 else 0.0,
+        C.P_VALUE: np.nan, C.EFFECT: rank, C.CI_LOW: lo, C.CI_HIGH: hi,
         N_CATEGORIES: k, TARGET_VALUE: float(tot[j]), N_SHOWN_LARGER: larger, N_SHOWN_SMALLER: smaller,
     })
 
@@ -358,8 +337,8 @@ def delta_order(
     else:
         p_order = p_reversed = np.nan
     return V.frame(DELTA_ORDER_COLUMNS, {
-        "n": vals.shape[1], "statistic": int(holds), "p_value": p_order, "effect": share,
-        "ci_low": np.nan, "ci_high": np.nan, N_CATEGORIES: len(cats), ORDER_HOLDS: int(holds),
+        C.N: vals.shape[1], C.STATISTIC: int(holds), C.P_VALUE: p_order, C.EFFECT: share,
+        C.CI_LOW: np.nan, C.CI_HIGH: np.nan, N_CATEGORIES: len(cats), ORDER_HOLDS: int(holds),
         BOOT_SHARE: share, P_ORDER: p_order, P_REVERSED: p_reversed,
     })
 
@@ -522,8 +501,8 @@ def ratio_of_changes(
     with np.errstate(divide="ignore"):
         log10r = float(np.log10(r)) if r > 0 else -np.inf
     return V.frame(RATIO_OF_CHANGES_COLUMNS, {
-        "n": n_clusters, "statistic": log10r, "p_value": max(p_lo, p_hi),
-        "effect": r, "ci_low": lo, "ci_high": hi, PRE_CHANGE: float(a.mean()),
+        C.N: n_clusters, C.STATISTIC: log10r, C.P_VALUE: max(p_lo, p_hi),
+        C.EFFECT: r, C.CI_LOW: lo, C.CI_HIGH: hi, PRE_CHANGE: float(a.mean()),
         POST_CHANGE: float(b.mean()), LOG10_RATIO: log10r, P_BELOW: p_lo, P_ABOVE: p_hi,
         N_UNITS: n, DF: f["df"], N_STRATA: int(np.unique(stratum_c).size),
     })

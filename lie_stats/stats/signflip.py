@@ -26,15 +26,11 @@ from numpy.typing import ArrayLike
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
+from lie_stats.stats import columns as C
 from lie_stats.stats.permutation import permutation_pvalue
+from lie_stats.stats.columns import P_GREATER, P_LESS, P_MIN
 
-__all__ = ["P_GREATER", "P_LESS", "P_MIN", "sign_flip_test", "slope_permutation_test", "one_sided_pair"]
-
-#: Result columns: the one-sided p towards larger / smaller values of the statistic, and the
-#: smallest one-sided p the design can reach (``2^-K`` for ``K`` sign-flipped units).
-P_GREATER = "p_greater"
-P_LESS = "p_less"
-P_MIN = "p_min"
+__all__ = ["sign_flip_test", "slope_permutation_test", "one_sided_pair"]
 
 
 def one_sided_pair(t_obs: float, t_null: np.ndarray) -> tuple[float, float, float]:
@@ -104,8 +100,8 @@ def sign_flip_test(terms: ArrayLike, *, n_perm: int = 9999, seed: int = 0,
     t_null = np.concatenate(out)
     t_obs = float(d.sum())
     pg, pl, p = one_sided_pair(t_obs, t_null)
-    return {"statistic": t_obs, P_GREATER: pg, P_LESS: pl, "p_value": p, "n_perm": size,
-            "exact": bool(exact), P_MIN: 2.0 ** -k if exact else 1.0 / (size + 1)}
+    return {C.STATISTIC: t_obs, P_GREATER: pg, P_LESS: pl, C.P_VALUE: p, C.N_PERM: size,
+            C.EXACT: bool(exact), P_MIN: 2.0 ** -k if exact else 1.0 / (size + 1)}
 
 
 def slope_permutation_test(layer_means: ArrayLike, *, n_perm: int = 9999, seed: int = 0,
@@ -158,6 +154,6 @@ def slope_permutation_test(layer_means: ArrayLike, *, n_perm: int = 9999, seed: 
     flat_obs, flat_null = t_obs.reshape(-1), t_null.reshape(-1, perms.shape[0])
     ps = np.array([one_sided_pair(float(t), n) for t, n in zip(flat_obs, flat_null)]).reshape(
         (*t_obs.shape, 3))
-    return {"statistic": t_obs, P_GREATER: ps[..., 0], P_LESS: ps[..., 1], "p_value": ps[..., 2],
-            "n_perm": int(perms.shape[0]), "exact": bool(exact),
+    return {C.STATISTIC: t_obs, P_GREATER: ps[..., 0], P_LESS: ps[..., 1], C.P_VALUE: ps[..., 2],
+            C.N_PERM: int(perms.shape[0]), C.EXACT: bool(exact),
             P_MIN: 1.0 / (perms.shape[0] + 1)}

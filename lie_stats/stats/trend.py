@@ -15,31 +15,16 @@ from lie_stats.stats import _validate as v
 from lie_stats.stats import columns as C
 from lie_stats.stats.correlation import check_correlation_options, correlation_plans
 from lie_stats.stats.permutation import BootstrapPlan, strata_codes, permutation_pvalue
-from lie_stats.stats.signflip import (P_GREATER, P_LESS, P_MIN, one_sided_pair, sign_flip_test,
-                                      slope_permutation_test)
+from lie_stats.stats.signflip import one_sided_pair, sign_flip_test, slope_permutation_test
+from lie_stats.stats.columns import (BOOT_SHARE_CROSSING, BOUNDARY_RATIO_TEST_COLUMNS,
+                                     CROSSOVER_TEST_COLUMNS, EARLY_STEP, ENRICHMENT_TEST_COLUMNS,
+                                     N_RUNS, P_EARLY, P_EARLY_AGAINST, P_GREATER, P_LATE,
+                                     P_LATE_AGAINST, P_LESS, P_MIN, TREND_RUNS_COLUMNS)
 
 __all__ = ["trend", "trend_over_runs", "enrichment", "depth_gradient", "depth_crossover",
-           "boundary_ratio", "N_RUNS", "EARLY_STEP", "P_EARLY", "P_LATE", "P_EARLY_AGAINST", "P_LATE_AGAINST",
-           "BOOT_SHARE_CROSSING", "TREND_RUNS_COLUMNS", "ENRICHMENT_TEST_COLUMNS",
-           "BOUNDARY_RATIO_TEST_COLUMNS", "CROSSOVER_TEST_COLUMNS", "SIGNS"]
+           "boundary_ratio", "SIGNS"]
 
-#: Extra columns: runs in a trend over runs; the crossover's early checkpoint, the one-sided
-#: p-values of the early and late depth slopes for and against the declared signs, and the
-#: share of bootstrap resamples that cross in the declared direction.
-N_RUNS = "n_runs"
-EARLY_STEP = "early_step"
-P_EARLY = "p_early"
-P_LATE = "p_late"
-P_EARLY_AGAINST = "p_early_against"
-P_LATE_AGAINST = "p_late_against"
-BOOT_SHARE_CROSSING = "boot_share_crossing"
 SIGNS = ("positive", "negative")
-
-TREND_RUNS_COLUMNS = (*C.TREND_COLUMNS, N_RUNS, P_GREATER, P_LESS, P_MIN)
-ENRICHMENT_TEST_COLUMNS = (*C.ENRICHMENT_COLUMNS, P_GREATER, P_LESS, P_MIN)
-BOUNDARY_RATIO_TEST_COLUMNS = (*C.BOUNDARY_RATIO_COLUMNS, P_GREATER, P_LESS, P_MIN)
-CROSSOVER_TEST_COLUMNS = (*C.CROSSOVER_COLUMNS, EARLY_STEP, P_EARLY, P_LATE, P_EARLY_AGAINST,
-                          P_LATE_AGAINST, P_MIN, BOOT_SHARE_CROSSING, C.N_PERM)
 
 
 def trend(
@@ -166,9 +151,9 @@ def trend_over_runs(
             terms[r] = float(fn(st, y[:, r])[0])
     test = sign_flip_test(terms, n_perm=n_perm, seed=seed, where=where)
     return v.frame(TREND_RUNS_COLUMNS, {
-        C.N: st.size, C.STATISTIC: test["statistic"], C.P_VALUE: test["p_value"],
+        C.N: st.size, C.STATISTIC: test[C.STATISTIC], C.P_VALUE: test[C.P_VALUE],
         C.EFFECT: float(terms.mean()), C.CI_LOW: np.nan, C.CI_HIGH: np.nan,
-        C.N_PERM: test["n_perm"], C.EXACT: test["exact"], N_RUNS: terms.size,
+        C.N_PERM: test[C.N_PERM], C.EXACT: test[C.EXACT], N_RUNS: terms.size,
         P_GREATER: test[P_GREATER], P_LESS: test[P_LESS], P_MIN: test[P_MIN],
     })
 
@@ -281,9 +266,9 @@ def enrichment(
         # cluster sums is the swap test of the log ratio
         units = codes if clusters is not None else np.arange(f.size)
         test = sign_flip_test(np.bincount(units, weights=l_ - f), n_perm=n_perm, seed=seed, where=where)
-        size, exact, p_min = test["n_perm"], test["exact"], test[P_MIN]
+        size, exact, p_min = test[C.N_PERM], test[C.EXACT], test[P_MIN]
         pg, pl = test[P_GREATER], test[P_LESS]
-        p = {"two-sided": test["p_value"], "greater": pg, "less": pl}[alternative]
+        p = {"two-sided": test[C.P_VALUE], "greater": pg, "less": pl}[alternative]
         if n_boot:
             boot = [l_[i].mean(axis=1) / f[i].mean(axis=1) for i in BootstrapPlan(
                 None if clusters is None else codes, f.size, n_boot, seed + 1, True).chunks()]
@@ -527,7 +512,7 @@ def depth_crossover(
         toward, away = (P_GREATER, P_LESS) if from_sign == "positive" else (P_LESS, P_GREATER)
         tests = {P_EARLY: float(r[toward][0]), P_EARLY_AGAINST: float(r[away][0]),
                  P_LATE: float(r[away][1]), P_LATE_AGAINST: float(r[toward][1]),
-                 P_MIN: r[P_MIN], C.N_PERM: r["n_perm"]}
+                 P_MIN: r[P_MIN], C.N_PERM: r[C.N_PERM]}
         tests[C.P_VALUE] = max(tests[P_EARLY], tests[P_LATE])
     lo = hi = frac_none = share = np.nan
     if n_boot:

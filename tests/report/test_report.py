@@ -11,7 +11,8 @@ import random
 import numpy as np
 from statsmodels.stats.multitest import multipletests
 
-from lie_stats import report, schema
+from lie_stats import report
+from lie_stats.stats import columns as C
 
 #: The verdict each result of the ``results`` fixture is expected to give, and why: B5's
 #: planted correlation (rho about -0.6) replicates -0.274; its absent dataset has no cube;
@@ -32,9 +33,9 @@ def test_results_json_has_every_field_at_full_precision(results, written):
                     "declaration_changed",
                     "pinned_verdict", "pinned_hash", "source", "reason", "build", "figure", "extra"}
     for rec in records:
-        assert set(schema.RESULT_FIELDS) | extra_fields <= set(rec), set(schema.RESULT_FIELDS) - set(rec)
+        assert set(C.RESULT_FIELDS) | extra_fields <= set(rec), set(C.RESULT_FIELDS) - set(rec)
         assert rec["verdict"] == EXPECTED_VERDICTS[(rec["id"], rec["dataset"])], rec["reason"]
-        assert rec["gate"] in schema.GATES
+        assert rec["gate"] in C.GATES
         assert len(rec["spec_hash"]) == 64
     by_key = {(r["id"], r["dataset"]): r for r in records}
     b5 = next(r for r in results if r.id == "B5" and r.dataset == "synth")

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lie_stats import cube as cube_mod, schema, spec as spec_mod
+from lie_stats import cube as cube_mod, spec as spec_mod
+from lie_stats.stats import columns as C
 from lie_stats.errors import LieStatsError
 from lie_stats.spec import Prediction, Select, evaluate_cube, register_test, test_kinds
 from tests._spec_cubes import ABSENT_BUILD, FAST, evaluate_one, planted_spec, synth_cube
@@ -84,7 +85,7 @@ def test_choices_sweep_models_and_layers():
 def test_decision_rule_returning_a_bad_verdict_is_an_error():
     name = "tmp_bad_verdict"
     try:
-        register_test(name, lambda d: pd.DataFrame([dict.fromkeys(schema.STAT_COLUMNS, 0.0)]),
+        register_test(name, lambda d: pd.DataFrame([dict.fromkeys(C.STAT_COLUMNS, 0.0)]),
                       lambda r, c: ("maybe", ""), roles=("values",))
         s = planted_spec(test=name, selection={"values": Select("change_from_init")}, params={})
         # raised by the evaluation itself (not a subclass): the rule, not the spec, is at fault

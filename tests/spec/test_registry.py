@@ -8,7 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from lie_stats import schema, spec as spec_mod
+from lie_stats import spec as spec_mod
+from lie_stats.stats import columns as C
 from lie_stats.errors import SpecError
 from lie_stats.spec import Prediction, Select, evaluate_cube, register_test, test_kinds
 from tests._spec_cubes import planted_spec, synth_cube
@@ -24,7 +25,7 @@ def test_register_test_refuses_duplicates_and_accepts_new_kinds():
     def mean_above(data):
         t = data.table("values")
         m = float(t["values"].mean())
-        return pd.DataFrame([{**dict.fromkeys(schema.STAT_COLUMNS, math.nan), "n": len(t), "effect": m,
+        return pd.DataFrame([{**dict.fromkeys(C.STAT_COLUMNS, math.nan), "n": len(t), "effect": m,
                               "ci_low": m - 0.01, "ci_high": m + 0.01}])
 
     name = "tmp_mean_above"

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import columns as C
 from lie_stats.stats import fisher_z_se, tost_correlation, tost_relative
-from lie_stats.stats.equivalence import TOST_PAIRED_COLUMNS, tost_paired
+from lie_stats.stats.equivalence import tost_paired
+from lie_stats.stats.columns import TOST_PAIRED_COLUMNS
 
 from ._sim import BAND, N_DATASETS, rejections
 

@@ -26,18 +26,13 @@ from ...parts import SWEEP_SELECT, Prediction, check_projection, jsonable, repla
 from ...registry import all_roles, get_kind, register_test
 from ...rules import Decision, finite
 from ...tables import TestInput
+from ....stats.columns import AGREE_VERDICT, N_OPPOSITE
 
 __all__ = ["compression_agreement", "compression_tag", "agreement_role", "decide_agreement",
-           "VERDICT_CODES", "AGREE_VERDICT", "N_OPPOSITE", "AGREE_SEP", "AGREE_MAX"]
+           "VERDICT_CODES", "AGREE_SEP", "AGREE_MAX"]
 
 #: Verdict codes of ``verdict_agreement`` (its effect is the range of these codes).
 VERDICT_CODES = {"supported": 1.0, "inconclusive": 0.0, "refuted": -1.0}
-#: Prefix of ``verdict_agreement``'s extra columns holding each compression's verdict code;
-#: the target's effect, interval and p follow as ``effect_<tag>``, ``ci_low_<tag>``, ...
-#: (``<tag>``: the compression with ':' as '_', e.g. ``fixed_64``).
-AGREE_VERDICT = "verdict"
-#: Extra column: pairs of compressions whose verdicts are opposite decisions.
-N_OPPOSITE = "n_opposite"
 #: Separator of a derived role: ``<role>__c<i>`` for the i-th compression.
 AGREE_SEP = "__c"
 #: Most compressions one agreement compares.

@@ -26,15 +26,11 @@ from ...parts import spec_error
 from ...registry import RESAMPLING, register_test
 from ...rules import decide_directional
 from ...tables import D_HEAD, D_MODEL, TestInput, need_classes, two_groups
+from ....stats.columns import (MEDIAN_TIME_GROUP0, MEDIAN_TIME_GROUP1, N_UNDEFINED_TIME, N_ZONE_ABOVE,
+                              N_ZONE_BELOW, N_ZONE_BETWEEN, THRESHOLD_COSINE)
 
-__all__ = ["THRESHOLD_COSINE", "THRESHOLD_UNITS", "N_ZONE_BELOW", "N_ZONE_BETWEEN", "N_ZONE_ABOVE",
-           "MEDIAN_TIME_GROUP0", "MEDIAN_TIME_GROUP1", "N_UNDEFINED_TIME"]
+__all__ = ["THRESHOLD_UNITS"]
 
-#: Extra result columns of these kinds.
-THRESHOLD_COSINE = "threshold_cosine"  # the classifier's t as a cosine
-N_ZONE_BELOW, N_ZONE_BETWEEN, N_ZONE_ABOVE = "n_zone_below", "n_zone_between", "n_zone_above"
-MEDIAN_TIME_GROUP0, MEDIAN_TIME_GROUP1 = "median_time_group0", "median_time_group1"
-N_UNDEFINED_TIME = "n_undefined_time"  # heads without a time (final change <= 0, NaN)
 #: Units of ``threshold_agreement``'s ``threshold``: a cosine, or multiples of 1/sqrt(D),
 #: the standard deviation of the cosine of two independent random directions in the
 #: D = 4 d_model d_head dimensions of a head's weights (METRICS.md §7.5).

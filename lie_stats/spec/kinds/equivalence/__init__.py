@@ -28,16 +28,9 @@ from ....stats.equivalence import rank_z_factor, tost_correlation, tost_paired, 
 from ...registry import RESAMPLING, UNITS, register_test
 from ...rules import Decision, decide_equivalence, finite
 from ...tables import TestInput, columns_of
+from ....stats.columns import N_CLUSTERS, PER_HEAD_WITHOUT_STRATA
 
-__all__ = ["decide_tost", "correlation_tost", "per_head_unstratified", "N_CLUSTERS",
-           "PER_HEAD_WITHOUT_STRATA", "PER_HEAD_REASON"]
-
-#: Extra column: the layers (model x layer) a per-head selection was averaged into (NaN
-#: when the units are not heads).
-N_CLUSTERS = "n_clusters"
-#: Extra column, present (1) only when a per-head correlation was given without layer strata
-#: (undecidable).
-PER_HEAD_WITHOUT_STRATA = "per_head_without_strata"
+__all__ = ["decide_tost", "correlation_tost", "per_head_unstratified", "PER_HEAD_REASON"]
 
 
 def _bound(data: TestInput) -> float:

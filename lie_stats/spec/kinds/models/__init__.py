@@ -23,27 +23,12 @@ from ...parts import check_choice, spec_error
 from ...registry import register_test
 from ...rules import Decision, decide_directional, finite
 from ...tables import MODEL_PREDICTORS, TestInput, model_table
+from ....stats.columns import (AIC_MARGIN, PREDICTED_SLOPE, PREDICTED_SLOPE_CI_HIGH,
+                              PREDICTED_SLOPE_CI_LOW, P_PREDICTED_ADDS, P_RIVAL_ADDS, RIVAL)
 
-__all__ = ["AIC_MARGIN", "P_PREDICTED_ADDS", "P_RIVAL_ADDS", "RIVAL", "PREDICTED_SLOPE",
-           "PREDICTED_SLOPE_CI_LOW", "PREDICTED_SLOPE_CI_HIGH", "decide_model_comparison",
+__all__ = ["decide_model_comparison",
            "decide_mixed_model", "encompassing_tests"]
 
-#: Extra result column of ``model_comparison``: AIC of the best other model minus the
-#: predicted model's (positive when the predicted model is better); descriptive.
-AIC_MARGIN = "aic_margin"
-#: The largest, over the rival models, F-test p of the predicted model's predictors added
-#: to the rival's (small when the predicted model explains more than every rival does).
-P_PREDICTED_ADDS = "p_predicted_adds"
-#: The smallest Bonferroni-adjusted F-test p of a rival's predictors added to the predicted
-#: model's (small when some rival explains what the predicted model leaves).
-P_RIVAL_ADDS = "p_rival_adds"
-#: Number of rival models.
-RIVAL = "n_rivals"
-#: The predicted model's slope on its predictor and its 95 % t interval, when the model has
-#: one predictor (NaN otherwise): the size of the dependence the predicted model describes.
-PREDICTED_SLOPE = "predicted_slope"
-PREDICTED_SLOPE_CI_LOW = "predicted_slope_ci_low"
-PREDICTED_SLOPE_CI_HIGH = "predicted_slope_ci_high"
 #: Level of the slope's interval.
 SLOPE_CI = 0.95
 #: Names a ``mixed_model`` formula may use besides the selection's roles.

@@ -23,30 +23,19 @@ import numpy as np
 from .... import schema
 from ....errors import SpecError, StatsInputError
 from ....stats import columns as C
-from ....stats.pairwise import (
-    RATIO_TOTAL,
-    boundary_enrichment,
-    functional_boundary_shift,
-    head_enrichment_excess,
-    pair_summary,
-    row_summary,
-    symmetric_pairs,
-)
+from ....stats.pairwise import (boundary_enrichment, functional_boundary_shift, head_enrichment_excess,
+                               pair_summary, row_summary, symmetric_pairs)
+from ....stats.columns import N_ANCHORS, P_OPPOSITE, RATIO_TOTAL
 from ...registry import register_test
 from ...rules import Decision, finite
 from ...tables import TestInput, head_matrix, need_classes, pair_matrix, present_units
 
-__all__ = ["LAYER_SUMMARIES", "P_OPPOSITE", "N_ANCHORS", "decide_head_enrichment_excess",
+__all__ = ["LAYER_SUMMARIES", "decide_head_enrichment_excess",
            "decide_p_in_direction", "decide_functional_shift"]
 
 #: Summaries of a layer's (or a head's) pairs.
 LAYER_SUMMARIES = ("cv", "mean_abs")
-#: Result column of the one-sided p opposite to the prediction.
-P_OPPOSITE = "p_opposite"
 _ENUMS = {"layer_summary": LAYER_SUMMARIES}
-#: Result column of ``functional_boundary_shift``: heads labelled anchor in ``labels`` (NaN
-#: when the spec selects no labels).
-N_ANCHORS = "n_anchors"
 
 
 def _steps_differ(first_step: Any, last_step: Any) -> None:

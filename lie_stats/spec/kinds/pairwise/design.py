@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ....stats.pairwise import NULL_RATIO, pair_summary, row_summary, symmetric_pairs
+from ....stats.columns import NULL_RATIO
+from ....stats.pairwise import pair_summary, row_summary, symmetric_pairs
 from ...simulate import Arrays, Design, NotPlantable, reference_number
 from ...simulate.layers import (FACTORS, by_model_layer, cv_ceiling, exp_null_center,
                                 magnitude_reference, null_layers, permute_heads_together, positive,

@@ -19,9 +19,9 @@ import numpy as np
 
 from .... import schema
 from ....stats import columns as C
-from ....stats.signflip import P_MIN
-from ....stats.trend import (BOOT_SHARE_CROSSING, P_EARLY, P_EARLY_AGAINST, P_LATE, P_LATE_AGAINST,
-                            SIGNS, boundary_ratio, depth_crossover, enrichment, trend_over_runs)
+from ....stats.columns import (BOOT_SHARE_CROSSING, P_EARLY, P_EARLY_AGAINST, P_LATE, P_LATE_AGAINST,
+                              P_MIN)
+from ....stats.trend import SIGNS, boundary_ratio, depth_crossover, enrichment, trend_over_runs
 from ...parts import SUMMARIES
 from ...registry import RESAMPLING, register_test
 from ...rules import Decision, decide_one_sided, finite
