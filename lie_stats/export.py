@@ -237,7 +237,7 @@ def result_dataset(result: Any, *, record: Mapping[str, Any] | None = None, cube
     'METRICS.md §5.4'
     """
     where = f"export of {getattr(result, 'id', '?')} on {getattr(result, 'dataset', '?')}"
-    if getattr(result, "verdict", None) == "skipped":
+    if getattr(result, "verdict", None) == C.SKIPPED:
         raise LieStatsError(f"{where}: the result is skipped ({result.reason}); there is no "
                             f"selected data to export.")
     data = getattr(result, "data", None)
@@ -465,7 +465,7 @@ def export_results(results: Sequence[Any], outdir: str | os.PathLike, *,
                      "gate": rec.get("gate"), "spec_hash": rec.get("spec_hash"), "file": None,
                      "bytes": None, "sha256": None, "reason": rec.get("reason", ""),
                      "build": rec.get("build", "")}
-            if rec["verdict"] != "skipped":
+            if rec["verdict"] != C.SKIPPED:
                 name = export_name(str(rec["id"]), str(rec["dataset"]))
                 if any(e["file"] == name for e in entries):
                     raise LieStatsError(f"{outdir / name}: two results map to this file name "

@@ -416,7 +416,7 @@ def write_reports(results: Sequence[Any], reports_dir: str | os.PathLike = "repo
     with staged_reports(reports_dir, figures=figures) as stage:
         for res, rec in zip(results, records):
             rec["figure"] = None
-            if figures and rec["verdict"] != "skipped":
+            if figures and rec["verdict"] != C.SKIPPED:
                 rel = f"{FIGURES}/{figure_name(rec['id'], rec['dataset'])}"
                 if draw_figure(res, rec, inside(stage, rel, what="figure")):
                     rec["figure"] = rel

@@ -173,7 +173,7 @@ def gate_text(record: Mapping[str, Any]) -> str:
     'not run'
     """
     gate, outcome = record.get("gate"), record.get("outcome") or ""
-    if record.get("verdict") == "skipped" or outcome == "skipped":
+    if record.get("verdict") == C.SKIPPED or outcome == "skipped":
         return "not run"
     if not outcome:
         return "not checked"
@@ -440,7 +440,7 @@ def design_flags(r: Mapping[str, Any]) -> list[tuple[str, str]]:
     []
     """
     verdict = str(r.get("verdict") or "")
-    if verdict not in ("supported", "refuted", "inconclusive"):
+    if verdict not in (C.SUPPORTED, C.REFUTED, C.INCONCLUSIVE):
         return []
     diag = r.get("diagnosis") or {}
     n_sims = diag.get("n_sims")
@@ -453,7 +453,7 @@ def design_flags(r: Mapping[str, Any]) -> list[tuple[str, str]]:
                          f"effect is unknown, so the verdict's weight is unknown too."))
     elif power < LOW_POWER:
         head = f"Low power: with the claimed effect planted, this design decides supported in {_pct(power)}{sims}"
-        if verdict == "supported":
+        if verdict == C.SUPPORTED:
             out.append(("P", f"{head}. A supported verdict from a design this weak likely exaggerates "
                              f"the effect (a type M error): read the estimate as an overstatement of its size."))
         else:
@@ -523,7 +523,7 @@ def _pick(views: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any] | N
     """The claim's own result that was run, else its first result that was run and tests the
     claim's figure (its declaration has a magnitude; not a direction-only check beside it),
     else its first result that was run, else its own result, else its first (None if none)."""
-    run = [v for v in views if v["verdict"] != "skipped"]
+    run = [v for v in views if v["verdict"] != C.SKIPPED]
     for pool in ([v for v in run if v["id"] == key], [v for v in run if v.get("tests_figure")], run,
                  [v for v in views if v["id"] == key], views):
         if pool:
@@ -534,7 +534,7 @@ def _pick(views: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any] | N
 def _main_of(views: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any]:
     """The claim's main result: picked (:func:`_pick`) among its results that were run and
     test the claim as stated when there are any, else among all its results."""
-    stated = [v for v in views if v.get("fidelity") == "as_stated" and v["verdict"] != "skipped"]
+    stated = [v for v in views if v.get("fidelity") == "as_stated" and v["verdict"] != C.SKIPPED]
     main = _pick(stated, key) or _pick(views, key)
     if main is None:
         raise ValueError(f"claim {key!r} has no result")
@@ -633,7 +633,7 @@ def verdict_word(r: Mapping[str, Any]) -> str:
     >>> verdict_word({"verdict": "skipped", "dataset": "-", "reason": "out of scope: r"})
     'out_of_scope'
     """
-    if r.get("verdict") == "skipped" and str(r.get("reason", "")).startswith("out of scope"):
+    if r.get("verdict") == C.SKIPPED and str(r.get("reason", "")).startswith("out of scope"):
         return "out_of_scope"
     return str(r.get("verdict"))
 

@@ -42,6 +42,7 @@ import numpy as np
 
 from .. import schema
 from .._io import canonical_hash
+from ..stats import columns as C
 from .parts import (
     AS_STATED,
     SELECT_DIMS,
@@ -430,6 +431,6 @@ class OutOfScope:
     def result(self) -> "Result":
         """The registry's record of this claim: verdict ``skipped`` with the reason."""
         return Result(id=self.id, claim=self.claim, source=self.source, dataset=NO_DATASET,
-                      verdict="skipped", reason=f"out of scope: {self.reason}", gate="report",
+                      verdict=C.SKIPPED, reason=f"out of scope: {self.reason}", gate="report",
                       test="none", spec_hash=self.spec_hash(), reference=jsonable(self.reference),
                       module=self.module, notes=self.notes, fidelity=AS_STATED.record())

@@ -57,7 +57,7 @@ def run_once(spec: HypothesisSpec, cube: Any, dataset: str, *, main: bool = True
                 f"which is present: {e}. Fix "
                 f"the declaration's selection (lie-stats info CUBE lists what the cube holds); "
                 f"rebuilding the data cannot help.") from None
-        return _finished(result_for(spec, dataset, "skipped", str(e)), "skipped")
+        return _finished(result_for(spec, dataset, C.SKIPPED, str(e)), C.SKIPPED)
     params = spec.resolved_params()
     data = TestInput(arrays=arrays, params=params, prediction=spec.prediction,
                      reference=dict(spec.reference), dataset=dataset)
@@ -65,8 +65,8 @@ def run_once(spec: HypothesisSpec, cube: Any, dataset: str, *, main: bool = True
     try:
         row = kind.run(data)
     except StatsInputError as e:
-        res = result_for(spec, dataset, "inconclusive", f"the test is undefined on these data: {e}")
-        return _finished(res.evolve(data=data, undefined=True), "inconclusive")
+        res = result_for(spec, dataset, C.INCONCLUSIVE, f"the test is undefined on these data: {e}")
+        return _finished(res.evolve(data=data, undefined=True), C.INCONCLUSIVE)
     except SpecError as e:
         raise SpecError(f"{where}: {e}") from e
     ctx = _decision(spec, params)
@@ -120,7 +120,7 @@ def decide_in_family(spec: HypothesisSpec, result: Result, p_holm: float | None,
     """
     primary = bool(getattr(spec, "primary", False))
     base = {**result.multiplicity, "family_size": int(family_size), "primary": primary}
-    if result.verdict in ("skipped", "out_of_scope") or result.undefined:
+    if result.verdict in (C.SKIPPED, "out_of_scope") or result.undefined:
         return result.evolve(multiplicity=base)
     ctx = _decision(spec)
     alpha = ctx.alpha
@@ -140,8 +140,8 @@ def decide_in_family(spec: HypothesisSpec, result: Result, p_holm: float | None,
     kind = spec.kind
     verdict, reason, direction, magnitude = decide(kind, row, ctx, result.dataset)
     decided_by = _decided_by(kind, row, ctx, verdict, direction, "holm")
-    if verdict == "supported" and adjusted and float(p_holm) >= alpha:
-        verdict, direction, decided_by = "inconclusive", "inconclusive", "holm"
+    if verdict == C.SUPPORTED and adjusted and float(p_holm) >= alpha:
+        verdict, direction, decided_by = C.INCONCLUSIVE, C.INCONCLUSIVE, "holm"
         reason = (f"the family's Holm-adjusted p {float(p_holm):.3g} is not below alpha "
                   f"{alpha:g} (before the family: {reason})")
     reason += (f" (decided at the family's Holm level {ctx.alpha:.3g}: family "
@@ -171,7 +171,7 @@ def _decided_by(kind: Any, row: dict[str, Any], ctx: Decision, verdict: str, dir
 def _p_decides(kind: Any, row: dict[str, Any], ctx: Decision, verdict: str) -> bool:
     """Whether a p-value decided the verdict: the rule gives another verdict when every
     p-value column of the row is removed (a rule that reads only intervals gives the same)."""
-    if verdict == "inconclusive":
+    if verdict == C.INCONCLUSIVE:
         return False
     blind = {k: (math.nan if is_p_column(k) else v) for k, v in row.items()}
     try:
@@ -269,7 +269,7 @@ def degenerate(res: Result, alpha: float) -> str:
     >>> degenerate(r, 0.05)
     'inconclusive by construction: the exact null has 6 arrangements, so p >= 1/6 = 0.167 >= alpha 0.05'
     """
-    if res.verdict != "inconclusive":
+    if res.verdict != C.INCONCLUSIVE:
         return ""
     if res.undefined:
         return f"cannot decide on this choice's data: {res.reason}"
@@ -349,7 +349,7 @@ def evaluate(spec: HypothesisSpec, datasets_dir: str | Path | None = None, *,
         card = find_dataset(name, datasets_dir)
         if card.missing:
             need = f"; needs {card.needs}" if card.needs else ""
-            res = result_for(spec, name, "skipped",
+            res = result_for(spec, name, C.SKIPPED,
                                f"dataset {name!r} is {card.state}: missing "
                                f"{', '.join(p.name for p in card.missing)}{need}")
             out.append(res.evolve(build=card.build))

@@ -207,15 +207,15 @@ def combine(verdict: str, reason: str, magnitude: Mapping[str, Any]) -> tuple[st
     ('supported', 'x; magnitude undetermined (compatible): r')
     """
     status = magnitude.get("status")
-    if status == "outside" and verdict == "supported":
-        return "refuted", f"direction replicated; magnitude outside: {magnitude['reason']} (direction: {reason})"
-    if status == "outside" and verdict in ("refuted", "inconclusive"):
-        words = "direction refuted" if verdict == "refuted" else "direction not established"
-        return "refuted", (f"the claim as stated is refuted: magnitude outside: {magnitude['reason']} "
+    if status == "outside" and verdict == C.SUPPORTED:
+        return C.REFUTED, f"direction replicated; magnitude outside: {magnitude['reason']} (direction: {reason})"
+    if status == "outside" and verdict in (C.REFUTED, C.INCONCLUSIVE):
+        words = "direction refuted" if verdict == C.REFUTED else "direction not established"
+        return C.REFUTED, (f"the claim as stated is refuted: magnitude outside: {magnitude['reason']} "
                            f"({words}: {reason})")
-    if status == "compatible" and verdict == "supported":
+    if status == "compatible" and verdict == C.SUPPORTED:
         return verdict, f"{reason}; {UNDETERMINED} (compatible): {magnitude['reason']}"
-    if status in ("within", "compatible") and verdict in ("supported", "refuted", "inconclusive"):
+    if status in ("within", "compatible") and verdict in (C.SUPPORTED, C.REFUTED, C.INCONCLUSIVE):
         return verdict, f"{reason}; magnitude {status}: {magnitude['reason']}"
     return verdict, reason
 
@@ -227,7 +227,7 @@ def qualifier(verdict: str, magnitude: Mapping[str, Any] | None) -> str:
     >>> qualifier("supported", {"status": "compatible"}), qualifier("supported", {"status": "within"})
     ('magnitude undetermined', '')
     """
-    return UNDETERMINED if verdict == "supported" and (magnitude or {}).get("status") == "compatible" else ""
+    return UNDETERMINED if verdict == C.SUPPORTED and (magnitude or {}).get("status") == "compatible" else ""
 
 
 def decide(kind: Any, row: Mapping[str, Any], ctx: Any, dataset: str) -> tuple[str, str, str, dict[str, Any]]:
@@ -255,14 +255,14 @@ def decide(kind: Any, row: Mapping[str, Any], ctx: Any, dataset: str) -> tuple[s
 
 
 _DIRECTION_WORDS = {
-    "supported": "direction replicated",
-    "refuted": "direction refuted",
-    "inconclusive": "direction not established",
+    C.SUPPORTED: "direction replicated",
+    C.REFUTED: "direction refuted",
+    C.INCONCLUSIVE: "direction not established",
 }
 _EQUIVALENCE_WORDS = {
-    "supported": "equivalence shown",
-    "refuted": "equivalence refuted",
-    "inconclusive": "equivalence not established",
+    C.SUPPORTED: "equivalence shown",
+    C.REFUTED: "equivalence refuted",
+    C.INCONCLUSIVE: "equivalence not established",
 }
 
 
@@ -291,7 +291,7 @@ def finding(direction_verdict: str, verdict: str, reason: str, row: Mapping[str,
     ...         "p_value": 0.0001, "n": 48}, {"direction": "above", "value": 1.0}, mag)
     'direction replicated (above 1.00: 2,000 [1,600, 2,400], p 1.0e-04, n 48); magnitude 2,000x [1,600, 2,400] vs 500x: outside the band x/÷3 [167, 1,500]; verdict refuted'
     """
-    if verdict in ("skipped", "out_of_scope"):
+    if verdict in (C.SKIPPED, "out_of_scope"):
         return f"not evaluated: {reason}"
     words = _EQUIVALENCE_WORDS if prediction.get("direction") == "equivalent" else _DIRECTION_WORDS
     head = words.get(direction_verdict, direction_verdict)

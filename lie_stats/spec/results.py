@@ -124,7 +124,7 @@ class Result:
             object.__setattr__(self, "multiplicity", {
                 "family": claim_family(self.id), "method": MULTIPLICITY_METHOD,
                 "p_adjusted": None, "decided_by": "none"})
-        if not self.finding and self.verdict in ("skipped", "out_of_scope"):
+        if not self.finding and self.verdict in (C.SKIPPED, "out_of_scope"):
             object.__setattr__(self, "finding", finding(self.verdict, self.verdict, self.reason, {},
                                                         self.prediction, self.magnitude))
 
@@ -152,7 +152,7 @@ class Result:
 
     def _counted(self) -> list[dict[str, Any]]:
         """The choices the shares count: not skipped, not dropped, of the main estimand."""
-        return [c for c in self.spec_curve if c["verdict"] != "skipped" and not c.get("dropped")
+        return [c for c in self.spec_curve if c["verdict"] != C.SKIPPED and not c.get("dropped")
                 and c.get("estimand", self.estimand) == self.estimand]
 
     @property
@@ -181,7 +181,7 @@ class Result:
             out.setdefault(key, {"choices": [], "dropped": 0})
             if c.get("dropped"):
                 out[key]["dropped"] += 1
-            elif c["verdict"] != "skipped":
+            elif c["verdict"] != C.SKIPPED:
                 out[key]["choices"].append(c)
         curves = {}
         for key, v in out.items():
@@ -236,7 +236,7 @@ def curve_shares(choices: list[dict[str, Any]], verdict: str) -> tuple[float, fl
         return math.nan, math.nan
     n = len(choices)
     return (sum(c["verdict"] == verdict for c in choices) / n,
-            sum(c["verdict"] == "supported" for c in choices) / n)
+            sum(c["verdict"] == C.SUPPORTED for c in choices) / n)
 
 
 def claim_family(ident: str) -> str:
@@ -268,7 +268,7 @@ def family_adjusted(records: list[dict[str, Any]], method: str = MULTIPLICITY_ME
     families: dict[str, list[int]] = {}
     for i, r in enumerate(records):
         p = r.get(C.P_VALUE)
-        if r.get("verdict") in ("skipped", "out_of_scope") or p is None or not math.isfinite(float(p)):
+        if r.get("verdict") in (C.SKIPPED, "out_of_scope") or p is None or not math.isfinite(float(p)):
             continue
         families.setdefault(_family_of(r), []).append(i)
     for members in families.values():
@@ -352,7 +352,7 @@ def result_for(spec: Any, dataset: str, verdict: str, reason: str) -> Result:
                  "reason": NOT_DECLARED}
     if mag is not None:
         magnitude.update(reference=float(mag.reference), band=[float(mag.low), float(mag.high)],
-                         reason=("not evaluated" if verdict == "skipped"
+                         reason=("not evaluated" if verdict == C.SKIPPED
                                  else "the result has no estimate on these data"))
     return Result(
         id=spec.id, claim=spec.claim, source=spec.source, dataset=dataset, verdict=verdict,

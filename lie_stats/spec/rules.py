@@ -70,19 +70,19 @@ def decide_sign(row: Mapping[str, float], ctx: Decision, *, reference: float,
     """
     p, effect = row.get(C.P_VALUE), row.get(C.EFFECT)
     if not finite(p, effect):
-        return "inconclusive", "the test gave no p-value or effect on these data"
+        return C.INCONCLUSIVE, "the test gave no p-value or effect on these data"
     d, a = ctx.prediction.direction, ctx.alpha
     delta = float(effect) - float(reference)
     of = f" of {what}" if what else ""
     if p < a:
         if d == "nonzero" or (d == "positive" and delta > 0) or (d == "negative" and delta < 0):
-            return "supported", f"p < alpha ({a}) with the predicted sign{of} ({d})"
-        return "refuted", f"p < alpha ({a}) with the sign{of} opposite to the prediction ({d})"
+            return C.SUPPORTED, f"p < alpha ({a}) with the predicted sign{of} ({d})"
+        return C.REFUTED, f"p < alpha ({a}) with the sign{of} opposite to the prediction ({d})"
     p_eq = row.get(P_EQUIVALENCE)
     if ctx.prediction.bound is not None and finite(p_eq) and p_eq < a:
-        return "refuted", (f"not significant, and the TOST shows the effect within the declared "
+        return C.REFUTED, (f"not significant, and the TOST shows the effect within the declared "
                            f"bound of ±{ctx.prediction.bound} (p_equivalence < alpha {a})")
-    return "inconclusive", f"p >= alpha ({a}): no evidence either way"
+    return C.INCONCLUSIVE, f"p >= alpha ({a}): no evidence either way"
 
 
 def decide_equivalence(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
@@ -98,13 +98,13 @@ def decide_equivalence(row: Mapping[str, float], ctx: Decision) -> tuple[str, st
     bound = ctx.prediction.bound if ctx.prediction.bound is not None else ctx.params.get("bound")
     p = row.get(C.P_VALUE)
     if not finite(p):
-        return "inconclusive", "the TOST gave no p-value on these data"
+        return C.INCONCLUSIVE, "the TOST gave no p-value on these data"
     if p < ctx.alpha:
-        return "supported", f"TOST p < alpha ({ctx.alpha}): equivalent within ±{bound}"
+        return C.SUPPORTED, f"TOST p < alpha ({ctx.alpha}): equivalent within ±{bound}"
     lo, hi = row.get(C.CI_LOW), row.get(C.CI_HIGH)
     if finite(lo, hi) and (lo > bound or hi < -bound):
-        return "refuted", f"the interval lies entirely outside ±{bound}"
-    return "inconclusive", f"TOST p >= alpha ({ctx.alpha}) and the interval overlaps ±{bound}"
+        return C.REFUTED, f"the interval lies entirely outside ±{bound}"
+    return C.INCONCLUSIVE, f"TOST p >= alpha ({ctx.alpha}) and the interval overlaps ±{bound}"
 
 
 #: The one-sided p each prediction direction needs ("nonzero": either).
@@ -141,15 +141,15 @@ def decide_one_sided(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]
                          f"{sorted(_SIDES) + ['nonzero']}.")
     p_to, p_away, p_min = row.get(toward), row.get(away), row.get(P_MIN)
     if not finite(p_to, p_away):
-        return "inconclusive", "the test gave no p-value on these data"
+        return C.INCONCLUSIVE, "the test gave no p-value on these data"
     if finite(p_min) and p_min >= half:
-        return "inconclusive", (f"the smallest one-sided p this design can reach ({p_min:.4g}, too few "
+        return C.INCONCLUSIVE, (f"the smallest one-sided p this design can reach ({p_min:.4g}, too few "
                                 f"independent units) is not below alpha / 2 ({half:.4g})")
     if p_to < half:
-        return "supported", f"one-sided {toward} < alpha / 2 ({half:.4g}): the predicted side ({d})"
+        return C.SUPPORTED, f"one-sided {toward} < alpha / 2 ({half:.4g}): the predicted side ({d})"
     if p_away < half:
-        return "refuted", f"one-sided {away} < alpha / 2 ({half:.4g}): the side opposite to the prediction ({d})"
-    return "inconclusive", f"neither one-sided p is below alpha / 2 ({half:.4g}): no evidence either way"
+        return C.REFUTED, f"one-sided {away} < alpha / 2 ({half:.4g}): the side opposite to the prediction ({d})"
+    return C.INCONCLUSIVE, f"neither one-sided p is below alpha / 2 ({half:.4g}): no evidence either way"
 
 
 def decide_interval(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
@@ -168,10 +168,10 @@ def decide_interval(row: Mapping[str, float], ctx: Decision) -> tuple[str, str]:
     lo, hi = row.get(C.CI_LOW), row.get(C.CI_HIGH)
     v, d = float(ctx.prediction.value), ctx.prediction.direction
     if not finite(lo, hi):
-        return "inconclusive", "the estimate has no finite interval on these data"
+        return C.INCONCLUSIVE, "the estimate has no finite interval on these data"
     above, below = lo > v, hi < v
     if (d == "above" and above) or (d == "below" and below):
-        return "supported", f"the interval lies entirely {d} {v}"
+        return C.SUPPORTED, f"the interval lies entirely {d} {v}"
     if (d == "above" and below) or (d == "below" and above):
-        return "refuted", f"the interval lies entirely on the other side of {v}"
-    return "inconclusive", f"the interval contains {v}"
+        return C.REFUTED, f"the interval lies entirely on the other side of {v}"
+    return C.INCONCLUSIVE, f"the interval contains {v}"
