@@ -21,13 +21,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from lie_stats.errors import StatsInputError, did_you_mean
+from lie_stats.stats import _validate as V
+from lie_stats.stats import columns as C
 from lie_stats.stats.columns import (BOOT_SHARE, DELTA_ORDER_COLUMNS, DELTA_RANK_COLUMNS, DF,
                                      LOG10_RATIO, N_CATEGORIES, N_SHOWN_LARGER, N_SHOWN_SMALLER,
                                      N_STRATA, N_UNITS, ORDER_HOLDS, POST_CHANGE, PRE_CHANGE, P_ABOVE,
                                      P_BELOW, P_ORDER, P_REVERSED, RATIO_OF_CHANGES_COLUMNS,
                                      STAT_COLUMNS, TARGET_VALUE)
-from lie_stats.stats import _validate as V
-from lie_stats.stats import columns as C
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -20,13 +20,13 @@ import numpy as np
 from .... import schema
 from ....errors import SpecError, StatsInputError
 from ....stats import columns as C
+from ....stats.columns import AGREE_VERDICT, N_OPPOSITE
 from ...declaration import HypothesisSpec
 from ...magnitude import decide
 from ...parts import SWEEP_SELECT, Prediction, check_projection, jsonable, replace
 from ...registry import all_roles, get_kind, register_test
 from ...rules import Decision, finite
 from ...tables import TestInput
-from ....stats.columns import AGREE_VERDICT, N_OPPOSITE
 
 __all__ = ["compression_agreement", "compression_tag", "agreement_role", "decide_agreement",
            "VERDICT_CODES", "AGREE_SEP", "AGREE_MAX"]

@@ -21,13 +21,13 @@ import numpy as np
 from .... import schema
 from ....errors import SpecError, StatsInputError
 from ....stats.classification import threshold_agreement, class_auc, class_interaction, threshold_zones, time_to_fraction
+from ....stats.columns import (MEDIAN_TIME_GROUP0, MEDIAN_TIME_GROUP1, N_UNDEFINED_TIME, N_ZONE_ABOVE,
+                              N_ZONE_BELOW, N_ZONE_BETWEEN, THRESHOLD_COSINE)
 from ....stats.groups import group_difference
 from ...parts import spec_error
 from ...registry import RESAMPLING, register_test
 from ...rules import decide_directional
 from ...tables import D_HEAD, D_MODEL, TestInput, need_classes, two_groups
-from ....stats.columns import (MEDIAN_TIME_GROUP0, MEDIAN_TIME_GROUP1, N_UNDEFINED_TIME, N_ZONE_ABOVE,
-                              N_ZONE_BELOW, N_ZONE_BETWEEN, THRESHOLD_COSINE)
 
 __all__ = ["THRESHOLD_UNITS"]
 

@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 
 from ....stats import columns as C
+from ....stats.columns import PER_HEAD_WITHOUT_STRATA, P_EQUIVALENCE
 from ....stats.correlation import MIN_PERM_SE, correlation, partial_correlation
 from ....stats.replication import replicate_correlation
 from ...parts import spec_error
 from ...registry import RESAMPLING, register_test
 from ...rules import Decision, decide_directional, decide_sign, finite
-from ....stats.columns import PER_HEAD_WITHOUT_STRATA, P_EQUIVALENCE
 from ...tables import TestInput, columns_of
 from ..equivalence import PER_HEAD_REASON, correlation_tost, per_head_unstratified
 

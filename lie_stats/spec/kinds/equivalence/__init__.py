@@ -23,12 +23,12 @@ import pandas as pd
 from .... import schema
 from ....errors import SpecError
 from ....stats import columns as C
+from ....stats.columns import N_CLUSTERS, PER_HEAD_WITHOUT_STRATA
 from ....stats.correlation import within_correlation
 from ....stats.equivalence import rank_z_factor, tost_correlation, tost_paired, tost_relative
 from ...registry import RESAMPLING, UNITS, register_test
 from ...rules import Decision, decide_equivalence, finite
 from ...tables import TestInput, columns_of
-from ....stats.columns import N_CLUSTERS, PER_HEAD_WITHOUT_STRATA
 
 __all__ = ["decide_tost", "correlation_tost", "per_head_unstratified", "PER_HEAD_REASON"]
 

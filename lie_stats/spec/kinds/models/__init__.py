@@ -18,13 +18,13 @@ from typing import Any
 
 from ....errors import SpecError, StatsInputError, did_you_mean
 from ....stats import columns as C
+from ....stats.columns import (AIC_MARGIN, PREDICTED_SLOPE, PREDICTED_SLOPE_CI_HIGH,
+                              PREDICTED_SLOPE_CI_LOW, P_PREDICTED_ADDS, P_RIVAL_ADDS, RIVAL)
 from ....stats.models import added_terms_test, compare_models, mixed_model, simple_slope
 from ...parts import check_choice, spec_error
 from ...registry import register_test
 from ...rules import Decision, decide_directional, finite
 from ...tables import MODEL_PREDICTORS, TestInput, model_table
-from ....stats.columns import (AIC_MARGIN, PREDICTED_SLOPE, PREDICTED_SLOPE_CI_HIGH,
-                              PREDICTED_SLOPE_CI_LOW, P_PREDICTED_ADDS, P_RIVAL_ADDS, RIVAL)
 
 __all__ = ["decide_model_comparison",
            "decide_mixed_model", "encompassing_tests"]

@@ -23,9 +23,9 @@ import numpy as np
 from .... import schema
 from ....errors import SpecError, StatsInputError
 from ....stats import columns as C
+from ....stats.columns import N_ANCHORS, P_OPPOSITE, RATIO_TOTAL
 from ....stats.pairwise import (boundary_enrichment, functional_boundary_shift, head_enrichment_excess,
                                pair_summary, row_summary, symmetric_pairs)
-from ....stats.columns import N_ANCHORS, P_OPPOSITE, RATIO_TOTAL
 from ...registry import register_test
 from ...rules import Decision, finite
 from ...tables import TestInput, head_matrix, need_classes, pair_matrix, present_units
