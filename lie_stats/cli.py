@@ -18,7 +18,7 @@ from pathlib import Path
 from ._version import __version__
 from .datasets import CHECKOUT, bundled  # noqa: F401 - CHECKOUT: where the bundled folders are
 from .errors import LieStatsError
-from .executors import Terminated, stop_on_signals
+from ._stop import Terminated, stop_on_signals
 
 __all__ = ["main", "build_parser"]
 
@@ -530,7 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.paths = [bundled("hypotheses")]
     try:
         # SIGINT and SIGTERM stop every verb as Ctrl-C does, and end the process (its worker
-        # processes included) within executors.STOP_BOUND_S whatever it is doing
+        # processes included) within _stop.STOP_BOUND_S whatever it is doing
         with stop_on_signals():
             return _COMMANDS[args.verb](args)
     except KeyboardInterrupt as e:

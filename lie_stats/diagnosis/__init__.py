@@ -305,8 +305,9 @@ def _robust(spec: Any, arrays: Arrays, design: Design, base: Mapping[str, Any],
 
 def diagnose_spec(spec: Any, dataset: str, datasets_dir: str | os.PathLike = "datasets",
                   settings: Settings = Settings(), *,
-                  progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Diagnose ``spec`` on ``dataset``: select its data from the dataset's cube, then
+                  progress: Callable[[int], None] | None = None, cubes: Any = None) -> dict[str, Any]:
+    """Diagnose ``spec`` on ``dataset``: select its data from the dataset's cube (read from
+    ``cubes``, a :class:`lie_stats.datasets.CubeCache`, when given), then
     :func:`diagnose_arrays`. Absent data or a selection that skips give null figures with
     the reason."""
     from ..datasets import card_cubes, find_dataset
@@ -318,7 +319,7 @@ def diagnose_spec(spec: Any, dataset: str, datasets_dir: str | os.PathLike = "da
                                settings)
     if design_for(spec.kind) is None:  # said before the cube is opened
         return empty_diagnosis(f"no simulator for kind {spec.test}", settings)
-    cube = card_cubes(card)
+    cube = card_cubes(card, cubes)
     try:
         arrays = {role: select(sel, cube, where=f"{spec.id} selection[{role!r}]")
                   for role, sel in spec.selection.items()}
@@ -623,6 +624,9 @@ def diagnose_declarations(declarations: Iterable[Any], *, datasets_dir: str | os
         done[i] = Diagnosed(key, entries[key]["diagnosis"], False, seconds, w.spec.test)
 
     if jobs == 1 or len(todo) <= 1:
+        from ..datasets import CubeCache
+
+        opened = CubeCache()  # each dataset's cube opened once for all its results
         for i, w, cubes, code in todo:
             start = time.perf_counter()
             counted = [0]
@@ -632,12 +636,12 @@ def diagnose_declarations(declarations: Iterable[Any], *, datasets_dir: str | os
                 if progress is not None:
                     progress.update(n)
 
-            diag = diagnose_spec(w.spec, w.dataset, datasets_dir, settings, progress=tick)
+            diag = diagnose_spec(w.spec, w.dataset, datasets_dir, settings, progress=tick, cubes=opened)
             if progress is not None and counted[0] < settings.per_result:
                 progress.update(settings.per_result - counted[0])
             record(i, w, cubes, code, diag, time.perf_counter() - start)
     else:
-        from ..executors import fork_pool_map  # signal-safe: one SIGINT/SIGTERM ends the pool
+        from .._stop import fork_pool_map  # signal-safe: one SIGINT/SIGTERM ends the pool
 
         calls = [(w.spec, w.dataset, datasets_dir, settings) for _, w, _, _ in todo]
         for k, (diag, seconds) in fork_pool_map(_diagnose_timed, calls, jobs=jobs):

@@ -34,6 +34,7 @@ meaning, and the diagnosis records that reason instead of a figure.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -106,20 +107,8 @@ def _blocked(da: Any) -> tuple[Any, np.ndarray, int]:
 
 def _block_means(values: np.ndarray, lead: int) -> np.ndarray:
     flat = values.reshape(*values.shape[:lead], -1) if lead else values.reshape(1, -1)
-    with np.errstate(invalid="ignore"), _quiet():
+    with np.errstate(invalid="ignore"), warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         return np.nanmean(flat, axis=-1)
-
-
-class _quiet:
-    def __enter__(self):
-        import warnings
-
-        self._w = warnings.catch_warnings()
-        self._w.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc):
-        return self._w.__exit__(*exc)
 
 
 def _expand(means: np.ndarray, values: np.ndarray, lead: int) -> np.ndarray:
@@ -170,7 +159,7 @@ def stronger_dependence(arrays: Arrays, spec: Any, rng: np.random.Generator) -> 
         if "step" in arranged.dims and arranged.sizes["step"] >= 2:
             axis = list(arranged.dims).index("step")
             other = tuple(a for a in range(lead, values.ndim) if a != axis)
-            with _quiet():
+            with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
                 series = np.nanmean(values, axis=other) if other else values  # (lead..., step)
             sd = _spread(np.diff(series, axis=-1).reshape(-1))
             steps = rng.normal(0.0, sd, size=series.shape)

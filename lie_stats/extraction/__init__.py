@@ -22,7 +22,7 @@ Its modules, in the order of the data flow (``tests/test_layers.py`` holds the o
   :mod:`~lie_stats.extraction.api` (``lie_stats.extract``, the public call).
 
 The cube format itself (:mod:`lie_stats.cube`) is shared with the inference side and stays at
-the package root; so do the signal handling and fork pool of :mod:`lie_stats.executors`,
+the package root; so do the signal handling and fork pool of :mod:`lie_stats._stop`,
 which every command (``lie-stats diagnose --jobs`` too) uses. Importing this package imports none of its
 modules (torch loads only with the module that needs it).
 """

@@ -37,12 +37,12 @@ own reads and writes of NetCDF shards stay local. As the default, it made xarray
 (each with a refresh timer) were never released: one more lock per checkpoint in the
 driver (found by the load test, benchmarks/load.py).
 
-Stopping (SIGINT, SIGTERM): under :func:`lie_stats.executors.stop_on_signals` (every
+Stopping (SIGINT, SIGTERM): under :func:`lie_stats._stop.stop_on_signals` (every
 ``lie-stats`` command) one signal stops the run and ends every process it started. The Dask
-executor acts on it at safe points of its own (:func:`lie_stats.executors.deferred_stop`),
-gives up the tasks in flight and ends its worker processes (:func:`lie_stats.executors.end_processes`).
+executor acts on it at safe points of its own (:func:`lie_stats._stop.deferred_stop`),
+gives up the tasks in flight and ends its worker processes (:func:`lie_stats._stop.end_processes`).
 The signal handling itself, and the fork pool of ``diagnose --jobs``, are in
-:mod:`lie_stats.executors`, which every command shares. benchmarks/signal_repeat.md repeats
+:mod:`lie_stats._stop`, which every command shares. benchmarks/signal_repeat.md repeats
 the stop at different moments of a ``--workers 2`` run.
 
 Results are bitwise identical whichever executor ran them, for the same device, torch
@@ -61,9 +61,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._stop import raise_if_stopped
+from .._stop import CLOSE_TIMEOUT_S, POLL_S, deferred_stop, end_processes, raise_if_stopped
 from ..errors import LieStatsError
-from ..executors import CLOSE_TIMEOUT_S, POLL_S, deferred_stop, end_processes
 
 __all__ = ["Outcome", "TaskFunction", "run_task", "run_tasks", "local_cluster", "WORKER_ENV",
            "LOCAL_CLUSTER_CONFIG", "CONNECT_TIMEOUT_S"]

@@ -7,7 +7,7 @@ count of processes is sampled at a moment.
 
 The bounds: the driver exits within ``EXIT_BOUND_S`` of the signal (a guard against a hang:
 it takes a few seconds, benchmarks/signal_repeat.md) by the orderly path, i.e. with its
-one-line message and not the watchdog's (which would end it ``executors.STOP_BOUND_S`` after
+one-line message and not the watchdog's (which would end it ``_stop.STOP_BOUND_S`` after
 the signal); every process of its tree is gone ``ORPHAN_BOUND_S`` after the driver exited.
 
 * ``extract --workers 2`` (a real Dask ``LocalCluster``): SIGTERM to the driver once a shard
@@ -21,7 +21,7 @@ the signal); every process of its tree is gone ``ORPHAN_BOUND_S`` after the driv
 * ``diagnose --jobs 2`` (a forked process pool): SIGTERM while both pool processes work. It
   used to kill the driver alone (exit -15), the pool processes left running.
 * ``run`` and ``export``: SIGTERM while they import a module; exit 130 and one line.
-* The stop machinery itself (:func:`lie_stats.executors.stop_on_signals`): inside a
+* The stop machinery itself (:func:`lie_stats._stop.stop_on_signals`): inside a
   ``deferred_stop`` section the signal raises only at the check; a stop that hangs is ended
   by the watchdog, its child processes killed; a second signal ends the process at once.
 """
@@ -237,7 +237,7 @@ def test_sigterm_ends_run_and_export(datasets, tmp_path, verb, line):
 
 STOPPER = r"""
 import subprocess, sys, time
-from lie_stats.executors import deferred_stop, raise_if_stopped, stop_on_signals, stop_requested
+from lie_stats._stop import deferred_stop, raise_if_stopped, stop_on_signals, stop_requested
 
 mode = sys.argv[1]
 with stop_on_signals(bound_s=float(sys.argv[2])):
