@@ -348,7 +348,7 @@ def test_the_fingerprint_names_the_modules_of_the_kinds_folder():
     """A kind's fingerprint covers its folder (binding, design) and the design building
     blocks, not another family's folder; a kind that runs other kinds covers every folder's
     binding and design (the subfolders walked, not just the top-level modules)."""
-    from lie_stats.diagnosis.designs import DESIGN_HOMES
+    from lie_stats.spec.kinds import DESIGN_HOMES
     from lie_stats.spec.kinds import FAMILY_MODULES
 
     names = D.fingerprint_modules("boundary_ratio")

@@ -54,7 +54,7 @@ from ..errors import LieStatsError, SpecError, StatsInputError
 from ..stats import columns as C
 from ..spec.simulate import (Arrays, Design, NotPlantable, flip_differences, permute_heads,
                              plant_correlation, swap_layers)
-from .designs import DESIGNS, design_for
+from ..spec.kinds import DESIGNS, design_for
 
 __all__ = [
     "DIAGNOSIS_FILE",
@@ -471,7 +471,7 @@ def fingerprint_modules(test: str, *, magnitude: bool = False) -> set[str]:
 
     from ..spec import simulate
     from ..spec.registry import get_kind
-    from .designs import DESIGN_HOMES
+    from ..spec.kinds import DESIGN_HOMES
 
     def module(name: str):
         return sys.modules.get(name) or importlib.import_module(name)
