@@ -353,7 +353,8 @@ def test_the_fingerprint_names_the_modules_of_the_kinds_folder():
 
     names = D.fingerprint_modules("boundary_ratio")
     assert {"lie_stats.spec.kinds.trend", "lie_stats.spec.kinds.trend.design",
-            "lie_stats.spec.simulate", "lie_stats.spec.simulate.layers"} <= names
+            "lie_stats.spec.simulate", "lie_stats.spec.simulate.layers",
+            "lie_stats.spec.verdict"} <= names  # where binding and rule run, for every kind
     assert not any(n.startswith("lie_stats.spec.kinds.pairwise") for n in names)
     # a design built only from building blocks: its folder's design module still decides
     # which role is permuted

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from .._io import file_sha256, text_sha256, write_text_atomic
-from ..errors import LieStatsError, SpecError, StatsInputError
+from ..errors import LieStatsError, SpecError
 from ..stats import columns as C
 from ..spec.simulate import (Arrays, Design, NotPlantable, flip_differences, permute_heads,
                              plant_correlation, swap_layers)
@@ -150,19 +150,10 @@ def _evaluate(spec: Any, arrays: Arrays, params: dict[str, Any],
     kind's rule on the direction, then the declared magnitude on ``dataset``
     (:func:`lie_stats.spec.magnitude.combine`: a supported direction whose interval lies
     outside the band is refuted)."""
-    from ..spec import Decision, TestInput
-    from ..spec.magnitude import decide
+    from ..spec.verdict import decide_arrays
 
-    kind = spec.kind
-    data = TestInput(arrays=arrays, params=params, prediction=spec.prediction,
-                     reference=dict(spec.reference), dataset=dataset)
-    try:
-        row = kind.run(data)
-    except StatsInputError:
-        return "inconclusive", {}
-    verdict, *_ = decide(kind, row, Decision(spec.prediction, float(params["alpha"]), dict(spec.reference), params),
-                         dataset)
-    return verdict, row
+    decided = decide_arrays(spec, arrays, params, dataset=dataset)
+    return decided.verdict, decided.row
 
 
 def _share(flags: list[bool]) -> float | None:
@@ -459,8 +450,8 @@ def code_fingerprint(test: str, *, magnitude: bool = False) -> str:
 
 def fingerprint_modules(test: str, *, magnitude: bool = False) -> set[str]:
     """The modules whose behaviour decides a result of kind ``test``: the modules of its
-    binding and decision rule, the ``lie_stats.stats`` modules its kind module uses, this
-    module's simulation loop (:data:`SIMULATION`, not its cache), the design building blocks
+    binding and decision rule, :mod:`lie_stats.spec.verdict` (where binding and rule run),
+    the ``lie_stats.stats`` modules its kind module uses, this module's simulation loop (:data:`SIMULATION`, not its cache), the design building blocks
     (every module of :mod:`lie_stats.spec.simulate`), the module that declares the kind's
     design (its family folder's ``design``) and the modules of the design's functions, and,
     with ``magnitude`` (a spec that declares the size its claim states) or for a kind that
@@ -478,7 +469,7 @@ def fingerprint_modules(test: str, *, magnitude: bool = False) -> set[str]:
 
     kind = get_kind(test)
     names = {kind.fn.__module__, kind.decide.__module__, __name__, f"{__name__}.robust",
-             *_package_modules(simulate)}
+             "lie_stats.spec.verdict", *_package_modules(simulate)}
     if magnitude:
         names.add("lie_stats.spec.magnitude")
     design = design_for(kind)

@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from ..stats import columns as C
-from ..errors import SpecError, StatsInputError
+from ..errors import SpecError
 from .declaration import HypothesisSpec
 from .magnitude import decide, finding
 from .parts import jsonable, spec_error
 from .results import Result, is_p_column, json_number, result_for
 from .rules import Decision
 from .selection import CONTROLS_ATTR, SelectionError, Skip, check_cube, select
-from .tables import TestInput
+from .verdict import decide_arrays
 from .validation import check_datasets
 
 __all__ = ["run_once", "evaluate_cube", "evaluate", "degenerate", "decide_in_family"]
@@ -58,26 +58,21 @@ def run_once(spec: HypothesisSpec, cube: Any, dataset: str, *, main: bool = True
                 f"the declaration's selection (lie-stats info CUBE lists what the cube holds); "
                 f"rebuilding the data cannot help.") from None
         return _finished(result_for(spec, dataset, C.SKIPPED, str(e)), C.SKIPPED)
-    params = spec.resolved_params()
-    data = TestInput(arrays=arrays, params=params, prediction=spec.prediction,
-                     reference=dict(spec.reference), dataset=dataset)
-    kind = spec.kind
     try:
-        row = kind.run(data)
-    except StatsInputError as e:
-        res = result_for(spec, dataset, C.INCONCLUSIVE, f"the test is undefined on these data: {e}")
-        return _finished(res.evolve(data=data, undefined=True), C.INCONCLUSIVE)
+        d = decide_arrays(spec, arrays, spec.resolved_params(), dataset=dataset)
     except SpecError as e:
         raise SpecError(f"{where}: {e}") from e
-    ctx = _decision(spec, params)
-    verdict, reason, direction, magnitude = decide(kind, row, ctx, dataset)
-    res = result_for(spec, dataset, verdict, reason)
-    decided_by = _decided_by(kind, row, ctx, verdict, direction, "raw")
+    if d.undefined:
+        res = result_for(spec, dataset, C.INCONCLUSIVE, f"the test is undefined on these data: {d.reason}")
+        return _finished(res.evolve(data=d.data, undefined=True), C.INCONCLUSIVE)
+    row = d.row
+    res = result_for(spec, dataset, d.verdict, d.reason)
+    decided_by = _decided_by(spec.kind, row, d.ctx, d.verdict, d.direction, "raw")
     res = res.evolve(**{col: row[col] for col in C.STAT_COLUMNS},
                      extra={k: v for k, v in row.items() if k not in C.STAT_COLUMNS},
-                     data=data, magnitude=magnitude,
+                     data=d.data, magnitude=d.magnitude,
                      multiplicity={**res.multiplicity, "decided_by": decided_by})
-    return _finished(res, direction)
+    return _finished(res, d.direction)
 
 
 def decide_in_family(spec: HypothesisSpec, result: Result, p_holm: float | None,

@@ -22,10 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from lie_stats.errors import StatsInputError
 from lie_stats.spec import HypothesisSpec, Prediction, Select
-from lie_stats.spec.rules import Decision
 from lie_stats.spec.tables import TestInput
+from lie_stats.spec.verdict import decide_input
 from lie_stats.stats.replication import r33
 
 #: 12 layers of 8 heads (the bundled 96-head runs), 5 layers of 8, and 8 unequal layers.
@@ -80,8 +79,9 @@ def head_table(columns: dict[str, np.ndarray], sizes: Sequence[int], *,
 
 def verdict_of_table(spec: HypothesisSpec, table: pd.DataFrame,
                      key: tuple[str, ...] | None = None) -> tuple[str, dict[str, float]]:
-    """The verdict (and result row) of ``spec``'s kind on ``table``, as
-    :func:`lie_stats.spec.evaluation.run_once` computes it from the selected data.
+    """The verdict (and result row) of ``spec``'s kind on ``table``, decided as
+    :func:`lie_stats.spec.evaluation.run_once` and the diagnosis decide it
+    (:func:`lie_stats.spec.verdict.decide_input`).
 
     ``key`` is the table's key in ``TestInput.table`` (the roles, plus ``"<drop_model>"``
     for base/tuned kinds); default the spec's roles in declaration order.
@@ -90,12 +90,8 @@ def verdict_of_table(spec: HypothesisSpec, table: pd.DataFrame,
     data = TestInput(arrays={}, params=params, prediction=spec.prediction,
                      reference=dict(spec.reference))
     data._tables[key or tuple(spec.selection)] = table
-    try:
-        row = spec.kind.run(data)
-    except StatsInputError:
-        return "inconclusive", {}
-    ctx = Decision(spec.prediction, float(params["alpha"]), dict(spec.reference), params)
-    return spec.kind.decide(row, ctx)[0], row
+    decided = decide_input(spec, data)
+    return decided.verdict, decided.row
 
 
 def count(verdicts: Sequence[str]) -> dict[str, int]:
