@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 
 from lie_stats import schema
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 from lie_stats.report import ReportSection, fmt, md_text, result_field
 from lie_stats.spec import compression_tag
-from lie_stats.stats.columns import AGREE_VERDICT
+from lie_stats.columns import AGREE_VERDICT
 
 __all__ = ["A10_METRICS", "COMPRESSIONS", "agreement_rows", "agreement_markdown", "summary_markdown",
            "takeaway_markdown", "a10_figure", "write_a10", "REPORT_SECTIONS"]

@@ -37,7 +37,7 @@ from typing import Any
 
 from ._stop import raise_if_stopped
 from .errors import SpecError, did_you_mean
-from .stats import columns as C
+from . import columns as C
 
 __all__ = ["Engine", "Evaluated", "ResultsTable", "run", "check_paths"]
 

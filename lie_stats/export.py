@@ -73,7 +73,7 @@ from typing import Any
 import numpy as np
 
 from . import schema
-from .stats import columns as C
+from . import columns as C
 from ._io import file_sha256, inside, write_text_atomic
 from ._version import __version__
 from .errors import LieStatsError, SpecError, did_you_mean

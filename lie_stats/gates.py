@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .stats import columns as C
+from . import columns as C
 from .errors import SpecError
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The project's data vocabulary: every dimension and variable name of a cube.
 
 No other module spells these names as string literals; they import them from here. The
-names of results (columns, p-values, verdicts, gates) live in :mod:`lie_stats.stats.columns`.
+names of results (columns, p-values, verdicts, gates) live in :mod:`lie_stats.columns`.
 This module imports nothing of lie_stats but :mod:`errors`.
 
 The variable table below is the contract between the metric engine (``metrics.py``),

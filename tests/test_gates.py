@@ -11,7 +11,7 @@ import pathlib
 import pytest
 
 from lie_stats import gates
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 from lie_stats.errors import SpecError
 from lie_stats.spec import Result
 

@@ -22,7 +22,7 @@ ROOT = Path(lie_stats.__file__).parent
 #: package's modules, the package's own ``__init__`` included).
 LAYERS: list[tuple[str, ...]] = [
     ("lie_stats._version", "lie_stats.errors", "lie_stats._text", "lie_stats._stop"),
-    ("lie_stats.schema",),
+    ("lie_stats.schema", "lie_stats.columns"),
     ("lie_stats._io", "lie_stats.forms"),
     ("lie_stats.stats", "lie_stats.stats."),
     # the extraction side (lie_stats/extraction/) and the cube format it shares with the inference side

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from lie_stats import report, schema, spec  # noqa: F401 - imported once, reused by in-process runs
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 from tests._spec_cubes import ABSENT_BUILD, make_datasets
 
 pytest_plugins = ["pytester"]

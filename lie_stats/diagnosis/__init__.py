@@ -51,7 +51,7 @@ import numpy as np
 
 from .._io import file_sha256, text_sha256, write_text_atomic
 from ..errors import LieStatsError, SpecError
-from ..stats import columns as C
+from .. import columns as C
 from ..spec.simulate import (Arrays, Design, NotPlantable, flip_differences, permute_heads,
                              plant_correlation, swap_layers)
 from ..spec.kinds import DESIGNS, design_for
@@ -469,7 +469,8 @@ def fingerprint_modules(test: str, *, magnitude: bool = False) -> set[str]:
 
     kind = get_kind(test)
     names = {kind.fn.__module__, kind.decide.__module__, __name__, f"{__name__}.robust",
-             "lie_stats.spec.verdict", *_package_modules(simulate)}
+             "lie_stats.spec.verdict", "lie_stats.columns",
+             *_package_modules(simulate)}
     if magnitude:
         names.add("lie_stats.spec.magnitude")
     design = design_for(kind)

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stats import columns as C
+from .. import columns as C
 from .._io import file_sha256, inside, write_text_atomic
 from .._text import html_link_target, html_text, md_link_target, terminal_cell, terminal_line
 from .figures import draw_figure

@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..stats import columns as C
+from .. import columns as C
 from ..diagnosis.calibration import ROBUST_FACTOR
 from .text import estimate_text, fmt, reference_text
 

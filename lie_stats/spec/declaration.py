@@ -42,7 +42,7 @@ import numpy as np
 
 from .. import schema
 from .._io import canonical_hash
-from ..stats import columns as C
+from .. import columns as C
 from .parts import (
     AS_STATED,
     SELECT_DIMS,

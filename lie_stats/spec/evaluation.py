@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..stats import columns as C
+from .. import columns as C
 from ..errors import SpecError
 from .declaration import HypothesisSpec
 from .magnitude import decide, finding

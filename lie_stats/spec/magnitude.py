@@ -39,7 +39,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..stats import columns as C
+from .. import columns as C
 from ..errors import LieStatsError
 from .parts import Magnitude
 

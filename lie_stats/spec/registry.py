@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..stats import columns as C
+from .. import columns as C
 from ..errors import LieStatsError, SpecError, did_you_mean
 from .parts import ALTERNATIVES, DIRECTIONS, METHODS, STRATA
 

@@ -1,6 +1,6 @@
 """Results: :class:`Result`, one hypothesis on one dataset (a row of ``results.json``).
 
-A result carries its verdict and reason, the test's numbers (:data:`lie_stats.stats.columns.STAT_COLUMNS`
+A result carries its verdict and reason, the test's numbers (:data:`lie_stats.columns.STAT_COLUMNS`
 and the kind's extra columns), the declaration it came from (selection, parameters,
 prediction, reference, hash), its magnitude against the claim's figure
 (:mod:`lie_stats.spec.magnitude`), its one-sentence ``finding``, its multiplicity family,
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stats import columns as C
+from .. import columns as C
 from .magnitude import NOT_DECLARED, finding, qualifier
 from .parts import jsonable
 
@@ -66,7 +66,7 @@ class Result:
     outcome) makes a new one with :meth:`evolve`; setting an attribute raises
     ``dataclasses.FrozenInstanceError``.
 
-    The fields of :data:`lie_stats.stats.columns.RESULT_FIELDS` plus ``source``, ``reason``,
+    The fields of :data:`lie_stats.columns.RESULT_FIELDS` plus ``source``, ``reason``,
     ``build`` (the command that builds missing data), ``extra`` (the test's other numeric
     columns), the declared ``selection``, ``params`` and ``prediction``, the specification
     curve (one entry per analysis choice), the pinned verdict and hash with the flag

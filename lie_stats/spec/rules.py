@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..stats import columns as C
-from ..stats.columns import P_EQUIVALENCE, P_GREATER, P_LESS, P_MIN
+from .. import columns as C
+from ..columns import P_EQUIVALENCE, P_GREATER, P_LESS, P_MIN
 from .parts import Prediction
 
 __all__ = ["Decision", "finite", "decide_directional", "decide_sign", "decide_equivalence", "decide_interval",

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import schema
-from ..stats import columns as C
+from .. import columns as C
 from ..errors import SpecError, did_you_mean
 from .parts import (
     FIDELITY_ASPECTS,

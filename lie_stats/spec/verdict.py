@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import StatsInputError
-from ..stats import columns as C
+from .. import columns as C
 from .magnitude import decide
 from .rules import Decision
 from .tables import TestInput

@@ -4,7 +4,7 @@ One module per statistical family (as pingouin): :mod:`.permutation`, :mod:`.cor
 :mod:`.groups`, :mod:`.equivalence`, :mod:`.replication`, :mod:`.trend`, :mod:`.models`,
 :mod:`.multiplicity`, :mod:`.clustered`, :mod:`.ranks`, :mod:`.pairwise`,
 :mod:`.classification`, :mod:`.meta`; every test is re-exported here. Every test returns a :class:`pandas.DataFrame` with one row per test,
-numeric columns only, starting with :data:`lie_stats.stats.columns.STAT_COLUMNS`; the
+numeric columns only, starting with :data:`lie_stats.columns.STAT_COLUMNS`; the
 family-specific columns are named in :mod:`.columns`.
 
 Conventions
@@ -20,7 +20,6 @@ Conventions
   ``n_boot=0``).
 """
 
-from lie_stats.stats import columns
 from lie_stats.stats.classification import (
     class_auc,
     class_interaction,
@@ -55,7 +54,6 @@ from lie_stats.stats.replication import power_correlation, r33, replicate_correl
 from lie_stats.stats.trend import boundary_ratio, depth_crossover, depth_gradient, enrichment, trend
 
 __all__ = [
-    "columns",
     "permutation_indices",
     "permutation_pvalue",
     "cluster_bootstrap_indices",

@@ -32,8 +32,8 @@ from scipy import stats as sps
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
-from lie_stats.stats import columns as C
-from lie_stats.stats.columns import (AGREEMENT, AGREEMENT_COLUMNS, AUC_COLUMNS, AUC_POOLED,
+from lie_stats import columns as C
+from lie_stats.columns import (AGREEMENT, AGREEMENT_COLUMNS, AUC_COLUMNS, AUC_POOLED,
                                      BALANCED_ACCURACY, CHANCE_AGREEMENT, GROUP_EFFECT,
                                      INTERACTION_COLUMNS, KAPPA_POOLED, N_CLASSES, N_NEGATIVE, N_PAIRS,
                                      N_POSITIVE, P_PARAMETRIC, SLOPE_GROUP0, SLOPE_GROUP1)

@@ -26,8 +26,8 @@ from numpy.typing import ArrayLike
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
-from lie_stats.stats import columns as C
-from lie_stats.stats.columns import (HEAD_MEAN_COLUMNS, NULL_VALUE, N_BOOT, N_CLUSTERS, P_GREATER,
+from lie_stats import columns as C
+from lie_stats.columns import (HEAD_MEAN_COLUMNS, NULL_VALUE, N_BOOT, N_CLUSTERS, P_GREATER,
                                      P_LESS, P_MIN)
 from lie_stats.stats.signflip import sign_flip_test
 

@@ -21,7 +21,7 @@ from scipy import stats as sps
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 from lie_stats.stats.permutation import (
     BootstrapPlan,
     strata_codes,

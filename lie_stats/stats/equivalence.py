@@ -15,8 +15,8 @@ from scipy import stats as sps
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
-from lie_stats.stats import columns as C
-from lie_stats.stats.columns import TOST_PAIRED_COLUMNS
+from lie_stats import columns as C
+from lie_stats.columns import TOST_PAIRED_COLUMNS
 
 __all__ = ["tost_relative", "tost_paired", "tost_correlation", "fisher_z_se", "rank_z_factor",
            "cluster_means"]

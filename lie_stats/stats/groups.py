@@ -8,7 +8,7 @@ from numpy.typing import ArrayLike
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 from lie_stats.stats.permutation import BootstrapPlan, strata_codes, PermutationPlan, permutation_pvalue
 
 __all__ = ["group_difference"]

@@ -25,8 +25,8 @@ from scipy import stats as sps
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
-from lie_stats.stats import columns as C
-from lie_stats.stats.columns import (IUT_COLUMNS, LARGEST_ABS_CHANGE, LARGEST_ABS_CI_HIGH,
+from lie_stats import columns as C
+from lie_stats.columns import (IUT_COLUMNS, LARGEST_ABS_CHANGE, LARGEST_ABS_CI_HIGH,
                                      LARGEST_ABS_CI_LOW, LARGEST_UNIT, MEDIAN_ABS_CHANGE, NOISE_FLOOR,
                                      N_BEYOND, N_REPLICATES, N_WITHIN, P_BEYOND, RESOLVABLE, WORST_UNIT)
 

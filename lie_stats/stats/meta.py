@@ -19,8 +19,8 @@ from scipy import stats as sps
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
-from lie_stats.stats import columns as C
-from lie_stats.stats.columns import (I2, K_RUNS, MAX_RUN_R, META_REPLICATION_COLUMNS, MIN_RUN_R,
+from lie_stats import columns as C
+from lie_stats.columns import (I2, K_RUNS, MAX_RUN_R, META_REPLICATION_COLUMNS, MIN_RUN_R,
                                      PI_HIGH, PI_LOW, POOLED_Z, POOLED_Z_SE, P_Q, Q, TAU2, TAU2_DL,
                                      TAU2_REML)
 from lie_stats.stats.replication import check_original, r33

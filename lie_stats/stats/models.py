@@ -15,7 +15,7 @@ import pandas as pd
 
 from lie_stats.errors import StatsInputError, did_you_mean
 from lie_stats.stats import _validate as v
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 
 __all__ = ["R_RANK_TOL", "added_terms_test", "compare_models", "independent_columns", "mixed_model",
            "simple_slope"]

@@ -12,7 +12,7 @@ entries are ignored) and summarizes a layer by a statistic over its pairs ``i < 
 ``"mean_abs"``
     ``mean |.|`` over the pairs.
 
-Results are one-row DataFrames whose first columns are :data:`lie_stats.stats.columns.STAT_COLUMNS`
+Results are one-row DataFrames whose first columns are :data:`lie_stats.columns.STAT_COLUMNS`
 followed by the columns named in this module's ``*_COLUMNS`` tuples.
 """
 
@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike
 
 from lie_stats.errors import StatsInputError
 from lie_stats.forms import functional_killing
-from lie_stats.stats.columns import (BOOT_FRACTION_UNDEFINED, BOUNDARY_ENRICHMENT_COLUMNS,
+from lie_stats.columns import (BOOT_FRACTION_UNDEFINED, BOUNDARY_ENRICHMENT_COLUMNS,
                                      BOUNDARY_TOP2, CI_HIGH, CI_LOW, EFFECT, ENRICHMENT_FIRST_LAYER,
                                      ENRICHMENT_FIRST_LAYER_CI_HIGH, ENRICHMENT_FIRST_LAYER_CI_LOW,
                                      ENRICHMENT_LAST_LAYER, ENRICHMENT_LAST_LAYER_CI_HIGH,

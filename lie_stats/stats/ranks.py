@@ -9,7 +9,7 @@ Two families, for changes of parameters over training:
   the same units, with Fieller's test and interval over clusters (layers) within strata.
 
 Pure numpy (and scipy's t distribution); results are one-row DataFrames starting with
-:data:`lie_stats.stats.columns.STAT_COLUMNS`, then the extra columns of :mod:`lie_stats.stats.columns`.
+:data:`lie_stats.columns.STAT_COLUMNS`, then the extra columns of :mod:`lie_stats.columns`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from numpy.typing import ArrayLike
 
 from lie_stats.errors import StatsInputError, did_you_mean
 from lie_stats.stats import _validate as V
-from lie_stats.stats import columns as C
-from lie_stats.stats.columns import (BOOT_SHARE, DELTA_ORDER_COLUMNS, DELTA_RANK_COLUMNS, DF,
+from lie_stats import columns as C
+from lie_stats.columns import (BOOT_SHARE, DELTA_ORDER_COLUMNS, DELTA_RANK_COLUMNS, DF,
                                      LOG10_RATIO, N_CATEGORIES, N_SHOWN_LARGER, N_SHOWN_SMALLER,
                                      N_STRATA, N_UNITS, ORDER_HOLDS, POST_CHANGE, PRE_CHANGE, P_ABOVE,
                                      P_BELOW, P_ORDER, P_REVERSED, RATIO_OF_CHANGES_COLUMNS,

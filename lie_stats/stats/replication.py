@@ -17,7 +17,7 @@ from scipy import stats as sps
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 from lie_stats.stats.correlation import check_correlation_options, within_correlation
 from lie_stats.stats.equivalence import fisher_z_se, rank_z_factor
 from lie_stats.stats.permutation import permutation_pvalue

@@ -26,8 +26,8 @@ from numpy.typing import ArrayLike
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
-from lie_stats.stats import columns as C
-from lie_stats.stats.columns import P_GREATER, P_LESS, P_MIN
+from lie_stats import columns as C
+from lie_stats.columns import P_GREATER, P_LESS, P_MIN
 from lie_stats.stats.permutation import permutation_pvalue
 
 __all__ = ["sign_flip_test", "slope_permutation_test", "one_sided_pair"]

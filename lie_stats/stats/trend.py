@@ -12,8 +12,8 @@ from scipy import stats as sps
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import _validate as v
-from lie_stats.stats import columns as C
-from lie_stats.stats.columns import (BOOT_SHARE_CROSSING, BOUNDARY_RATIO_TEST_COLUMNS,
+from lie_stats import columns as C
+from lie_stats.columns import (BOOT_SHARE_CROSSING, BOUNDARY_RATIO_TEST_COLUMNS,
                                      CROSSOVER_TEST_COLUMNS, EARLY_STEP, ENRICHMENT_TEST_COLUMNS,
                                      N_RUNS, P_EARLY, P_EARLY_AGAINST, P_GREATER, P_LATE,
                                      P_LATE_AGAINST, P_LESS, P_MIN, TREND_RUNS_COLUMNS)

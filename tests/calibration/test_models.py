@@ -22,7 +22,7 @@ import pytest
 
 from lie_stats.spec import HypothesisSpec, Prediction, Select, evaluate_cube
 from lie_stats.spec.kinds.models import decide_mixed_model, decide_model_comparison, encompassing_tests
-from lie_stats.stats.columns import P_PREDICTED_ADDS
+from lie_stats.columns import P_PREDICTED_ADDS
 from lie_stats.spec.rules import Decision
 from lie_stats.stats.models import mixed_model
 

@@ -12,7 +12,7 @@ import numpy as np
 from statsmodels.stats.multitest import multipletests
 
 from lie_stats import report
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 
 #: The verdict each result of the ``results`` fixture is expected to give, and why: B5's
 #: planted correlation (rho about -0.6) replicates -0.274; its absent dataset has no cube;

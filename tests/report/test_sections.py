@@ -11,7 +11,7 @@ import pytest
 from lie_stats import report
 from lie_stats.errors import SpecError
 from lie_stats.spec import compression_agreement, evaluate_cube
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 from tests._spec_cubes import COMPRESSIONS, enrichment_target
 
 

@@ -40,7 +40,7 @@ STATISTIC = '''
 import numpy as np
 import pandas as pd
 
-from lie_stats.stats.columns import STAT_COLUMNS
+from lie_stats.columns import STAT_COLUMNS
 from lie_stats.errors import StatsInputError
 
 

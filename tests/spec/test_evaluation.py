@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from lie_stats import cube as cube_mod, spec as spec_mod
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 from lie_stats.errors import LieStatsError
 from lie_stats.spec import Prediction, Select, evaluate_cube, register_test, test_kinds
 from tests._spec_cubes import ABSENT_BUILD, FAST, evaluate_one, planted_spec, synth_cube

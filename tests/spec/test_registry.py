@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from lie_stats import spec as spec_mod
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 from lie_stats.errors import SpecError
 from lie_stats.spec import Prediction, Select, evaluate_cube, register_test, test_kinds
 from tests._spec_cubes import planted_spec, synth_cube

@@ -14,10 +14,10 @@ import pytest
 from scipy import stats as sps
 
 from lie_stats.errors import StatsInputError
-from lie_stats.stats import columns as SC
+from lie_stats import columns as SC
 from lie_stats.stats.classification import (threshold_agreement, class_auc, cohen_kappa,
                                             class_interaction, threshold_zones, time_to_fraction)
-from lie_stats.stats.columns import (AGREEMENT_COLUMNS, AUC_COLUMNS, AUC_POOLED, BALANCED_ACCURACY,
+from lie_stats.columns import (AGREEMENT_COLUMNS, AUC_COLUMNS, AUC_POOLED, BALANCED_ACCURACY,
                                      CHANCE_AGREEMENT, INTERACTION_COLUMNS, KAPPA_POOLED, P_PARAMETRIC,
                                      SLOPE_GROUP0, SLOPE_GROUP1)
 from lie_stats.stats.groups import group_difference

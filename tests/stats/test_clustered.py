@@ -8,9 +8,9 @@ import pytest
 import scipy.stats as sps
 
 from lie_stats.errors import StatsInputError
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 from lie_stats.stats.clustered import head_mean, share_above
-from lie_stats.stats.columns import HEAD_MEAN_COLUMNS, N_CLUSTERS
+from lie_stats.columns import HEAD_MEAN_COLUMNS, N_CLUSTERS
 
 from ._sim import ALPHA
 

@@ -1,4 +1,4 @@
-"""lie_stats.stats.columns and the package surface: fixed, unique, numeric result columns,
+"""lie_stats.columns and the package surface: fixed, unique, numeric result columns,
 named in one module only."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import lie_stats
 import lie_stats.stats as stats
-from lie_stats.stats.columns import STAT_COLUMNS
-from lie_stats.stats import columns as C
+from lie_stats.columns import STAT_COLUMNS
+from lie_stats import columns as C
 
 FAMILIES = [name for name in C.__all__ if name.endswith("_COLUMNS")]
 
@@ -34,7 +34,7 @@ def test_public_api_is_exported():
 
 
 PACKAGE = Path(lie_stats.__file__).parent
-COLUMNS_FILE = PACKAGE / "stats" / "columns.py"
+COLUMNS_FILE = PACKAGE / "columns.py"
 #: Every string columns.py names (result columns, p-values, verdicts, gates).
 NAMES = {name for name in C.__all__ if isinstance(getattr(C, name), str)}
 VALUES = {getattr(C, name) for name in NAMES}
@@ -75,9 +75,9 @@ def _violations(paths, root: Path = PACKAGE.parent) -> list[str]:
             if name.endswith("_COLUMNS"):
                 bad.append(f"{where} (a tuple of result columns)")
             elif name in NAMES:
-                bad.append(f"{where} (a name of lie_stats.stats.columns)")
+                bad.append(f"{where} (a name of lie_stats.columns)")
             elif literal in VALUES and name.isupper():
-                bad.append(f"{where} = {literal!r} (a column of lie_stats.stats.columns)")
+                bad.append(f"{where} = {literal!r} (a column of lie_stats.columns)")
     return bad
 
 
@@ -92,12 +92,12 @@ def test_the_check_finds_a_column_defined_elsewhere(tmp_path):
     # and importing a name from columns is not a definition
     probe = tmp_path / "probe.py"
     probe.write_text('P_OPPOSITE = "p_opposite"\nMY_COLUMNS = ("n",)\nOTHER_P = "p_greater"\n'
-                     'A, B = "x", "p_less"\nfrom lie_stats.stats.columns import N_STRATA\n')
+                     'A, B = "x", "p_less"\nfrom lie_stats.columns import N_STRATA\n')
     assert _violations([probe], root=tmp_path) == [
-        "probe.py:1: P_OPPOSITE (a name of lie_stats.stats.columns)",
+        "probe.py:1: P_OPPOSITE (a name of lie_stats.columns)",
         "probe.py:2: MY_COLUMNS (a tuple of result columns)",
-        "probe.py:3: OTHER_P = 'p_greater' (a column of lie_stats.stats.columns)",
-        "probe.py:4: B = 'p_less' (a column of lie_stats.stats.columns)",
+        "probe.py:3: OTHER_P = 'p_greater' (a column of lie_stats.columns)",
+        "probe.py:4: B = 'p_less' (a column of lie_stats.columns)",
     ]
 
 

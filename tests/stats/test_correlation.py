@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lie_stats.errors import StatsInputError
-from lie_stats.stats.columns import STAT_COLUMNS
+from lie_stats.columns import STAT_COLUMNS
 from lie_stats.stats import correlation, partial_correlation
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 
 from ._sim import BAND, N_DATASETS, layered, rejections
 

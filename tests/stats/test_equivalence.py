@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lie_stats.errors import StatsInputError
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 from lie_stats.stats import fisher_z_se, tost_correlation, tost_relative
 from lie_stats.stats.equivalence import tost_paired
-from lie_stats.stats.columns import TOST_PAIRED_COLUMNS
+from lie_stats.columns import TOST_PAIRED_COLUMNS
 
 from ._sim import BAND, N_DATASETS, rejections
 

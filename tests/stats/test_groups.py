@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lie_stats.errors import StatsInputError
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 from lie_stats.stats import group_difference
 
 from ._sim import BAND, N_DATASETS, rejections

@@ -8,7 +8,7 @@ import scipy.stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from lie_stats.errors import StatsInputError
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 from lie_stats.stats import intersection as iut
 
 B = 1e-3  # the bound of every test here: 0.1 %

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats as sps
 
 from lie_stats.errors import StatsInputError
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 from lie_stats.stats import meta as M
 from lie_stats.stats.meta import meta_replication, random_effects, run_correlations
 from lie_stats.stats.replication import r33

@@ -10,7 +10,7 @@ from scipy import stats as sps
 from statsmodels.stats.anova import anova_lm
 
 from lie_stats.errors import StatsInputError
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 from lie_stats.stats import compare_models, mixed_model
 from lie_stats.stats.models import added_terms_test
 

@@ -9,7 +9,7 @@ import scipy.stats as sps
 from scipy import integrate
 
 from lie_stats.errors import StatsInputError
-from lie_stats.stats import columns as C
+from lie_stats import columns as C
 from lie_stats.stats import correlation, power_correlation, r33, replicate_correlation
 from lie_stats.stats.correlation import within_correlation
 from lie_stats.stats.meta import meta_replication

@@ -10,8 +10,8 @@ import scipy.stats as sps
 
 from lie_stats.errors import StatsInputError
 from lie_stats.stats import boundary_ratio, depth_crossover, depth_gradient, enrichment, trend
-from lie_stats.stats import columns as C
-from lie_stats.stats.columns import (BOUNDARY_RATIO_TEST_COLUMNS, CROSSOVER_TEST_COLUMNS,
+from lie_stats import columns as C
+from lie_stats.columns import (BOUNDARY_RATIO_TEST_COLUMNS, CROSSOVER_TEST_COLUMNS,
                                      ENRICHMENT_TEST_COLUMNS)
 
 from ._sim import BAND, N_DATASETS, rejections
@@ -252,7 +252,7 @@ def test_boundary_ratio_calibrated(record_property):
 def test_trend_over_runs_is_the_sign_flip_of_run_correlations():
     from lie_stats.stats.signflip import sign_flip_test
     from lie_stats.stats.trend import trend_over_runs
-    from lie_stats.stats.columns import TREND_RUNS_COLUMNS
+    from lie_stats.columns import TREND_RUNS_COLUMNS
 
     rng = np.random.default_rng(4)
     steps = np.array([0, 10, 20, 40, 80, 160, 320])

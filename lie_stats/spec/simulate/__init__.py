@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ...stats import columns as C
+from ... import columns as C
 
 class NotPlantable(Exception):
     """The reference effect cannot be planted into these data (the message says why)."""

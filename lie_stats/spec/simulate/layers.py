@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ...stats import columns as C
+from ... import columns as C
 from . import Arrays, NotPlantable
 
 __all__ = ["FACTORS", "by_model_layer", "put_back", "present", "permute_layers",

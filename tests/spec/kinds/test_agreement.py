@@ -9,8 +9,8 @@ import pytest
 
 from lie_stats.errors import SpecError
 from lie_stats.spec import Magnitude, Prediction, Select, compression_agreement, evaluate_cube
-from lie_stats.stats.columns import AGREE_VERDICT, N_OPPOSITE
-from lie_stats.stats import columns as C
+from lie_stats.columns import AGREE_VERDICT, N_OPPOSITE
+from lie_stats import columns as C
 from tests._spec_cubes import COMPRESSIONS, FAST_MORE_BOOT, enrichment_target, tost_spec, toy_spec
 
 

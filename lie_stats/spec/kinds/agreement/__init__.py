@@ -19,8 +19,8 @@ import numpy as np
 
 from .... import schema
 from ....errors import SpecError, StatsInputError
-from ....stats import columns as C
-from ....stats.columns import AGREE_VERDICT, N_OPPOSITE
+from .... import columns as C
+from ....columns import AGREE_VERDICT, N_OPPOSITE
 from ...declaration import HypothesisSpec
 from ...magnitude import decide
 from ...parts import SWEEP_SELECT, Prediction, check_projection, jsonable, replace

@@ -21,7 +21,7 @@ import numpy as np
 from .... import schema
 from ....errors import SpecError, StatsInputError
 from ....stats.classification import threshold_agreement, class_auc, class_interaction, threshold_zones, time_to_fraction
-from ....stats.columns import (MEDIAN_TIME_GROUP0, MEDIAN_TIME_GROUP1, N_UNDEFINED_TIME, N_ZONE_ABOVE,
+from ....columns import (MEDIAN_TIME_GROUP0, MEDIAN_TIME_GROUP1, N_UNDEFINED_TIME, N_ZONE_ABOVE,
                               N_ZONE_BELOW, N_ZONE_BETWEEN, THRESHOLD_COSINE)
 from ....stats.groups import group_difference
 from ...parts import spec_error

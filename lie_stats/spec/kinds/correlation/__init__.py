@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ....stats import columns as C
-from ....stats.columns import PER_HEAD_WITHOUT_STRATA, P_EQUIVALENCE
+from .... import columns as C
+from ....columns import PER_HEAD_WITHOUT_STRATA, P_EQUIVALENCE
 from ....stats.correlation import MIN_PERM_SE, correlation, partial_correlation
 from ....stats.replication import replicate_correlation
 from ...parts import spec_error

@@ -22,8 +22,8 @@ import pandas as pd
 
 from .... import schema
 from ....errors import SpecError
-from ....stats import columns as C
-from ....stats.columns import N_CLUSTERS, PER_HEAD_WITHOUT_STRATA
+from .... import columns as C
+from ....columns import N_CLUSTERS, PER_HEAD_WITHOUT_STRATA
 from ....stats.correlation import within_correlation
 from ....stats.equivalence import rank_z_factor, tost_correlation, tost_paired, tost_relative
 from ...registry import RESAMPLING, UNITS, register_test

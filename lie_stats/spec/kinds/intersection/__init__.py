@@ -21,7 +21,7 @@ import numpy as np
 
 from .... import schema
 from ....errors import SpecError, StatsInputError
-from ....stats import columns as C
+from .... import columns as C
 from ....stats import intersection as iut
 from ...parts import spec_error
 from ...registry import register_test

@@ -14,8 +14,8 @@ from typing import Any
 
 from .... import schema
 from ....errors import SpecError
-from ....stats import columns as C
-from ....stats.columns import K_RUNS
+from .... import columns as C
+from ....columns import K_RUNS
 from ....stats.meta import ESTIMATORS, meta_replication
 from ...registry import register_test
 from ...rules import Decision, finite

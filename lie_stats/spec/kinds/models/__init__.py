@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ....errors import SpecError, StatsInputError, did_you_mean
-from ....stats import columns as C
-from ....stats.columns import (AIC_MARGIN, PREDICTED_SLOPE, PREDICTED_SLOPE_CI_HIGH,
+from .... import columns as C
+from ....columns import (AIC_MARGIN, PREDICTED_SLOPE, PREDICTED_SLOPE_CI_HIGH,
                               PREDICTED_SLOPE_CI_LOW, P_PREDICTED_ADDS, P_RIVAL_ADDS, RIVAL)
 from ....stats.models import added_terms_test, compare_models, mixed_model, simple_slope
 from ...parts import check_choice, spec_error

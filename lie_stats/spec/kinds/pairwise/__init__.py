@@ -22,8 +22,8 @@ import numpy as np
 
 from .... import schema
 from ....errors import SpecError, StatsInputError
-from ....stats import columns as C
-from ....stats.columns import N_ANCHORS, P_OPPOSITE, RATIO_TOTAL
+from .... import columns as C
+from ....columns import N_ANCHORS, P_OPPOSITE, RATIO_TOTAL
 from ....stats.pairwise import (boundary_enrichment, functional_boundary_shift, head_enrichment_excess,
                                pair_summary, row_summary, symmetric_pairs)
 from ...registry import register_test

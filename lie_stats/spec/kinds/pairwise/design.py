@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ....stats.columns import NULL_RATIO
+from ....columns import NULL_RATIO
 from ....stats.pairwise import pair_summary, row_summary, symmetric_pairs
 from ...simulate import Arrays, Design, NotPlantable, reference_number
 from ...simulate.layers import (FACTORS, by_model_layer, cv_ceiling, exp_null_center,

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from ....errors import SpecError, StatsInputError
-from ....stats import columns as C
-from ....stats.columns import (BOOT_SHARE, N_CATEGORIES, N_SHOWN_LARGER, N_SHOWN_SMALLER, ORDER_HOLDS,
+from .... import columns as C
+from ....columns import (BOOT_SHARE, N_CATEGORIES, N_SHOWN_LARGER, N_SHOWN_SMALLER, ORDER_HOLDS,
                               P_ABOVE, P_BELOW, P_ORDER, P_REVERSED)
 from ....stats.ranks import delta_order, delta_rank, ratio_of_changes
 from ...parts import Prediction

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from .... import schema
-from ....stats import columns as C
-from ....stats.columns import (BOOT_SHARE_CROSSING, P_EARLY, P_EARLY_AGAINST, P_LATE, P_LATE_AGAINST,
+from .... import columns as C
+from ....columns import (BOOT_SHARE_CROSSING, P_EARLY, P_EARLY_AGAINST, P_LATE, P_LATE_AGAINST,
                               P_MIN)
 from ....stats.trend import SIGNS, boundary_ratio, depth_crossover, enrichment, trend_over_runs
 from ...parts import SUMMARIES

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .... import schema
-from ....stats import columns as C
+from .... import columns as C
 from ...simulate import (Arrays, Design, NotPlantable, one, prediction_value, reference_number,
                          swap_layers)
 from ...simulate.layers import (by_model_layer, cv, exp_null_center, magnitude_reference,

@@ -4,7 +4,7 @@ This is the one home of the result vocabulary. Every statistical function return
 (``compare_models``, ``mixed_model``: one row per model / coefficient) DataFrame whose first
 columns are :data:`STAT_COLUMNS` followed by the family-specific columns named here, in this
 order; the kinds of :mod:`lie_stats.spec.kinds` add the extra columns named here too. Code that
-writes or reads a result imports the names from here (``from lie_stats.stats import columns as
+writes or reads a result imports the names from here (``from lie_stats import columns as
 C``); no other module defines a column name or a ``*_COLUMNS`` tuple
 (``tests/spec/test_vocabulary.py`` reads every module to check it). The strings themselves are
 what ``reports/results.json``, the exports and the cubes hold, so they never change.
